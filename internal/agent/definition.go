@@ -1,0 +1,49 @@
+package agent
+
+// Agent is a deployed agent: its definition (agents/*.yaml, loaded and
+// validated by internal/catalog) with its tools bound.
+type Agent struct {
+	Name        string
+	Version     string
+	Description string
+
+	ModelID            string
+	SystemPrompt       string
+	Temperature        *float64
+	MaxTokens          int
+	MaxIterations      int
+	MaxToolResultBytes int
+	ReasoningBudget    int
+
+	// Tools in the order the definition lists them.
+	Tools []BoundTool
+}
+
+// Source is "name:version", the RequestResult's source.
+func (a *Agent) Source() string { return a.Name + ":" + a.Version }
+
+// Tool finds a tool by name.
+func (a *Agent) Tool(name string) (BoundTool, bool) {
+	for _, t := range a.Tools {
+		if t.Tool.Spec().Name == name {
+			return t, true
+		}
+	}
+	return BoundTool{}, false
+}
+
+// ToolSpecs lists the tools for the model.
+func (a *Agent) ToolSpecs() []ToolSpec {
+	out := make([]ToolSpec, 0, len(a.Tools))
+	for _, t := range a.Tools {
+		out = append(out, t.Tool.Spec())
+	}
+	return out
+}
+
+// Defaults of DESIGN §5.
+const (
+	DefaultMaxTokens          = 2048
+	DefaultMaxIterations      = 10
+	DefaultMaxToolResultBytes = 65536
+)

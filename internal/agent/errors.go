@@ -1,0 +1,103 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors returned by stores and adapters. They are wrapped with the
+// operation that failed; the edge maps them with errors.Is.
+var (
+	// ErrNotFound: the item does not exist (or its ttl has passed).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a conditional write lost a race. A *ConflictError carries
+	// the item as it is now, when the store could read it.
+	ErrConflict = errors.New("conflict")
+	// ErrSessionOwner: the session exists and belongs to another user.
+	ErrSessionOwner = errors.New("session owned by another user")
+)
+
+// ConflictError is returned by Store.Write when a condition failed. Current is
+// the task META as the store saw it (ALL_OLD), or nil if it does not exist.
+type ConflictError struct {
+	Current *Task
+}
+
+func (e *ConflictError) Error() string { return "conflict: the task changed" }
+
+// Unwrap lets errors.Is(err, ErrConflict) match.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// Error is an error a client may see: a stable snake_case code (DESIGN §3) and
+// a sentence that helps. Its text never carries an internal error's text.
+type Error struct {
+	Code    string
+	Message string
+	// RetryAfter, in seconds, for throttled.
+	RetryAfter int
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Codes of DESIGN §3. The HTTP status of each lives in one table at the edge
+// (httpapi.StatusOf).
+const (
+	CodeInvalidJSON           = "invalid_json"
+	CodeUnknownField          = "unknown_field"
+	CodeInvalidID             = "invalid_id"
+	CodeInvalidItems          = "invalid_items"
+	CodeInvalidContentType    = "invalid_content_type"
+	CodeInvalidImage          = "invalid_image"
+	CodeInvalidMetadata       = "invalid_metadata"
+	CodeSessionMismatch       = "session_mismatch"
+	CodeInvalidAction         = "invalid_action"
+	CodeInvalidDecisions      = "invalid_decisions"
+	CodeRoundRequired         = "round_required"
+	CodeInvalidInput          = "invalid_input"
+	CodeInvalidLastEventID    = "invalid_last_event_id"
+	CodeInvalidIdempotencyKey = "invalid_idempotency_key"
+	CodeInvalidQuery          = "invalid_query"
+	CodeUnauthenticated       = "unauthenticated"
+	CodeNotOwner              = "not_owner"
+	CodeForbidden             = "forbidden"
+	CodeAgentNotFound         = "agent_not_found"
+	CodeTaskNotFound          = "task_not_found"
+	CodeRequestNotFound       = "request_not_found"
+	CodeSessionNotFound       = "session_not_found"
+	CodeRouteNotFound         = "route_not_found"
+	CodeMethodNotAllowed      = "method_not_allowed"
+	CodeTaskBusy              = "task_busy"
+	CodeTaskPaused            = "task_paused"
+	CodeNotPaused             = "not_paused"
+	CodeDecisionConflict      = "decision_conflict"
+	CodeNotRunning            = "not_running"
+	CodeRequestSuperseded     = "request_superseded"
+	CodeApprovalExpired       = "approval_expired"
+	CodeEventsExpired         = "events_expired"
+	CodeBodyTooLarge          = "body_too_large"
+	CodeIdempotencyKeyReused  = "idempotency_key_reused"
+	CodeThrottled             = "throttled"
+	CodeInternal              = "internal"
+	CodeModelError            = "model_error"
+	CodeContextWindowExceeded = "context_window_exceeded"
+	CodeDeadlineExceeded      = "deadline_exceeded"
+	CodeNotImplemented        = "not_implemented"
+	CodeLeaseExpired          = "lease_expired"
+	CodeRequestLost           = "request_lost"
+	CodeOutcomeUnknown        = "outcome_unknown"
+)
+
+// CodeOf returns the client-visible code of err: its *Error's code, or
+// internal for anything else.
+func CodeOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}

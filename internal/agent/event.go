@@ -1,0 +1,66 @@
+package agent
+
+// Event names (DESIGN §3 Server-Sent Events). The event is spelled
+// "cancelled"; it is contract.
+const (
+	EventRequestStarted   = "request_started"
+	EventThinking         = "thinking"
+	EventAnswer           = "answer"
+	EventToolCall         = "tool_call"
+	EventApprovalRequired = "approval_required"
+	EventApproved         = "approved"
+	EventRejected         = "rejected"
+	EventToolResult       = "tool_result"
+	EventCancelled        = "cancelled"
+	EventError            = "error"
+	EventRequestComplete  = "request_complete"
+)
+
+// Event is one event of a request. IDs number a request's events from 1
+// across all its legs.
+type Event struct {
+	ID   int64
+	Name string
+	Data any
+}
+
+// Sink receives a request's events as they happen. Emit must not block for
+// long: the SSE writer buffers and detaches from a slow connection.
+type Sink interface {
+	Emit(Event)
+}
+
+// SinkFunc adapts a function to a Sink.
+type SinkFunc func(Event)
+
+// Emit calls f.
+func (f SinkFunc) Emit(e Event) { f(e) }
+
+// Discard is a Sink that drops events.
+var Discard Sink = SinkFunc(func(Event) {})
+
+// RequestResult is the outcome of a request (DESIGN §3).
+type RequestResult struct {
+	SessionID        string        `json:"session_id"`
+	TaskID           string        `json:"task_id"`
+	RequestID        string        `json:"request_id"`
+	Status           Status        `json:"status"`
+	Output           string        `json:"output,omitempty"`
+	StopReason       string        `json:"stop_reason,omitempty"`
+	Round            int           `json:"round,omitempty"`
+	PendingApprovals []PendingView `json:"pending_approvals,omitempty"`
+	ResumeURL        string        `json:"resume_url,omitempty"`
+	Error            *ErrorInfo    `json:"error,omitempty"`
+	Usage            Usage         `json:"usage"`
+	Source           string        `json:"source"`
+}
+
+// PendingView is a pending approval as clients see it.
+type PendingView struct {
+	ToolCallID string `json:"tool_call_id"`
+	Name       string `json:"name"`
+	Input      any    `json:"input"`
+	ExpiresAt  string `json:"expires_at"`
+	Round      int    `json:"round"`
+	Expired    *bool  `json:"expired,omitempty"`
+}

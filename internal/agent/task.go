@@ -1,0 +1,219 @@
+package agent
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status of a task or request.
+type Status string
+
+// Statuses. A task's status is that of its latest non-superseded request.
+const (
+	StatusRunning   Status = "Running"
+	StatusPaused    Status = "Paused"
+	StatusCompleted Status = "Completed"
+	StatusFailed    Status = "Failed"
+	StatusCanceled  Status = "Canceled"
+)
+
+// ParseStatus checks a status given by a client.
+func ParseStatus(s string) (Status, bool) {
+	switch st := Status(s); st {
+	case StatusRunning, StatusPaused, StatusCompleted, StatusFailed, StatusCanceled:
+		return st, true
+	}
+	return "", false
+}
+
+// Request kinds.
+const (
+	KindInvoke = "invoke"
+	KindEdit   = "edit"
+	KindResume = "resume"
+)
+
+// Usage counts model tokens.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	TotalTokens  int64 `json:"total_tokens"`
+}
+
+// Add sums u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{u.InputTokens + v.InputTokens, u.OutputTokens + v.OutputTokens, u.TotalTokens + v.TotalTokens}
+}
+
+// ErrorInfo is the error of a failed request.
+type ErrorInfo struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Task is the task's META: who owns it, its status, the next history seq and
+// the active request's mutable state. Version guards every read-modify-write.
+type Task struct {
+	ID         string            `json:"task_id"`
+	SessionID  string            `json:"session_id"`
+	Agent      string            `json:"agent"`
+	UserID     string            `json:"user_id"`
+	Status     Status            `json:"status"`
+	CreatedAt  time.Time         `json:"created_at"`
+	UpdatedAt  time.Time         `json:"updated_at"`
+	Metadata   map[string]string `json:"metadata,omitempty"`
+	Version    int64             `json:"version"`
+	NextSeq    int64             `json:"next_seq"`
+	WriteID    string            `json:"write_id"`
+	Active     *ActiveRequest    `json:"active,omitempty"`
+	Superseded []SeqRange        `json:"superseded,omitempty"`
+	// RetainUntil, when retention is configured, is when every item of the
+	// finished task expires (epoch seconds; 0: kept).
+	RetainUntil int64 `json:"retain_until,omitempty"`
+}
+
+// SeqRange is a superseded range of history entries [From, To) made by an
+// edit (request SupersededBy).
+type SeqRange struct {
+	From         int64  `json:"from"`
+	To           int64  `json:"to"`
+	SupersededBy string `json:"superseded_by"`
+}
+
+// ActiveRequest is the running or paused request's mutable state, kept on META.
+type ActiveRequest struct {
+	ID         string    `json:"request_id"`
+	Kind       string    `json:"kind"`
+	Status     Status    `json:"status"`
+	ClaimToken string    `json:"claim_token"`
+	LeaseUntil time.Time `json:"lease_until"`
+	Round      int       `json:"round"`
+	CreatedAt  time.Time `json:"created_at"`
+	FirstSeq   int64     `json:"first_seq"`
+	Usage      Usage     `json:"usage"`
+	// LastEventID numbers the request's events across its legs.
+	LastEventID int64         `json:"last_event_id"`
+	Pending     []PendingCall `json:"pending,omitempty"`
+	Decisions   []Decision    `json:"decisions,omitempty"`
+	// Cancel flag, set by a cancel call, read by the engine's polls.
+	CancelRequested bool      `json:"cancel_requested,omitempty"`
+	CanceledBy      string    `json:"canceled_by,omitempty"`
+	CanceledAt      time.Time `json:"canceled_at,omitzero"`
+	CancelReason    string    `json:"cancel_reason,omitempty"`
+}
+
+// PendingCall is a tool call awaiting a decision.
+type PendingCall struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Name       string          `json:"name"`
+	Input      json.RawMessage `json:"input"`
+	InputHash  string          `json:"input_hash"`
+	ExpiresAt  time.Time       `json:"expires_at"`
+	Round      int             `json:"round"`
+}
+
+// Decision records who decided a round's calls, when and why.
+type Decision struct {
+	Round     int            `json:"round"`
+	Approver  string         `json:"approver"`
+	DecidedAt time.Time      `json:"decided_at"`
+	Action    string         `json:"action"`
+	Reason    *string        `json:"reason"`
+	Calls     []CallDecision `json:"calls"`
+}
+
+// CallDecision is the decision on one call; Input is the edited input.
+type CallDecision struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Action     string          `json:"action"`
+	Input      json.RawMessage `json:"input"`
+	Reason     string          `json:"reason,omitempty"`
+	// InputHash binds the decision to the input the approver saw.
+	InputHash string `json:"input_hash,omitempty"`
+}
+
+// RequestRecord is a request as GET task shows it; a finished request's record
+// is written once by the commit that ends it (REQ#).
+type RequestRecord struct {
+	RequestID    string     `json:"request_id"`
+	Kind         string     `json:"kind"`
+	Status       Status     `json:"status"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	Usage        Usage      `json:"usage"`
+	Error        *ErrorInfo `json:"error"`
+	StopReason   *string    `json:"stop_reason"`
+	SupersededBy *string    `json:"superseded_by"`
+	Decisions    []Decision `json:"decisions"`
+	CanceledBy   *string    `json:"canceled_by"`
+	CanceledAt   *time.Time `json:"canceled_at,omitempty"`
+	CancelReason *string    `json:"cancel_reason,omitempty"`
+	// Kept for replaying the outcome; not shown by GET task.
+	Output      string `json:"output,omitempty"`
+	Round       int    `json:"round,omitempty"`
+	FirstSeq    int64  `json:"first_seq,omitempty"`
+	LastEventID int64  `json:"last_event_id,omitempty"`
+}
+
+// Session groups a user's tasks.
+type Session struct {
+	ID        string    `json:"session_id"`
+	UserID    string    `json:"user_id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// SessionLink asks a write to upsert the session (owned by UserID) and add the
+// task to its index.
+type SessionLink struct {
+	SessionID string
+	UserID    string
+	TaskID    string
+	Agent     string
+	CreatedAt time.Time
+}
+
+// TaskSummary is a task in a list.
+type TaskSummary struct {
+	TaskID    string            `json:"task_id"`
+	SessionID string            `json:"session_id"`
+	Agent     string            `json:"agent"`
+	Status    Status            `json:"status"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
+	Metadata  map[string]string `json:"metadata"`
+}
+
+// Summary returns the task as a list shows it.
+func (t *Task) Summary() TaskSummary {
+	md := t.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	return TaskSummary{TaskID: t.ID, SessionID: t.SessionID, Agent: t.Agent, Status: t.Status, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Metadata: md}
+}
+
+// IsSuperseded tells whether the entry seq is hidden by an edit, and by which request.
+func (t *Task) IsSuperseded(seq int64) (string, bool) {
+	for _, r := range t.Superseded {
+		if seq >= r.From && seq < r.To {
+			return r.SupersededBy, true
+		}
+	}
+	return "", false
+}
+
+// Clone returns a deep copy of the task.
+func (t *Task) Clone() *Task {
+	if t == nil {
+		return nil
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		panic("agent: task does not marshal: " + err.Error())
+	}
+	var c Task
+	if err := json.Unmarshal(b, &c); err != nil {
+		panic("agent: task does not unmarshal: " + err.Error())
+	}
+	return &c
+}

@@ -1,0 +1,50 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Tool is something the model may call.
+type Tool interface {
+	Spec() ToolSpec
+	// Run runs the tool. An error is the tool's failure, reported to the
+	// model as an error result; it never fails the request.
+	Run(ctx context.Context, call ToolCall) (ToolOutput, error)
+}
+
+// ToolCall is one call of a tool.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Input     json.RawMessage
+	RequestID string
+	// IdempotencyKey is passed downstream: request_id#tool_call_id.
+	IdempotencyKey string
+}
+
+// ToolOutput is a successful result: text and/or JSON blocks.
+type ToolOutput struct {
+	Content []Block
+}
+
+// InputValidator is implemented by tools whose input is checked against
+// their schema before they run.
+type InputValidator interface {
+	ValidateInput(input json.RawMessage) error
+}
+
+// ToolPolicy is how a tool is governed by an agent.
+type ToolPolicy struct {
+	RequiresApproval bool
+	ApprovalTTL      time.Duration
+	Idempotent       bool
+	Timeout          time.Duration
+}
+
+// BoundTool is a tool as an agent has it: the tool and its policy.
+type BoundTool struct {
+	Tool   Tool
+	Policy ToolPolicy
+}
