@@ -101,3 +101,5 @@ func CodeOf(err error) string {
 	}
 	return CodeInternal
 }
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

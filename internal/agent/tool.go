@@ -48,3 +48,6 @@ type BoundTool struct {
 	Tool   Tool
 	Policy ToolPolicy
 }
+
+// DefaultApprovalTTL is how long an approval waits when the agent says nothing.
+const DefaultApprovalTTL = 24 * time.Hour

@@ -1,0 +1,340 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"time"
+)
+
+// Agents finds deployed agents by name.
+type Agents interface {
+	Get(name string) (*Agent, bool)
+}
+
+// Engine runs requests: it validates and claims them (Start…), then runs their
+// legs (Run.Execute) and commits what happened.
+type Engine struct {
+	Store  Store
+	Model  Model
+	Agents Agents
+	Log    *slog.Logger
+
+	// LegTimeout bounds a leg when the caller gives no earlier deadline
+	// (locally --request-timeout). The lease is the leg's deadline + LeaseMargin.
+	LegTimeout time.Duration
+	// DeadlineMargin is kept free before the caller's deadline (the
+	// Lambda's) to commit.
+	DeadlineMargin time.Duration
+	// ToolTimeout bounds one tool call.
+	ToolTimeout time.Duration
+	// RetentionDays, when > 0, sets a ttl on every item of a finished task.
+	RetentionDays int
+
+	// Now and NewID are replaceable in tests.
+	Now   func() time.Time
+	NewID func() string
+}
+
+// LeaseMargin is added to a leg's deadline to make its lease (DESIGN §4).
+const LeaseMargin = 30 * time.Second
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (e *Engine) newID() string {
+	if e.NewID != nil {
+		return e.NewID()
+	}
+	return NewID()
+}
+
+func (e *Engine) log() *slog.Logger {
+	if e.Log != nil {
+		return e.Log
+	}
+	return slog.Default()
+}
+
+// InvokeInput is a validated-by-shape UserMessage with its caller.
+type InvokeInput struct {
+	Agent     string
+	UserID    string
+	SessionID string
+	TaskID    string
+	Items     []InputItem
+	Metadata  map[string]string
+	// Deadline is the caller's deadline (the Lambda's), if any.
+	Deadline time.Time
+}
+
+// legDeadline is when a leg started now must stop.
+func (e *Engine) legDeadline(caller time.Time) time.Time {
+	d := e.LegTimeout
+	if d <= 0 {
+		d = 15 * time.Minute
+	}
+	dl := e.now().Add(d)
+	if !caller.IsZero() {
+		if c := caller.Add(-e.DeadlineMargin); c.Before(dl) {
+			dl = c
+		}
+	}
+	return dl
+}
+
+// StartInvoke validates a new message, creates the task or claims the
+// existing one, and returns the run. Refusals are *Error (4xx); nothing is
+// written for them.
+func (e *Engine) StartInvoke(ctx context.Context, in InvokeInput) (*Run, error) {
+	content, err := UserContent(in.Items)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckMetadata(in.Metadata); err != nil {
+		return nil, err
+	}
+	if in.SessionID != "" {
+		if in.SessionID, err = ParseID("session_id", in.SessionID); err != nil {
+			return nil, err
+		}
+	}
+	if in.TaskID != "" {
+		if in.TaskID, err = ParseID("task_id", in.TaskID); err != nil {
+			return nil, err
+		}
+	}
+	ag, ok := e.Agents.Get(in.Agent)
+	if !ok {
+		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", in.Agent)
+	}
+	if in.TaskID == "" {
+		return e.createTask(ctx, ag, in, content)
+	}
+	for attempt := 0; ; attempt++ {
+		run, err := e.claimFollowOn(ctx, ag, in, content)
+		var ce *ConflictError
+		if errors.As(err, &ce) && attempt < 3 {
+			continue // the task changed between our read and our claim: look again
+		}
+		return run, err
+	}
+}
+
+func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, content []Block) (*Run, error) {
+	now := e.now()
+	sid := in.SessionID
+	if sid == "" {
+		sid = e.newID()
+	}
+	deadline := e.legDeadline(in.Deadline)
+	rid := e.newID()
+	t := &Task{
+		ID: e.newID(), SessionID: sid, Agent: ag.Name, UserID: in.UserID,
+		Status: StatusRunning, CreatedAt: now, UpdatedAt: now,
+		Metadata: maps.Clone(in.Metadata), Version: 1, NextSeq: 2, WriteID: e.newID(),
+		Active: &ActiveRequest{
+			ID: rid, Kind: KindInvoke, Status: StatusRunning, ClaimToken: e.newID(),
+			LeaseUntil: deadline.Add(LeaseMargin), CreatedAt: now, FirstSeq: 1,
+		},
+	}
+	user := Item{Seq: 1, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: content}
+	w := &Write{Task: t, Items: []Item{user}, Session: &SessionLink{
+		SessionID: sid, UserID: in.UserID, TaskID: t.ID, Agent: ag.Name, CreatedAt: now,
+	}}
+	if err := e.Store.Write(ctx, w); err != nil {
+		if errors.Is(err, ErrSessionOwner) {
+			return nil, Errorf(CodeNotOwner, "session %s belongs to another user", sid)
+		}
+		return nil, fmt.Errorf("create task: %w", err)
+	}
+	return e.newRun(ag, t, []Item{user}, deadline), nil
+}
+
+// LoadOwned reads a task and checks that it belongs to the agent and the
+// user: 404 task_not_found, 401 not_owner.
+func (e *Engine) LoadOwned(ctx context.Context, agentName, userID, taskID string) (*Task, []Item, error) {
+	t, items, err := e.Store.LoadTask(ctx, taskID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, Errorf(CodeTaskNotFound, "no task %s", taskID)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("load task %s: %w", taskID, err)
+	}
+	if t.Agent != agentName {
+		return nil, nil, Errorf(CodeTaskNotFound, "no task %s for agent %q", taskID, agentName)
+	}
+	if t.UserID != userID {
+		return nil, nil, Errorf(CodeNotOwner, "task %s belongs to another user", taskID)
+	}
+	return t, items, nil
+}
+
+func (e *Engine) claimFollowOn(ctx context.Context, ag *Agent, in InvokeInput, content []Block) (*Run, error) {
+	t, items, err := e.LoadOwned(ctx, ag.Name, in.UserID, in.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if in.SessionID != "" && in.SessionID != t.SessionID {
+		return nil, Errorf(CodeSessionMismatch, "task %s belongs to session %s, not %s", t.ID, t.SessionID, in.SessionID)
+	}
+	now := e.now()
+	next := t.Clone()
+	var extra []Item
+	var records []RequestRecord
+	if t.Active != nil {
+		var err error
+		extra, records, err = e.settleActive(ag, next, items, now)
+		if err != nil {
+			return nil, err
+		}
+	}
+	md := maps.Clone(next.Metadata)
+	if md == nil {
+		md = map[string]string{}
+	}
+	maps.Copy(md, in.Metadata)
+	if err := CheckMetadata(md); err != nil {
+		return nil, Errorf(CodeInvalidMetadata, "merged with the task's metadata: %s", err.(*Error).Message)
+	}
+	deadline := e.legDeadline(in.Deadline)
+	rid := e.newID()
+	user := Item{Seq: next.NextSeq, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: content}
+	next.Metadata = md
+	next.Status = StatusRunning
+	next.UpdatedAt = now
+	next.Version = t.Version + 1
+	next.WriteID = e.newID()
+	next.NextSeq++
+	next.Active = &ActiveRequest{
+		ID: rid, Kind: KindInvoke, Status: StatusRunning, ClaimToken: e.newID(),
+		LeaseUntil: deadline.Add(LeaseMargin), CreatedAt: now, FirstSeq: user.Seq,
+	}
+	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records}
+	if err := e.Store.Write(ctx, w); err != nil {
+		var ce *ConflictError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("claim task %s: %w", t.ID, err)
+	}
+	history := append(items, w.Items...)
+	return e.newRun(ag, next, history, deadline), nil
+}
+
+// settleActive deals with the task's active request before a new one is
+// claimed: a live one refuses (409); a dead one (lease expired) is recorded
+// Failed lease_expired with its dangling calls closed; an expired pause is
+// applied. It changes next and returns the items and records to write.
+func (e *Engine) settleActive(ag *Agent, next *Task, items []Item, now time.Time) ([]Item, []RequestRecord, error) {
+	a := next.Active
+	switch {
+	case a.Status == StatusPaused && !roundExpired(a, now):
+		return nil, nil, Errorf(CodeTaskPaused, "task %s is paused awaiting approval of request %s (round %d)", next.ID, a.ID, a.Round)
+	case a.Status == StatusPaused:
+		return e.expireRound(next, items, now)
+	case now.Before(a.LeaseUntil):
+		return nil, nil, Errorf(CodeTaskBusy, "task %s is running request %s", next.ID, a.ID)
+	}
+	e.log().Warn("recovering a request whose lease expired", "task_id", next.ID, "request_id", a.ID, "lease_until", a.LeaseUntil)
+	closing := danglingResults(items, a.ID, "not run: the request was lost (its lease expired)")
+	var extra []Item
+	if len(closing) > 0 {
+		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: now, Content: closing})
+		next.NextSeq++
+	}
+	rec := recordOf(a, StatusFailed, now)
+	rec.Error = &ErrorInfo{Code: CodeLeaseExpired, Message: "the request stopped without finishing (its lease expired); it was recorded as failed"}
+	next.Active = nil
+	next.Status = StatusFailed
+	return extra, []RequestRecord{rec}, nil
+}
+
+// roundExpired tells whether a paused round has passed its earliest expiry.
+func roundExpired(a *ActiveRequest, now time.Time) bool {
+	for _, p := range a.Pending {
+		if !p.ExpiresAt.IsZero() && !now.Before(p.ExpiresAt) {
+			return true
+		}
+	}
+	return false
+}
+
+// expireRound applies a paused round's expiry (DESIGN §4 Expiry).
+func (e *Engine) expireRound(next *Task, items []Item, now time.Time) ([]Item, []RequestRecord, error) {
+	a := next.Active
+	var at time.Time
+	for _, p := range a.Pending {
+		if at.IsZero() || p.ExpiresAt.Before(at) {
+			at = p.ExpiresAt
+		}
+	}
+	msg := "approval expired at " + at.UTC().Format(time.RFC3339)
+	closing := danglingResults(items, a.ID, msg)
+	var extra []Item
+	if len(closing) > 0 {
+		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: now, Content: closing})
+		next.NextSeq++
+	}
+	d := Decision{Round: a.Round, Approver: "system:expiry", DecidedAt: now, Action: "reject"}
+	for _, p := range a.Pending {
+		d.Calls = append(d.Calls, CallDecision{ToolCallID: p.ToolCallID, Action: "reject", Reason: msg})
+	}
+	a.Decisions = append(a.Decisions, d)
+	rec := recordOf(a, StatusFailed, now)
+	rec.Error = &ErrorInfo{Code: CodeApprovalExpired, Message: msg}
+	next.Active = nil
+	next.Status = StatusFailed
+	return extra, []RequestRecord{rec}, nil
+}
+
+// danglingResults returns error results for the request's tool calls that
+// have no result in items.
+func danglingResults(items []Item, requestID, msg string) []Block {
+	answered := map[string]bool{}
+	for _, it := range items {
+		if it.Role == RoleTool {
+			for _, b := range it.Content {
+				answered[b.ToolUseID] = true
+			}
+		}
+	}
+	var out []Block
+	for _, it := range items {
+		if it.RequestID != requestID || it.Role != RoleAssistant {
+			continue
+		}
+		for _, u := range it.ToolUses() {
+			if !answered[u.ID] {
+				out = append(out, ErrorResult(u.ID, msg))
+			}
+		}
+	}
+	return out
+}
+
+// recordOf makes the record of the active request ending with status.
+func recordOf(a *ActiveRequest, status Status, now time.Time) RequestRecord {
+	decisions := a.Decisions
+	if decisions == nil {
+		decisions = []Decision{}
+	}
+	rec := RequestRecord{
+		RequestID: a.ID, Kind: a.Kind, Status: status, CreatedAt: a.CreatedAt, UpdatedAt: now,
+		Usage: a.Usage, Decisions: decisions, Round: a.Round, FirstSeq: a.FirstSeq, LastEventID: a.LastEventID,
+	}
+	if a.CanceledBy != "" {
+		by, at, reason := a.CanceledBy, a.CanceledAt, a.CancelReason
+		rec.CanceledBy, rec.CanceledAt = &by, &at
+		if reason != "" {
+			rec.CancelReason = &reason
+		}
+	}
+	return rec
+}

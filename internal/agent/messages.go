@@ -1,0 +1,136 @@
+package agent
+
+import "strings"
+
+// BuildMessages maps the visible history to model messages so that Bedrock
+// accepts them, whatever happened before (DESIGN §6): superseded entries are
+// left out, tool entries are sent as user messages, a tool_use without a
+// result gets an error result before the next message, consecutive messages
+// of one role are merged, empty blocks are dropped, and the conversation
+// starts and ends with a user message.
+func BuildMessages(t *Task, items []Item) []Message {
+	var msgs []Message
+	var open []Block // tool_use blocks of the last assistant message still unanswered
+	closeOpen := func() {
+		if len(open) == 0 {
+			return
+		}
+		var res []Block
+		for _, u := range open {
+			res = append(res, ErrorResult(u.ID, "not run: the request ended before this call ran"))
+		}
+		msgs = appendMessage(msgs, Message{Role: RoleUser, Content: res})
+		open = nil
+	}
+	for i := range items {
+		it := &items[i]
+		if t != nil {
+			if _, sup := t.IsSuperseded(it.Seq); sup {
+				continue
+			}
+		}
+		switch it.Role {
+		case RoleTool:
+			var res []Block
+			for _, b := range it.Content {
+				if b.Type != BlockToolResult {
+					continue
+				}
+				if k := indexOfUse(open, b.ToolUseID); k >= 0 {
+					res = append(res, modelResult(b))
+					open = append(open[:k:k], open[k+1:]...)
+				}
+			}
+			if len(res) > 0 {
+				msgs = appendMessage(msgs, Message{Role: RoleUser, Content: res})
+			}
+			closeOpen()
+		case RoleAssistant:
+			closeOpen()
+			content := modelBlocks(it.Content)
+			if len(content) == 0 {
+				continue
+			}
+			msgs = appendMessage(msgs, Message{Role: RoleAssistant, Content: content})
+			for _, b := range content {
+				if b.Type == BlockToolUse {
+					open = append(open, b)
+				}
+			}
+		default:
+			closeOpen()
+			content := modelBlocks(it.Content)
+			if len(content) == 0 {
+				continue
+			}
+			msgs = appendMessage(msgs, Message{Role: RoleUser, Content: content})
+		}
+	}
+	closeOpen()
+	if len(msgs) == 0 || msgs[0].Role != RoleUser {
+		msgs = append([]Message{{Role: RoleUser, Content: []Block{TextBlock("(the conversation continues)")}}}, msgs...)
+	}
+	if msgs[len(msgs)-1].Role != RoleUser {
+		msgs = append(msgs, Message{Role: RoleUser, Content: []Block{TextBlock("(continue)")}})
+	}
+	return msgs
+}
+
+func indexOfUse(open []Block, id string) int {
+	for k, u := range open {
+		if u.ID == id {
+			return k
+		}
+	}
+	return -1
+}
+
+// appendMessage merges m into the last message when they share a role.
+func appendMessage(msgs []Message, m Message) []Message {
+	if n := len(msgs); n > 0 && msgs[n-1].Role == m.Role {
+		merged := make([]Block, 0, len(msgs[n-1].Content)+len(m.Content))
+		merged = append(merged, msgs[n-1].Content...)
+		merged = append(merged, m.Content...)
+		msgs[n-1].Content = merged
+		return msgs
+	}
+	return append(msgs, m)
+}
+
+// modelBlocks drops what Bedrock refuses: blank text, tool results outside
+// a tool entry.
+func modelBlocks(in []Block) []Block {
+	out := make([]Block, 0, len(in))
+	for _, b := range in {
+		switch b.Type {
+		case BlockText:
+			if strings.TrimSpace(b.Text) == "" {
+				continue
+			}
+		case BlockToolResult:
+			continue
+		case BlockReasoning:
+			if b.Text == "" && len(b.Redacted) == 0 {
+				continue
+			}
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// modelResult makes sure a result has content Bedrock accepts.
+func modelResult(b Block) Block {
+	var content []Block
+	for _, c := range b.Content {
+		if c.Type == BlockText && c.Text == "" {
+			continue
+		}
+		content = append(content, c)
+	}
+	if len(content) == 0 {
+		content = []Block{TextBlock("(no output)")}
+	}
+	b.Content = content
+	return b
+}

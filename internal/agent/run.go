@@ -1,0 +1,293 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Run is a claimed request's leg, ready to execute.
+type Run struct {
+	e        *Engine
+	agent    *Agent
+	task     *Task  // META as last written by this run
+	history  []Item // every entry below task.NextSeq, in order
+	unsaved  []Item // entries made by this leg, not yet written
+	deadline time.Time
+	sink     Sink
+	reqID    string
+	eventID  int64          // the last event id of the request
+	final    *ActiveRequest // the active request as it was when committed
+
+	// outcome
+	status     Status
+	stopReason string
+	output     string
+	failure    *ErrorInfo
+}
+
+func (e *Engine) newRun(ag *Agent, t *Task, history []Item, deadline time.Time) *Run {
+	return &Run{e: e, agent: ag, task: t, history: history, deadline: deadline,
+		reqID: t.Active.ID, eventID: t.Active.LastEventID}
+}
+
+// Task returns the task as this run last wrote it.
+func (r *Run) Task() *Task { return r.task }
+
+// RequestID is the id of the run's request.
+func (r *Run) RequestID() string { return r.reqID }
+
+// Deadline is when the leg stops.
+func (r *Run) Deadline() time.Time { return r.deadline }
+
+// Execute runs the leg to its end or its pause and commits it. ctx should not
+// be canceled by the client going away (context.WithoutCancel); the leg's own
+// deadline applies. The result is never nil.
+func (r *Run) Execute(ctx context.Context, sink Sink) *RequestResult {
+	if sink == nil {
+		sink = Discard
+	}
+	r.sink = sink
+	a := r.task.Active
+	r.emit(EventRequestStarted, map[string]any{
+		"session_id": r.task.SessionID, "task_id": r.task.ID, "request_id": a.ID,
+		"kind": a.Kind, "round": a.Round,
+	})
+	legCtx, cancel := context.WithDeadline(ctx, r.deadline)
+	defer cancel()
+	r.loop(legCtx)
+	return r.finish(ctx)
+}
+
+func (r *Run) emit(name string, data any) {
+	r.eventID++
+	r.sink.Emit(Event{ID: r.eventID, Name: name, Data: data})
+}
+
+func (r *Run) fail(code, msg string) {
+	r.status = StatusFailed
+	r.failure = &ErrorInfo{Code: code, Message: msg}
+}
+
+// loop is the turn engine of DESIGN §6.
+func (r *Run) loop(ctx context.Context) {
+	maxIter := r.agent.MaxIterations
+	if maxIter <= 0 {
+		maxIter = DefaultMaxIterations
+	}
+	for iter := 1; ; iter++ {
+		if iter > maxIter {
+			r.status, r.stopReason = StatusCompleted, StopMaxIterations
+			return
+		}
+		if ctx.Err() != nil {
+			r.fail(CodeDeadlineExceeded, "the request ran out of time")
+			return
+		}
+		resp, err := r.callModel(ctx)
+		if err != nil {
+			r.modelFailure(ctx, err)
+			return
+		}
+		r.task.Active.Usage = r.task.Active.Usage.Add(resp.Usage)
+		asst := r.add(RoleAssistant, resp.Content)
+		uses := asst.ToolUses()
+		for _, u := range uses {
+			r.emit(EventToolCall, map[string]any{"id": u.ID, "name": u.Name, "input": rawOrEmpty(u.Input)})
+		}
+		if resp.StopReason == StopToolUse && len(uses) > 0 {
+			// Record the calls before they run, so a crash never hides a call that ran.
+			if err := r.save(ctx); err != nil {
+				r.e.log().Error("recording tool calls failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
+				r.fail(CodeInternal, "the request could not be saved")
+				return
+			}
+			r.add(RoleTool, r.runTools(ctx, uses))
+			continue
+		}
+		r.output = asst.Text()
+		r.status = StatusCompleted
+		switch resp.StopReason {
+		case StopEndTurn, StopSequence, StopToolUse, "":
+			r.stopReason = StopEndTurn
+		case StopContextWindow:
+			r.fail(CodeContextWindowExceeded, "the conversation no longer fits the model's context window")
+		default:
+			r.stopReason = resp.StopReason
+		}
+		return
+	}
+}
+
+func (r *Run) modelFailure(ctx context.Context, err error) {
+	var me *Error
+	switch {
+	case errors.As(err, &me):
+		r.fail(me.Code, me.Message)
+	case ctx.Err() != nil:
+		r.fail(CodeDeadlineExceeded, "the request ran out of time")
+	default:
+		r.e.log().Error("model call failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
+		r.fail(CodeModelError, "the model call failed")
+	}
+}
+
+func (r *Run) callModel(ctx context.Context) (*ModelResponse, error) {
+	ag := r.agent
+	req := &ModelRequest{
+		ModelID: ag.ModelID, System: ag.SystemPrompt, Messages: BuildMessages(r.task, r.history),
+		Tools: ag.ToolSpecs(), Temperature: ag.Temperature, MaxTokens: ag.MaxTokens,
+		ReasoningBudget: ag.ReasoningBudget,
+	}
+	return r.e.Model.Converse(ctx, req, func(d Delta) {
+		switch d.Kind {
+		case DeltaThinking:
+			r.emit(EventThinking, map[string]string{"delta": d.Text})
+		case DeltaAnswer:
+			r.emit(EventAnswer, map[string]string{"delta": d.Text})
+		}
+	})
+}
+
+// add appends a new entry of this request to the history.
+func (r *Run) add(role string, content []Block) Item {
+	it := Item{Seq: r.task.NextSeq, RequestID: r.RequestID(), Role: role, CreatedAt: r.e.now(), Content: content}
+	r.task.NextSeq++
+	r.history = append(r.history, it)
+	r.unsaved = append(r.unsaved, it)
+	return it
+}
+
+// save writes the unsaved entries with the META (an iteration write).
+func (r *Run) save(ctx context.Context) error {
+	return r.write(ctx, func(t *Task) {}, nil, time.Time{})
+}
+
+// write persists the unsaved entries and the META changed by mutate, guarded
+// by the version. When the META changed under us but our claim still holds
+// (a cancel flag was set), it rebases on the current META and tries again.
+func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRecord, expires time.Time) error {
+	base := r.task
+	for attempt := 0; ; attempt++ {
+		next := base.Clone()
+		next.NextSeq = r.task.NextSeq
+		if next.Active != nil && r.task.Active != nil {
+			cur := next.Active
+			mine := *r.task.Active
+			mine.LastEventID = r.eventID
+			mine.CancelRequested, mine.CanceledBy, mine.CanceledAt, mine.CancelReason =
+				cur.CancelRequested, cur.CanceledBy, cur.CanceledAt, cur.CancelReason
+			next.Active = &mine
+		}
+		next.Status = r.task.Status
+		next.Metadata = r.task.Metadata
+		mutate(next)
+		next.UpdatedAt = r.e.now()
+		next.Version = base.Version + 1
+		next.WriteID = r.e.newID()
+		err := r.e.Store.Write(ctx, &Write{Task: next, PrevVersion: base.Version, Items: r.unsaved, Requests: records, Expires: expires})
+		var ce *ConflictError
+		if errors.As(err, &ce) && attempt < 3 && ce.Current != nil && ce.Current.Active != nil &&
+			ce.Current.Active.ClaimToken == r.task.Active.ClaimToken {
+			base = ce.Current
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		r.task = next
+		r.unsaved = nil
+		return nil
+	}
+}
+
+// finish closes dangling calls, commits the request and builds its result.
+func (r *Run) finish(ctx context.Context) *RequestResult {
+	if r.status == "" {
+		r.fail(CodeInternal, "the request ended without an outcome")
+	}
+	reason := "not run: the request ended (" + r.endReason() + ")"
+	if closing := danglingResults(r.history, r.RequestID(), reason); len(closing) > 0 {
+		r.add(RoleTool, closing)
+	}
+	// The commit must land even if the leg's deadline passed.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := r.commit(cctx); err != nil {
+		r.e.log().Error("commit failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
+		r.fail(CodeInternal, "the request's outcome could not be saved")
+		// Best effort: record the request Failed so the task is usable again;
+		// if this fails too, the lease's expiry recovers the task.
+		if err := r.commit(cctx); err != nil {
+			r.e.log().Error("release after a failed commit failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
+		}
+	}
+	res := r.result()
+	if r.status == StatusFailed {
+		r.emit(EventError, map[string]string{"code": r.failure.Code, "message": r.failure.Message, "request_id": res.RequestID})
+	} else {
+		r.emit(EventRequestComplete, res)
+	}
+	return res
+}
+
+func (r *Run) endReason() string {
+	if r.failure != nil {
+		return r.failure.Code
+	}
+	return r.stopReason
+}
+
+// commit writes the request's end: remaining entries, its record, the idle META.
+func (r *Run) commit(ctx context.Context) error {
+	now := r.e.now()
+	var expires time.Time
+	if r.e.RetentionDays > 0 {
+		expires = now.AddDate(0, 0, r.e.RetentionDays)
+	}
+	active := *r.task.Active
+	// The record counts the final event (request_complete or error) too.
+	active.LastEventID = r.eventID + 1
+	r.final = &active
+	rec := recordOf(&active, r.status, now)
+	rec.Output = r.output
+	if r.stopReason != "" {
+		sr := r.stopReason
+		rec.StopReason = &sr
+	}
+	rec.Error = r.failure
+	return r.write(ctx, func(t *Task) {
+		t.Active = nil
+		t.Status = r.status
+		if !expires.IsZero() {
+			t.RetainUntil = expires.Unix()
+		}
+	}, []RequestRecord{rec}, expires)
+}
+
+func (r *Run) result() *RequestResult {
+	a := r.final
+	if a == nil {
+		a = r.task.Active
+	}
+	res := &RequestResult{
+		SessionID: r.task.SessionID, TaskID: r.task.ID, Status: r.status,
+		Output: r.output, StopReason: r.stopReason, Error: r.failure, Source: r.agent.Source(),
+	}
+	if a != nil {
+		res.RequestID, res.Usage, res.Round = a.ID, a.Usage, a.Round
+	}
+	return res
+}
+
+func rawOrEmpty(b []byte) any {
+	if len(b) == 0 {
+		return map[string]any{}
+	}
+	return jsonRaw(b)
+}
+
+// jsonRaw is raw JSON that marshals as itself.
+type jsonRaw []byte
+
+func (j jsonRaw) MarshalJSON() ([]byte, error) { return j, nil }

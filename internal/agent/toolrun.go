@@ -1,0 +1,146 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// DefaultToolTimeout bounds a tool call when the engine sets none.
+const DefaultToolTimeout = 60 * time.Second
+
+// runTools runs the calls in parallel, each with its timeout, and returns
+// their results in the calls' order. It emits tool_result events in that order.
+func (r *Run) runTools(ctx context.Context, uses []Block) []Block {
+	results := make([]Block, len(uses))
+	var wg sync.WaitGroup
+	for i, u := range uses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = r.runTool(ctx, u)
+		}()
+	}
+	wg.Wait()
+	for i, u := range uses {
+		r.emit(EventToolResult, resultEvent(u.Name, results[i]))
+	}
+	return results
+}
+
+func (r *Run) runTool(ctx context.Context, u Block) (res Block) {
+	bt, ok := r.agent.Tool(u.Name)
+	if !ok {
+		return ErrorResult(u.ID, fmt.Sprintf("unknown tool %q", u.Name))
+	}
+	input := u.Input
+	if len(input) == 0 {
+		input = json.RawMessage(`{}`)
+	}
+	if v, ok := bt.Tool.(InputValidator); ok {
+		if err := v.ValidateInput(input); err != nil {
+			return ErrorResult(u.ID, "invalid input: "+err.Error())
+		}
+	}
+	timeout := bt.Policy.Timeout
+	if timeout <= 0 {
+		timeout = r.e.ToolTimeout
+	}
+	if timeout <= 0 {
+		timeout = DefaultToolTimeout
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			r.e.log().Error("tool panicked", "tool", u.Name, "task_id", r.task.ID, "request_id", r.reqID, "panic", fmt.Sprint(p))
+			res = ErrorResult(u.ID, "the tool failed unexpectedly")
+		}
+	}()
+	out, err := bt.Tool.Run(tctx, ToolCall{ID: u.ID, Name: u.Name, Input: input, RequestID: r.reqID, IdempotencyKey: r.reqID + "#" + u.ID})
+	if err != nil {
+		msg := err.Error()
+		if tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			msg = fmt.Sprintf("the tool timed out after %s", timeout)
+		}
+		return r.truncate(ErrorResult(u.ID, msg))
+	}
+	content := out.Content
+	if len(content) == 0 {
+		content = []Block{TextBlock("")}
+	}
+	return r.truncate(Block{Type: BlockToolResult, ToolUseID: u.ID, Status: ResultSuccess, Content: content})
+}
+
+// truncate cuts a result to the agent's max_tool_result_bytes. A JSON block
+// that does not fit becomes text, cut.
+func (r *Run) truncate(b Block) Block {
+	limit := r.agent.MaxToolResultBytes
+	if limit <= 0 {
+		limit = DefaultMaxToolResultBytes
+	}
+	size := 0
+	for _, c := range b.Content {
+		size += len(c.Text) + len(c.JSON)
+	}
+	if size <= limit {
+		return b
+	}
+	var text string
+	for _, c := range b.Content {
+		if c.Type == BlockJSON {
+			text += string(c.JSON)
+		} else {
+			text += c.Text
+		}
+	}
+	cut := text[:limit]
+	for len(cut) > 0 && !validUTF8Tail(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	b.Content = []Block{TextBlock(fmt.Sprintf("%s[truncated: %d bytes]", cut, len(text)-len(cut)))}
+	return b
+}
+
+func validUTF8Tail(s string) bool {
+	// A cut inside a multi-byte rune leaves a continuation byte or a leading
+	// byte without its continuation at the end.
+	for i := len(s) - 1; i >= 0 && i >= len(s)-4; i-- {
+		c := s[i]
+		if c < 0x80 {
+			return true
+		}
+		if c >= 0xC0 {
+			n := 2
+			if c >= 0xF0 {
+				n = 4
+			} else if c >= 0xE0 {
+				n = 3
+			}
+			return len(s)-i == n
+		}
+	}
+	return true
+}
+
+// resultEvent is the tool_result event's data: output as the model got it.
+func resultEvent(name string, b Block) map[string]any {
+	var out any
+	switch {
+	case len(b.Content) == 1 && b.Content[0].Type == BlockJSON:
+		out = jsonRaw(b.Content[0].JSON)
+	default:
+		s := ""
+		for _, c := range b.Content {
+			if c.Type == BlockJSON {
+				s += string(c.JSON)
+			} else {
+				s += c.Text
+			}
+		}
+		out = s
+	}
+	return map[string]any{"id": b.ToolUseID, "name": name, "status": b.Status, "output": out}
+}

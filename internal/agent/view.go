@@ -1,0 +1,215 @@
+package agent
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// TaskView is GET task's answer (DESIGN §3 Shapes).
+type TaskView struct {
+	TaskID           string            `json:"task_id"`
+	SessionID        string            `json:"session_id"`
+	Agent            string            `json:"agent"`
+	Status           Status            `json:"status"`
+	UserID           string            `json:"user_id"`
+	CreatedAt        time.Time         `json:"created_at"`
+	UpdatedAt        time.Time         `json:"updated_at"`
+	Metadata         map[string]string `json:"metadata"`
+	Items            []ItemView        `json:"items"`
+	NextAfterSeq     *int64            `json:"next_after_seq"`
+	Requests         []RequestRecord   `json:"requests"`
+	PendingApprovals []PendingView     `json:"pending_approvals"`
+}
+
+// ItemView is a history entry as clients see it.
+type ItemView struct {
+	Seq          int64            `json:"seq"`
+	RequestID    string           `json:"request_id"`
+	Role         string           `json:"role"`
+	CreatedAt    time.Time        `json:"created_at"`
+	Content      []map[string]any `json:"content"`
+	SupersededBy string           `json:"superseded_by,omitempty"`
+}
+
+// ViewOptions are GET task's query options.
+type ViewOptions struct {
+	AfterSeq          int64
+	Limit             int
+	IncludeSuperseded bool
+	IncludeImages     bool
+}
+
+// Item paging limits.
+const (
+	DefaultItemLimit = 200
+	MaxItemLimit     = 1000
+)
+
+// GetTask reads a task the user owns, as GET task shows it.
+func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, o ViewOptions) (*TaskView, error) {
+	t, err := e.ownedMeta(ctx, agentName, userID, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if o.Limit <= 0 {
+		o.Limit = DefaultItemLimit
+	}
+	v := &TaskView{
+		TaskID: t.ID, SessionID: t.SessionID, Agent: t.Agent, Status: t.Status, UserID: t.UserID,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Metadata: t.Metadata,
+		Items: []ItemView{}, Requests: []RequestRecord{}, PendingApprovals: []PendingView{},
+	}
+	if v.Metadata == nil {
+		v.Metadata = map[string]string{}
+	}
+	after := o.AfterSeq
+	for len(v.Items) < o.Limit {
+		page, err := e.Store.ListItems(ctx, t, after, o.Limit+1)
+		if err != nil {
+			return nil, fmt.Errorf("list items of %s: %w", t.ID, err)
+		}
+		for _, it := range page {
+			after = it.Seq
+			by, sup := t.IsSuperseded(it.Seq)
+			if sup && !o.IncludeSuperseded {
+				continue
+			}
+			if len(v.Items) == o.Limit {
+				last := v.Items[len(v.Items)-1].Seq
+				v.NextAfterSeq = &last
+				break
+			}
+			iv := itemView(it, o.IncludeImages)
+			iv.SupersededBy = by
+			v.Items = append(v.Items, iv)
+		}
+		if v.NextAfterSeq != nil || len(page) < o.Limit+1 {
+			break
+		}
+	}
+	recs, err := e.Store.ListRequests(ctx, t.ID)
+	if err != nil {
+		return nil, fmt.Errorf("list requests of %s: %w", t.ID, err)
+	}
+	if t.Active != nil {
+		rec := recordOf(t.Active, t.Active.Status, t.UpdatedAt)
+		recs = append(recs, rec)
+	}
+	for i := range recs {
+		for _, r := range t.Superseded {
+			if recs[i].FirstSeq >= r.From && recs[i].FirstSeq < r.To {
+				by := r.SupersededBy
+				recs[i].SupersededBy = &by
+			}
+		}
+		if recs[i].Decisions == nil {
+			recs[i].Decisions = []Decision{}
+		}
+	}
+	v.Requests = recs
+	if t.Active != nil && t.Active.Status == StatusPaused {
+		v.PendingApprovals = PendingViews(t.Active.Pending, e.now(), true)
+	}
+	return v, nil
+}
+
+// ownedMeta reads META and checks the agent and the owner.
+func (e *Engine) ownedMeta(ctx context.Context, agentName, userID, taskID string) (*Task, error) {
+	if _, ok := e.Agents.Get(agentName); !ok {
+		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", agentName)
+	}
+	t, err := e.Store.GetTask(ctx, taskID)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, Errorf(CodeTaskNotFound, "no task %s", taskID)
+		}
+		return nil, fmt.Errorf("get task %s: %w", taskID, err)
+	}
+	if t.Agent != agentName {
+		return nil, Errorf(CodeTaskNotFound, "no task %s for agent %q", taskID, agentName)
+	}
+	if t.UserID != userID {
+		return nil, Errorf(CodeNotOwner, "task %s belongs to another user", taskID)
+	}
+	return t, nil
+}
+
+// PendingViews shows pending calls; withExpired adds the expired flag.
+func PendingViews(ps []PendingCall, now time.Time, withExpired bool) []PendingView {
+	out := make([]PendingView, 0, len(ps))
+	for _, p := range ps {
+		pv := PendingView{ToolCallID: p.ToolCallID, Name: p.Name, Input: rawOrEmpty(p.Input), ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC3339), Round: p.Round}
+		if withExpired {
+			exp := !now.Before(p.ExpiresAt)
+			pv.Expired = &exp
+		}
+		out = append(out, pv)
+	}
+	return out
+}
+
+func itemView(it Item, images bool) ItemView {
+	iv := ItemView{Seq: it.Seq, RequestID: it.RequestID, Role: it.Role, CreatedAt: it.CreatedAt, Content: make([]map[string]any, 0, len(it.Content))}
+	for _, b := range it.Content {
+		iv.Content = append(iv.Content, blockView(b, images))
+	}
+	return iv
+}
+
+func blockView(b Block, images bool) map[string]any {
+	switch b.Type {
+	case BlockText, BlockReasoning:
+		return map[string]any{"type": b.Type, "text": b.Text}
+	case BlockImage:
+		m := map[string]any{"type": b.Type, "media_type": b.MediaType}
+		if images {
+			m["data"] = "data:" + b.MediaType + ";base64," + base64.StdEncoding.EncodeToString(b.Data)
+		}
+		return m
+	case BlockToolUse:
+		return map[string]any{"type": b.Type, "id": b.ID, "name": b.Name, "input": rawOrEmpty(b.Input)}
+	case BlockToolResult:
+		content := make([]map[string]any, 0, len(b.Content))
+		for _, c := range b.Content {
+			if c.Type == BlockJSON {
+				content = append(content, map[string]any{"type": BlockJSON, "json": json.RawMessage(c.JSON)})
+			} else {
+				content = append(content, map[string]any{"type": BlockText, "text": c.Text})
+			}
+		}
+		return map[string]any{"type": b.Type, "tool_use_id": b.ToolUseID, "status": b.Status, "content": content}
+	case BlockJSON:
+		return map[string]any{"type": BlockJSON, "json": json.RawMessage(b.JSON)}
+	}
+	return map[string]any{"type": b.Type}
+}
+
+// ListTasks lists the user's tasks of an agent (GET …/tasks).
+func (e *Engine) ListTasks(ctx context.Context, q ListQuery) ([]TaskSummary, string, error) {
+	if _, ok := e.Agents.Get(q.Agent); !ok {
+		return nil, "", Errorf(CodeAgentNotFound, "no agent is named %q", q.Agent)
+	}
+	return e.Store.ListUserTasks(ctx, q)
+}
+
+// ListSessionTasks lists a session's tasks of an agent; the session must be
+// the user's.
+func (e *Engine) ListSessionTasks(ctx context.Context, q ListQuery) ([]TaskSummary, string, error) {
+	if _, ok := e.Agents.Get(q.Agent); !ok {
+		return nil, "", Errorf(CodeAgentNotFound, "no agent is named %q", q.Agent)
+	}
+	s, err := e.Store.GetSession(ctx, q.SessionID)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, "", Errorf(CodeSessionNotFound, "no session %s", q.SessionID)
+		}
+		return nil, "", fmt.Errorf("get session %s: %w", q.SessionID, err)
+	}
+	if s.UserID != q.UserID {
+		return nil, "", Errorf(CodeNotOwner, "session %s belongs to another user", q.SessionID)
+	}
+	return e.Store.ListSessionTasks(ctx, q)
+}

@@ -1,0 +1,187 @@
+// Package httpapi is Hitch's HTTP API (DESIGN §3) as plain net/http
+// handlers. The same handlers serve `hitch serve` locally and every Lambda
+// function through internal/lambdahttp, so local and Lambda behaviour cannot
+// drift.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+)
+
+// DefaultMaxBody is the default body limit (1 MiB).
+const DefaultMaxBody = 1 << 20
+
+// ErrUnauthenticated and ErrForbidden are returned by an Authenticator.
+var (
+	ErrUnauthenticated = errors.New("unauthenticated")
+	ErrForbidden       = errors.New("forbidden")
+)
+
+// Authenticator tells who makes a request: the user id, or ErrUnauthenticated
+// / ErrForbidden.
+type Authenticator func(r *http.Request) (string, error)
+
+// DevAuth is the local development mode of DESIGN §7: "Authorization: Bearer
+// <user-id>"; no header is user "dev".
+func DevAuth(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "dev", nil
+	}
+	const p = "Bearer "
+	if len(h) <= len(p) || h[:len(p)] != p {
+		return "", ErrUnauthenticated
+	}
+	return h[len(p):], nil
+}
+
+// Server serves the API.
+type Server struct {
+	Engine *agent.Engine
+	Auth   Authenticator
+	Log    *slog.Logger
+	// MaxBody is the body limit; 0 means DefaultMaxBody.
+	MaxBody int64
+	// Functions limits the routes served to those of these functions
+	// ("invoke", "resume", "gettask"); empty serves every route.
+	Functions []string
+	// JSONWait is how long a JSON-mode answer waits before committing 200 and
+	// writing spaces (DESIGN §3: 15 s).
+	JSONWait time.Duration
+	// Keepalive is the SSE silence before ": keepalive" (15 s).
+	Keepalive time.Duration
+}
+
+// Route is one route of the API and the function that serves it.
+type Route struct {
+	Method, Pattern, Function string
+}
+
+// Routes is the route table of DESIGN §3; template.yaml must match it.
+var Routes = []Route{
+	{"POST", "/agents/{agent}/invoke", "invoke"},
+	{"POST", "/agents/{agent}/tasks/{task_id}/requests/{request_id}/edit", "invoke"},
+	{"POST", "/agents/{agent}/tasks/{task_id}/requests/{request_id}/resume", "resume"},
+	{"POST", "/agents/{agent}/tasks/{task_id}/cancel", "resume"},
+	{"DELETE", "/agents/{agent}/tasks/{task_id}", "resume"},
+	{"GET", "/agents/{agent}/tasks/{task_id}", "gettask"},
+	{"GET", "/agents/{agent}/tasks", "gettask"},
+	{"GET", "/agents/{agent}/tasks/{task_id}/requests/{request_id}/events", "gettask"},
+	{"GET", "/agents/{agent}/sessions/{session_id}/tasks", "gettask"},
+	{"GET", "/agents", "gettask"},
+	{"GET", "/health", "any"},
+}
+
+func (s *Server) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}
+
+func (s *Server) serves(fn string) bool {
+	if len(s.Functions) == 0 || fn == "any" {
+		return true
+	}
+	for _, f := range s.Functions {
+		if f == fn {
+			return true
+		}
+	}
+	return false
+}
+
+// Handler returns the API's handler.
+func (s *Server) Handler() http.Handler {
+	handlers := map[string]http.HandlerFunc{
+		"POST /agents/{agent}/invoke":                                       s.invoke,
+		"POST /agents/{agent}/tasks/{task_id}/requests/{request_id}/edit":   s.notImplemented("edit"),
+		"POST /agents/{agent}/tasks/{task_id}/requests/{request_id}/resume": s.notImplemented("resume"),
+		"POST /agents/{agent}/tasks/{task_id}/cancel":                       s.notImplemented("cancel"),
+		"DELETE /agents/{agent}/tasks/{task_id}":                            s.notImplemented("delete"),
+		"GET /agents/{agent}/tasks/{task_id}":                               s.getTask,
+		"GET /agents/{agent}/tasks":                                         s.listTasks,
+		"GET /agents/{agent}/tasks/{task_id}/requests/{request_id}/events":  s.notImplemented("events"),
+		"GET /agents/{agent}/sessions/{session_id}/tasks":                   s.listSessionTasks,
+		"GET /agents": s.listAgents,
+		"GET /health": s.health,
+	}
+	// Group by path so that a known path with another method is 405, in JSON.
+	byPath := map[string]map[string]http.HandlerFunc{}
+	var order []string
+	for _, rt := range Routes {
+		if !s.serves(rt.Function) {
+			continue
+		}
+		if byPath[rt.Pattern] == nil {
+			byPath[rt.Pattern] = map[string]http.HandlerFunc{}
+			order = append(order, rt.Pattern)
+		}
+		byPath[rt.Pattern][rt.Method] = handlers[rt.Method+" "+rt.Pattern]
+	}
+	mux := http.NewServeMux()
+	for _, p := range order {
+		methods := byPath[p]
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			h, ok := methods[r.Method]
+			if !ok && r.Method == http.MethodHead {
+				h, ok = methods[http.MethodGet]
+			}
+			if !ok {
+				writeError(w, s.log(), agent.Errorf(agent.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+				return
+			}
+			if p != "/health" {
+				user, err := s.authenticate(r)
+				if err != nil {
+					writeError(w, s.log(), err)
+					return
+				}
+				r = r.WithContext(context.WithValue(r.Context(), userKey{}, user))
+			}
+			h(w, r)
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, s.log(), agent.Errorf(agent.CodeRouteNotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+type userKey struct{}
+
+func userOf(r *http.Request) string {
+	u, _ := r.Context().Value(userKey{}).(string)
+	return u
+}
+
+func (s *Server) authenticate(r *http.Request) (string, error) {
+	auth := s.Auth
+	if auth == nil {
+		return "", agent.Errorf(agent.CodeUnauthenticated, "no authenticator is configured")
+	}
+	user, err := auth(r)
+	switch {
+	case errors.Is(err, ErrForbidden):
+		return "", agent.Errorf(agent.CodeForbidden, "the token does not grant access to this API")
+	case err != nil || user == "":
+		return "", agent.Errorf(agent.CodeUnauthenticated, "a valid bearer token is required")
+	}
+	return user, nil
+}
+
+func (s *Server) notImplemented(feature string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, s.log(), agent.Errorf(agent.CodeNotImplemented, "%s has not landed in this version of Hitch", feature))
+	}
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}

@@ -1,0 +1,172 @@
+// Package sse writes Server-Sent Events to an HTTP response through a bounded
+// buffer, so that a slow or gone client never holds up the engine.
+//
+// The engine emits events into the Writer; one goroutine writes them to the
+// connection and flushes each. When a write fails or the buffer is full the
+// Writer detaches: further events are dropped here (they are still logged by
+// the engine's event log) and the engine goes on. A comment line
+// ": keepalive" goes out after a period of silence.
+package sse
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+)
+
+// Defaults.
+const (
+	DefaultBuffer    = 4096
+	DefaultKeepalive = 15 * time.Second
+	// WriteTimeout bounds one write to the connection.
+	WriteTimeout = 10 * time.Second
+)
+
+// SetHeaders sets the SSE response headers.
+func SetHeaders(h http.Header) {
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+}
+
+// Frame encodes one event.
+func Frame(e agent.Event) []byte {
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		data = []byte(`{}`)
+	}
+	var b bytes.Buffer
+	b.Grow(len(data) + 48)
+	b.WriteString("id: ")
+	b.WriteString(strconv.FormatInt(e.ID, 10))
+	b.WriteString("\nevent: ")
+	b.WriteString(e.Name)
+	b.WriteString("\ndata: ")
+	b.Write(data)
+	b.WriteString("\n\n")
+	return b.Bytes()
+}
+
+// Writer streams events to one response.
+type Writer struct {
+	w         http.ResponseWriter
+	rc        *http.ResponseController
+	ch        chan []byte
+	done      chan struct{}
+	keepalive time.Duration
+	log       *slog.Logger
+
+	mu       sync.Mutex
+	detached bool
+	closed   bool
+}
+
+// NewWriter starts a writer on w; the caller has already set the headers.
+// buffer and keepalive default when zero.
+func NewWriter(w http.ResponseWriter, buffer int, keepalive time.Duration, log *slog.Logger) *Writer {
+	if buffer <= 0 {
+		buffer = DefaultBuffer
+	}
+	if keepalive <= 0 {
+		keepalive = DefaultKeepalive
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	sw := &Writer{w: w, rc: http.NewResponseController(w), ch: make(chan []byte, buffer), done: make(chan struct{}), keepalive: keepalive, log: log}
+	go sw.pump()
+	return sw
+}
+
+// Emit queues an event; it never blocks.
+func (s *Writer) Emit(e agent.Event) {
+	s.WriteRaw(Frame(e))
+}
+
+// WriteRaw queues bytes already framed.
+func (s *Writer) WriteRaw(frame []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.detached || s.closed {
+		return
+	}
+	select {
+	case s.ch <- frame:
+	default:
+		s.detached = true
+		s.log.Warn("sse: the client is too slow; detached from the stream")
+	}
+}
+
+// Close flushes what is queued and stops the writer. It returns when the
+// pump has finished (at once if it had detached).
+func (s *Writer) Close() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.ch)
+	}
+	s.mu.Unlock()
+	<-s.done
+}
+
+// Detached tells whether the writer gave up on the connection.
+func (s *Writer) Detached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.detached
+}
+
+func (s *Writer) pump() {
+	defer close(s.done)
+	t := time.NewTimer(s.keepalive)
+	defer t.Stop()
+	broken := false
+	write := func(b []byte) {
+		if broken || s.Detached() {
+			broken = true
+			return
+		}
+		// A stalled connection must not hold the handler past the commit.
+		_ = s.rc.SetWriteDeadline(time.Now().Add(WriteTimeout))
+		if _, err := s.w.Write(b); err == nil {
+			err = s.rc.Flush()
+			if err == nil {
+				return
+			}
+		}
+		broken = true
+		s.mu.Lock()
+		s.detached = true
+		s.mu.Unlock()
+	}
+	for {
+		select {
+		case b, ok := <-s.ch:
+			if !ok {
+				return
+			}
+			write(b)
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
+			t.Reset(s.keepalive)
+		case <-t.C:
+			write([]byte(": keepalive\n\n"))
+			t.Reset(s.keepalive)
+		}
+	}
+}
+
+// String describes the writer (for logs).
+func (s *Writer) String() string { return fmt.Sprintf("sse.Writer(detached=%v)", s.Detached()) }
