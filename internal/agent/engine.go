@@ -74,19 +74,19 @@ type InvokeInput struct {
 	Deadline time.Time
 }
 
-// legDeadline is when a leg started now must stop.
-func (e *Engine) legDeadline(caller time.Time) time.Time {
+// legDeadline is when a leg started now must stop (wall clock), and its
+// lease's end (the engine's clock).
+func (e *Engine) legDeadline(caller time.Time) (time.Time, time.Time) {
 	d := e.LegTimeout
 	if d <= 0 {
 		d = 15 * time.Minute
 	}
-	dl := e.now().Add(d)
 	if !caller.IsZero() {
-		if c := caller.Add(-e.DeadlineMargin); c.Before(dl) {
-			dl = c
+		if c := time.Until(caller) - e.DeadlineMargin; c < d {
+			d = max(c, 0)
 		}
 	}
-	return dl
+	return time.Now().Add(d), e.now().Add(d + LeaseMargin)
 }
 
 // StartInvoke validates a new message, creates the task or claims the
@@ -133,7 +133,7 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 	if sid == "" {
 		sid = e.newID()
 	}
-	deadline := e.legDeadline(in.Deadline)
+	deadline, lease := e.legDeadline(in.Deadline)
 	rid := e.newID()
 	t := &Task{
 		ID: e.newID(), SessionID: sid, Agent: ag.Name, UserID: in.UserID,
@@ -141,7 +141,7 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 		Metadata: maps.Clone(in.Metadata), Version: 1, NextSeq: 2, WriteID: e.newID(),
 		Active: &ActiveRequest{
 			ID: rid, Kind: KindInvoke, Status: StatusRunning, ClaimToken: e.newID(),
-			LeaseUntil: deadline.Add(LeaseMargin), CreatedAt: now, FirstSeq: 1,
+			LeaseUntil: lease, CreatedAt: now, FirstSeq: 1,
 		},
 	}
 	user := Item{Seq: 1, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: content}
@@ -203,7 +203,7 @@ func (e *Engine) claimFollowOn(ctx context.Context, ag *Agent, in InvokeInput, c
 	if err := CheckMetadata(md); err != nil {
 		return nil, Errorf(CodeInvalidMetadata, "merged with the task's metadata: %s", err.(*Error).Message)
 	}
-	deadline := e.legDeadline(in.Deadline)
+	deadline, lease := e.legDeadline(in.Deadline)
 	rid := e.newID()
 	user := Item{Seq: next.NextSeq, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: content}
 	next.Metadata = md
@@ -214,7 +214,7 @@ func (e *Engine) claimFollowOn(ctx context.Context, ag *Agent, in InvokeInput, c
 	next.NextSeq++
 	next.Active = &ActiveRequest{
 		ID: rid, Kind: KindInvoke, Status: StatusRunning, ClaimToken: e.newID(),
-		LeaseUntil: deadline.Add(LeaseMargin), CreatedAt: now, FirstSeq: user.Seq,
+		LeaseUntil: lease, CreatedAt: now, FirstSeq: user.Seq,
 	}
 	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records}
 	if err := e.Store.Write(ctx, w); err != nil {
