@@ -232,9 +232,9 @@ func TestConverseStreams(t *testing.T) {
 			wantDeltas: []agent.Delta{{Kind: agent.DeltaAnswer, Text: "Deleting."}},
 		},
 		{
-			name: "max tokens",
-			turn: fakebedrock.Turn{Blocks: []fakebedrock.Block{{Text: []string{"cut"}}}, StopReason: "max_tokens"},
-			want: &agent.ModelResponse{Content: []agent.Block{agent.TextBlock("cut")}, StopReason: agent.StopMaxTokens},
+			name:       "max tokens",
+			turn:       fakebedrock.Turn{Blocks: []fakebedrock.Block{{Text: []string{"cut"}}}, StopReason: "max_tokens"},
+			want:       &agent.ModelResponse{Content: []agent.Block{agent.TextBlock("cut")}, StopReason: agent.StopMaxTokens},
 			wantDeltas: []agent.Delta{{Kind: agent.DeltaAnswer, Text: "cut"}},
 		},
 		{
