@@ -1,0 +1,144 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+)
+
+// LambdaInvoker invokes Lambda functions; *lambda.Client is one.
+type LambdaInvoker interface {
+	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+}
+
+var _ LambdaInvoker = (*lambda.Client)(nil)
+
+// Lambda is a Lambda function as a tool.
+type Lambda struct {
+	client   LambdaInvoker
+	function string
+	spec     agent.ToolSpec
+	schema   *Schema
+}
+
+var (
+	_ agent.Tool           = (*Lambda)(nil)
+	_ agent.InputValidator = (*Lambda)(nil)
+)
+
+// NewLambda makes the function (a name or an ARN) a tool described by spec.
+// It fails if spec.InputSchema is not a JSON Schema of an object.
+func NewLambda(client LambdaInvoker, function string, spec agent.ToolSpec) (*Lambda, error) {
+	if client == nil {
+		return nil, errors.New("no Lambda client")
+	}
+	schema, err := CompileSchema(spec.InputSchema)
+	if err != nil {
+		return nil, err
+	}
+	spec.InputSchema = schema.Raw()
+	return &Lambda{client: client, function: function, spec: spec, schema: schema}, nil
+}
+
+// Spec describes the tool.
+func (t *Lambda) Spec() agent.ToolSpec { return t.spec }
+
+// ValidateInput checks the input against the schema.
+func (t *Lambda) ValidateInput(input json.RawMessage) error { return t.schema.Validate(input) }
+
+// lambdaPayload is what the function receives (see the package doc).
+type lambdaPayload struct {
+	Input          json.RawMessage `json:"input"`
+	ToolName       string          `json:"tool_name"`
+	ToolCallID     string          `json:"tool_call_id"`
+	RequestID      string          `json:"request_id"`
+	IdempotencyKey string          `json:"idempotency_key"`
+}
+
+// Run invokes the function and turns its answer into the result.
+func (t *Lambda) Run(ctx context.Context, call agent.ToolCall) (agent.ToolOutput, error) {
+	if err := t.schema.Validate(call.Input); err != nil {
+		return agent.ToolOutput{}, err
+	}
+	input := call.Input
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = json.RawMessage("{}")
+	}
+	key := call.IdempotencyKey
+	if key == "" {
+		key = call.RequestID + "#" + call.ID
+	}
+	payload, err := json.Marshal(lambdaPayload{
+		Input:          input,
+		ToolName:       t.spec.Name,
+		ToolCallID:     call.ID,
+		RequestID:      call.RequestID,
+		IdempotencyKey: key,
+	})
+	if err != nil {
+		return agent.ToolOutput{}, fmt.Errorf("encode the payload: %v", err)
+	}
+	out, err := t.client.Invoke(ctx, &lambda.InvokeInput{
+		FunctionName:   aws.String(t.function),
+		InvocationType: types.InvocationTypeRequestResponse,
+		Payload:        payload,
+	})
+	if err != nil {
+		return agent.ToolOutput{}, fmt.Errorf("invoke %s: %w", t.spec.Name, err)
+	}
+	if out.FunctionError != nil {
+		return agent.ToolOutput{}, functionError(aws.ToString(out.FunctionError), out.Payload)
+	}
+	return lambdaResult(out.Payload), nil
+}
+
+// functionError is the error of a function that failed: its errorMessage.
+func functionError(kind string, payload []byte) error {
+	var fe struct {
+		ErrorMessage string `json:"errorMessage"`
+		ErrorType    string `json:"errorType"`
+	}
+	if json.Unmarshal(payload, &fe) == nil && fe.ErrorMessage != "" {
+		return errors.New(fe.ErrorMessage)
+	}
+	if s := strings.TrimSpace(string(payload)); s != "" {
+		return fmt.Errorf("function error (%s): %s", kind, s)
+	}
+	return fmt.Errorf("function error (%s)", kind)
+}
+
+// lambdaResult turns a function's answer into blocks: a JSON string is
+// text, another JSON value is json, null or nothing is the text "null".
+func lambdaResult(payload []byte) agent.ToolOutput {
+	p := bytes.TrimSpace(payload)
+	if len(p) == 0 || bytes.Equal(p, []byte("null")) {
+		return text("null")
+	}
+	if !json.Valid(p) {
+		return text(string(p))
+	}
+	if p[0] == '"' {
+		var s string
+		if err := json.Unmarshal(p, &s); err == nil {
+			if s == "" {
+				// Bedrock rejects blank text blocks.
+				return text(`""`)
+			}
+			return text(s)
+		}
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, p); err != nil {
+		return text(string(p))
+	}
+	return agent.ToolOutput{Content: []agent.Block{{Type: agent.BlockJSON, JSON: compact.Bytes()}}}
+}
