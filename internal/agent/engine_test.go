@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -12,111 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/agent/agenttest"
 	"github.com/hitch-agents/hitch/internal/memstore"
 )
-
-// scriptModel answers model calls from a script of turns, recording every
-// request. It checks each request the way Bedrock does.
-type scriptModel struct {
-	mu    sync.Mutex
-	turns []func(*agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error)
-	calls []*agent.ModelRequest
-}
-
-func (m *scriptModel) Converse(ctx context.Context, req *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
-	m.mu.Lock()
-	m.calls = append(m.calls, req)
-	if len(m.turns) == 0 {
-		m.mu.Unlock()
-		return nil, errors.New("script: no more turns")
-	}
-	turn := m.turns[0]
-	m.turns = m.turns[1:]
-	m.mu.Unlock()
-	if err := checkMessages(req.Messages); err != nil {
-		return nil, &agent.Error{Code: agent.CodeModelError, Message: "ValidationException: " + err.Error()}
-	}
-	return turn(req, on)
-}
-
-func (m *scriptModel) add(turns ...func(*agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.turns = append(m.turns, turns...)
-}
-
-func (m *scriptModel) call(i int) *agent.ModelRequest {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.calls[i]
-}
-
-func (m *scriptModel) ncalls() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.calls)
-}
-
-// checkMessages applies Bedrock's rules: starts and ends with user, roles
-// alternate, every toolUse answered in the next message, no stray results.
-func checkMessages(msgs []agent.Message) error {
-	if len(msgs) == 0 || msgs[0].Role != agent.RoleUser || msgs[len(msgs)-1].Role != agent.RoleUser {
-		return errors.New("the conversation must start and end with a user message")
-	}
-	for i, m := range msgs {
-		if i > 0 && msgs[i-1].Role == m.Role {
-			return fmt.Errorf("messages %d and %d have the same role", i-1, i)
-		}
-		if len(m.Content) == 0 {
-			return fmt.Errorf("message %d is empty", i)
-		}
-		var prevUses map[string]bool
-		if i > 0 && msgs[i-1].Role == agent.RoleAssistant {
-			prevUses = map[string]bool{}
-			for _, b := range msgs[i-1].Content {
-				if b.Type == agent.BlockToolUse {
-					prevUses[b.ID] = true
-				}
-			}
-		}
-		for _, b := range m.Content {
-			if b.Type == agent.BlockToolResult {
-				if !prevUses[b.ToolUseID] {
-					return fmt.Errorf("message %d: toolResult %s answers no toolUse", i, b.ToolUseID)
-				}
-				delete(prevUses, b.ToolUseID)
-			}
-		}
-		if len(prevUses) > 0 {
-			return fmt.Errorf("message %d: toolUse without a result", i)
-		}
-	}
-	return nil
-}
-
-func say(words ...string) func(*agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error) {
-	return func(_ *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
-		for _, w := range words {
-			on(agent.Delta{Kind: agent.DeltaAnswer, Text: w})
-		}
-		return &agent.ModelResponse{Content: []agent.Block{agent.TextBlock(strings.Join(words, ""))}, StopReason: agent.StopEndTurn,
-			Usage: agent.Usage{InputTokens: 10, OutputTokens: int64(len(words)), TotalTokens: 10 + int64(len(words))}}, nil
-	}
-}
-
-func callTools(stop string, calls ...agent.Block) func(*agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error) {
-	return func(*agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error) {
-		return &agent.ModelResponse{Content: calls, StopReason: stop, Usage: agent.Usage{InputTokens: 5, OutputTokens: 1, TotalTokens: 6}}, nil
-	}
-}
-
-func failWith(err error) func(*agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error) {
-	return func(*agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error) { return nil, err }
-}
-
-func use(id, name, input string) agent.Block {
-	return agent.Block{Type: agent.BlockToolUse, ID: id, Name: name, Input: json.RawMessage(input)}
-}
 
 // echoTool returns its input's "text", or fails when it is "fail".
 type echoTool struct {
@@ -164,7 +63,7 @@ func (s agentSet) Get(n string) (*agent.Agent, bool) { a, ok := s[n]; return a, 
 type fixture struct {
 	e     *agent.Engine
 	store agent.Store
-	model *scriptModel
+	model *agenttest.ScriptModel
 	tool  *echoTool
 	now   time.Time
 	mu    sync.Mutex
@@ -175,10 +74,10 @@ func newFixture(tb testing.TB, store agent.Store) *fixture {
 	if store == nil {
 		store = memstore.New()
 	}
-	f := &fixture{store: store, model: &scriptModel{}, tool: &echoTool{}, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	f := &fixture{store: store, model: &agenttest.ScriptModel{}, tool: &echoTool{}, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	ag := &agent.Agent{Name: "acc", Version: "0.1", ModelID: "m", MaxIterations: 4, MaxToolResultBytes: 64,
 		Tools: []agent.BoundTool{{Tool: f.tool}}}
-	f.e = &agent.Engine{Store: store, Model: f.model, Agents: agentSet{"acc": ag}, LegTimeout: time.Minute,
+	f.e = &agent.Engine{Store: store, Model: f.model, Agents: agentSet{"acc": ag}, LegTimeout: time.Minute, Log: slog.New(slog.DiscardHandler),
 		Now: func() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.now }}
 	return f
 }
@@ -226,7 +125,7 @@ func (f *fixture) invoke(tb testing.TB, in agent.InvokeInput) (*agent.RequestRes
 
 func TestNewTaskCompletes(t *testing.T) {
 	f := newFixture(t, nil)
-	f.model.add(say("echo:", " hi"))
+	f.model.Add(agenttest.Say("echo:", " hi"))
 	res, rec := f.invoke(t, agent.InvokeInput{Items: text("hi"), Metadata: map[string]string{"ticket": "A-1"}})
 	if res.Status != agent.StatusCompleted || res.Output != "echo: hi" || res.StopReason != "end_turn" {
 		t.Fatalf("result = %+v", res)
@@ -262,14 +161,14 @@ func TestNewTaskCompletes(t *testing.T) {
 
 func TestFollowOnSeesHistory(t *testing.T) {
 	f := newFixture(t, nil)
-	f.model.add(say("first answer"), say("second answer"))
+	f.model.Add(agenttest.Say("first answer"), agenttest.Say("second answer"))
 	first, _ := f.invoke(t, agent.InvokeInput{Items: text("first question")})
 	second, _ := f.invoke(t, agent.InvokeInput{TaskID: first.TaskID, SessionID: first.SessionID, Items: text("second question")})
 	if second.Status != agent.StatusCompleted || second.TaskID != first.TaskID || second.RequestID == first.RequestID {
 		t.Fatalf("second = %+v", second)
 	}
 	var got []string
-	for _, m := range f.model.call(1).Messages {
+	for _, m := range f.model.Call(1).Messages {
 		for _, b := range m.Content {
 			got = append(got, m.Role+":"+b.Text)
 		}
@@ -282,9 +181,9 @@ func TestFollowOnSeesHistory(t *testing.T) {
 
 func TestToolIteration(t *testing.T) {
 	f := newFixture(t, nil)
-	f.model.add(
-		callTools(agent.StopToolUse, use("t1", "echo", `{"text":"one"}`), use("t2", "echo", `{"text":"fail"}`), use("t3", "nope", `{}`)),
-		say("done"))
+	f.model.Add(
+		agenttest.CallTools(agent.StopToolUse, agenttest.Use("t1", "echo", `{"text":"one"}`), agenttest.Use("t2", "echo", `{"text":"fail"}`), agenttest.Use("t3", "nope", `{}`)),
+		agenttest.Say("done"))
 	res, rec := f.invoke(t, agent.InvokeInput{Items: text("go")})
 	if res.Status != agent.StatusCompleted || res.Output != "done" {
 		t.Fatalf("result = %+v", res)
@@ -293,7 +192,7 @@ func TestToolIteration(t *testing.T) {
 	if diff := cmp.Diff(want, rec.names()); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	results := f.model.call(1).Messages[2].Content
+	results := f.model.Call(1).Messages[2].Content
 	if len(results) != 3 || results[0].Status != "success" || results[1].Status != "error" || results[2].Status != "error" {
 		t.Fatalf("results sent to the model = %+v", results)
 	}
@@ -311,9 +210,9 @@ func TestToolIteration(t *testing.T) {
 func TestToolResultTruncated(t *testing.T) {
 	f := newFixture(t, nil)
 	long := strings.Repeat("x", 100)
-	f.model.add(callTools(agent.StopToolUse, use("t1", "echo", `{"text":"`+long+`"}`)), say("ok"))
+	f.model.Add(agenttest.CallTools(agent.StopToolUse, agenttest.Use("t1", "echo", `{"text":"`+long+`"}`)), agenttest.Say("ok"))
 	f.invoke(t, agent.InvokeInput{Items: text("go")})
-	got := f.model.call(1).Messages[2].Content[0].Content[0].Text
+	got := f.model.Call(1).Messages[2].Content[0].Content[0].Text
 	if want := strings.Repeat("x", 64) + "[truncated: 36 bytes]"; got != want {
 		t.Errorf("truncated result = %q, want %q", got, want)
 	}
@@ -323,24 +222,24 @@ func TestOutcomes(t *testing.T) {
 	throttled := &agent.Error{Code: agent.CodeThrottled, Message: "slow down"}
 	for _, tc := range []struct {
 		name       string
-		turns      []func(*agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error)
+		turns      []agenttest.Turn
 		status     agent.Status
 		stop, code string
 	}{
-		{"max_tokens closes calls", tcs(callTools(agent.StopMaxTokens, use("t1", "echo", `{}`))), agent.StatusCompleted, "max_tokens", ""},
-		{"guardrail", tcs(callTools(agent.StopGuardrail, agent.TextBlock("no"))), agent.StatusCompleted, "guardrail_intervened", ""},
-		{"content filtered", tcs(callTools(agent.StopContentFiltered, agent.TextBlock("no"))), agent.StatusCompleted, "content_filtered", ""},
-		{"context window", tcs(callTools(agent.StopContextWindow, agent.TextBlock("x"))), agent.StatusFailed, "", "context_window_exceeded"},
-		{"throttled", tcs(failWith(throttled)), agent.StatusFailed, "", "throttled"},
-		{"model error", tcs(failWith(errors.New("boom"))), agent.StatusFailed, "", "model_error"},
+		{"max_tokens closes calls", tcs(agenttest.CallTools(agent.StopMaxTokens, agenttest.Use("t1", "echo", `{}`))), agent.StatusCompleted, "max_tokens", ""},
+		{"guardrail", tcs(agenttest.CallTools(agent.StopGuardrail, agent.TextBlock("no"))), agent.StatusCompleted, "guardrail_intervened", ""},
+		{"content filtered", tcs(agenttest.CallTools(agent.StopContentFiltered, agent.TextBlock("no"))), agent.StatusCompleted, "content_filtered", ""},
+		{"context window", tcs(agenttest.CallTools(agent.StopContextWindow, agent.TextBlock("x"))), agent.StatusFailed, "", "context_window_exceeded"},
+		{"throttled", tcs(agenttest.FailWith(throttled)), agent.StatusFailed, "", "throttled"},
+		{"model error", tcs(agenttest.FailWith(errors.New("boom"))), agent.StatusFailed, "", "model_error"},
 		{"max iterations", tcs(
-			callTools(agent.StopToolUse, use("a", "echo", `{}`)), callTools(agent.StopToolUse, use("b", "echo", `{}`)),
-			callTools(agent.StopToolUse, use("c", "echo", `{}`)), callTools(agent.StopToolUse, use("d", "echo", `{}`))),
+			agenttest.CallTools(agent.StopToolUse, agenttest.Use("a", "echo", `{}`)), agenttest.CallTools(agent.StopToolUse, agenttest.Use("b", "echo", `{}`)),
+			agenttest.CallTools(agent.StopToolUse, agenttest.Use("c", "echo", `{}`)), agenttest.CallTools(agent.StopToolUse, agenttest.Use("d", "echo", `{}`))),
 			agent.StatusCompleted, "max_iterations", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil)
-			f.model.add(tc.turns...)
+			f.model.Add(tc.turns...)
 			res, rec := f.invoke(t, agent.InvokeInput{Items: text("go")})
 			if res.Status != tc.status || res.StopReason != tc.stop {
 				t.Fatalf("result = %+v, want %s %q", res, tc.status, tc.stop)
@@ -355,19 +254,19 @@ func TestOutcomes(t *testing.T) {
 				t.Fatalf("last event %s", last)
 			}
 			// The task takes a follow-on that Bedrock would accept.
-			f.model.add(say("again"))
+			f.model.Add(agenttest.Say("again"))
 			next, _ := f.invoke(t, agent.InvokeInput{TaskID: res.TaskID, Items: text("again")})
 			if next.Status != agent.StatusCompleted {
 				t.Fatalf("follow-on = %+v", next)
 			}
-			if err := checkMessages(f.model.call(f.model.ncalls() - 1).Messages); err != nil {
+			if err := agenttest.CheckMessages(f.model.Call(f.model.NCalls() - 1).Messages); err != nil {
 				t.Errorf("follow-on messages: %v", err)
 			}
 		})
 	}
 }
 
-func tcs(fs ...func(*agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error)) []func(*agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error) {
+func tcs(fs ...agenttest.Turn) []agenttest.Turn {
 	return fs
 }
 
@@ -375,15 +274,15 @@ func TestDeadline(t *testing.T) {
 	f := newFixture(t, nil)
 	f.e.LegTimeout = 50 * time.Millisecond
 	f.e.Now = nil // real time for the deadline
-	f.model.add(func(r *agent.ModelRequest, _ func(agent.Delta)) (*agent.ModelResponse, error) {
-		return &agent.ModelResponse{Content: []agent.Block{use("t1", "echo", `{"text":"slow"}`)}, StopReason: agent.StopToolUse}, nil
+	f.model.Add(func(r *agent.ModelRequest, _ func(agent.Delta)) (*agent.ModelResponse, error) {
+		return &agent.ModelResponse{Content: []agent.Block{agenttest.Use("t1", "echo", `{"text":"slow"}`)}, StopReason: agent.StopToolUse}, nil
 	})
 	f.tool.delay = 10 * time.Second
 	res, _ := f.invoke(t, agent.InvokeInput{Items: text("go")})
 	if res.Status != agent.StatusFailed || res.Error.Code != agent.CodeDeadlineExceeded {
 		t.Fatalf("result = %+v", res)
 	}
-	f.model.add(say("ok"))
+	f.model.Add(agenttest.Say("ok"))
 	f.e.LegTimeout = time.Minute
 	next, _ := f.invoke(t, agent.InvokeInput{TaskID: res.TaskID, Items: text("again")})
 	if next.Status != agent.StatusCompleted {
@@ -393,7 +292,7 @@ func TestDeadline(t *testing.T) {
 
 func TestRefusals(t *testing.T) {
 	f := newFixture(t, nil)
-	f.model.add(say("ok"))
+	f.model.Add(agenttest.Say("ok"))
 	done, _ := f.invoke(t, agent.InvokeInput{Items: text("hi")})
 	for _, tc := range []struct {
 		name string
@@ -449,7 +348,7 @@ func TestBusyAndLeaseRecovery(t *testing.T) {
 	}
 	// The run's Lambda dies here: it never executes or commits.
 	tid := run.Task().ID
-	f.model.add(say("ok"))
+	f.model.Add(agenttest.Say("ok"))
 	_, err = f.e.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", TaskID: tid, Items: text("two")})
 	if agent.CodeOf(err) != agent.CodeTaskBusy {
 		t.Fatalf("while running: %v, want task_busy", err)
@@ -493,7 +392,7 @@ func TestStoreFailureAtEachWrite(t *testing.T) {
 		t.Run(fmt.Sprint("write ", failAt), func(t *testing.T) {
 			fs := &failingStore{Store: memstore.New(), failAt: failAt}
 			f := newFixture(t, fs)
-			f.model.add(callTools(agent.StopToolUse, use("t1", "echo", `{"text":"one"}`)), say("done"))
+			f.model.Add(agenttest.CallTools(agent.StopToolUse, agenttest.Use("t1", "echo", `{"text":"one"}`)), agenttest.Say("done"))
 			run, err := f.e.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", Items: text("go")})
 			if failAt == 1 {
 				if agent.CodeOf(err) != agent.CodeInternal {
@@ -519,7 +418,7 @@ func TestStoreFailureAtEachWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := checkMessages(agent.BuildMessages(nil, items)); err != nil {
+			if err := agenttest.CheckMessages(agent.BuildMessages(nil, items)); err != nil {
 				t.Errorf("history after the failure: %v", err)
 			}
 			for _, it := range items {
@@ -529,7 +428,7 @@ func TestStoreFailureAtEachWrite(t *testing.T) {
 					}
 				}
 			}
-			f.model.add(say("again"))
+			f.model.Add(agenttest.Say("again"))
 			next, _ := f.invoke(t, agent.InvokeInput{TaskID: res.TaskID, Items: text("again")})
 			if next.Status != agent.StatusCompleted {
 				t.Fatalf("the task is not usable again: %+v", next)
