@@ -1,0 +1,123 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/tools"
+)
+
+// Defaults of a tool entry's policy.
+const (
+	DefaultApprovalTTL = 24 * time.Hour
+	DefaultToolTimeout = 60 * time.Second
+)
+
+// Env is what the tools need from where the agents run.
+type Env struct {
+	// Files tells whether the files tools work (hitch serve). When false
+	// (Lambda) every files call fails with tools.ErrFilesUnavailable.
+	Files bool
+	// BaseDir is the directory on disk that the loaded FS's root stands for:
+	// a files root (config.root) is relative to the agent file's directory,
+	// that is BaseDir joined with the file's directory in the FS. Empty: the
+	// current directory. LoadDir sets it.
+	BaseDir string
+	// Lambda invokes lambda tools; a definition with a lambda tool fails to
+	// load without it.
+	Lambda tools.LambdaInvoker
+	// Now is get_time's clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Catalog is the set of agents deployed.
+type Catalog struct {
+	byName map[string]*agent.Agent
+	list   []*agent.Agent
+}
+
+// Load reads every dir/*.yaml of fsys (dir "." for the root) and binds the
+// agents' tools. It fails if a definition is invalid, if two files define
+// the same agent, or if there is no definition at all.
+func Load(fsys fs.FS, dir string, env Env) (*Catalog, error) {
+	return load(fsys, dir, env, func(p string) string { return p })
+}
+
+// LoadDir loads the definitions of a directory on disk (hitch serve
+// --agents DIR); files roots are relative to it unless env.BaseDir is set.
+func LoadDir(dir string, env Env) (*Catalog, error) {
+	if env.BaseDir == "" {
+		env.BaseDir = dir
+	}
+	return load(os.DirFS(dir), ".", env, func(p string) string { return filepath.Join(dir, filepath.FromSlash(p)) })
+}
+
+func load(fsys fs.FS, dir string, env Env, display func(string) string) (*Catalog, error) {
+	names, err := fs.Glob(fsys, path.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("catalog: list %s: %w", display(dir), err)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("catalog: no agent definitions (*.yaml) in %s", display(dir))
+	}
+	c := &Catalog{byName: map[string]*agent.Agent{}}
+	definedIn := map[string]string{}
+	var errs []error
+	for _, name := range names {
+		file := display(name)
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", file, err))
+			continue
+		}
+		a, err := parse(file, data, env, path.Dir(name))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if prev, ok := definedIn[a.Name]; ok {
+			errs = append(errs, &Error{File: file, Field: "name", Reason: fmt.Sprintf("agent %q is already defined in %s", a.Name, prev)})
+			continue
+		}
+		definedIn[a.Name] = file
+		c.byName[a.Name] = a
+		c.list = append(c.list, a)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	slices.SortFunc(c.list, func(a, b *agent.Agent) int { return strings.Compare(a.Name, b.Name) })
+	return c, nil
+}
+
+// Get finds an agent by name.
+func (c *Catalog) Get(name string) (*agent.Agent, bool) {
+	a, ok := c.byName[name]
+	return a, ok
+}
+
+// List returns the agents sorted by name.
+func (c *Catalog) List() []*agent.Agent { return slices.Clone(c.list) }
+
+// Error is a definition's problem: the file, the field path
+// (spec.agent.tools[1].approval_ttl; empty for the file as a whole) and why.
+type Error struct {
+	File   string
+	Field  string
+	Reason string
+}
+
+func (e *Error) Error() string {
+	if e.Field == "" {
+		return e.File + ": " + e.Reason
+	}
+	return e.File + ": " + e.Field + ": " + e.Reason
+}

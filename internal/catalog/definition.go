@@ -1,0 +1,429 @@
+package catalog
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/tools"
+)
+
+// The definition's shape.
+const (
+	APIVersion = "tealagents/v1alpha1"
+	Kind       = "Agent"
+)
+
+var (
+	// agentName: a name usable in a URL path.
+	agentName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	// toolName: what Bedrock accepts as a tool's name.
+	toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	// functionName: Lambda's FunctionName (a name, a partial or a full ARN,
+	// optionally qualified).
+	functionName = regexp.MustCompile(`^(arn:aws[a-zA-Z-]*:lambda:)?([a-z]{2}(-gov)?-[a-z]+-\d:)?(\d{12}:)?(function:)?[a-zA-Z0-9_.-]{1,140}(:(\$LATEST|[a-zA-Z0-9_-]+))?$`)
+)
+
+// Ranges of the numbers of spec.agent.
+const (
+	maxMaxTokens          = 200_000
+	maxMaxIterations      = 100
+	minToolResultBytes    = 1024
+	maxToolResultBytes    = 1 << 20
+	minReasoningBudget    = 1024
+	maxTemperature        = 1.0
+	defaultInputSchemaRaw = `{"type":"object","properties":{}}`
+)
+
+// parse reads one definition. dir is the file's directory in the FS.
+func parse(file string, data []byte, env Env, dir string) (*agent.Agent, error) {
+	d := &decoder{file: file}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &Error{File: file, Reason: "empty file; want an agent definition"}
+		}
+		return nil, &Error{File: file, Reason: err.Error()}
+	}
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return nil, &Error{File: file, Reason: "more than one YAML document; one agent per file"}
+	}
+	a := d.definition(doc.Content[0], env, dir)
+	if len(d.errs) > 0 {
+		return nil, errors.Join(d.errs...)
+	}
+	return a, nil
+}
+
+func (d *decoder) definition(n *yaml.Node, env Env, dir string) *agent.Agent {
+	f := d.fields(n, "", "apiVersion", "kind", "name", "version", "description", "spec")
+	if f == nil {
+		return nil
+	}
+	a := &agent.Agent{
+		MaxTokens:          agent.DefaultMaxTokens,
+		MaxIterations:      agent.DefaultMaxIterations,
+		MaxToolResultBytes: agent.DefaultMaxToolResultBytes,
+	}
+	for _, key := range []string{"apiVersion", "kind", "name", "version", "spec"} {
+		if f[key] == nil {
+			d.fail(key, "required")
+		}
+	}
+	if n := f["apiVersion"]; n != nil {
+		if s, ok := d.str(n, "apiVersion"); ok && s != APIVersion {
+			d.fail("apiVersion", "must be %s, got %q", APIVersion, s)
+		}
+	}
+	if n := f["kind"]; n != nil {
+		if s, ok := d.str(n, "kind"); ok && s != Kind {
+			d.fail("kind", "must be %s, got %q", Kind, s)
+		}
+	}
+	if n := f["name"]; n != nil {
+		if s, ok := d.str(n, "name"); ok {
+			if !agentName.MatchString(s) {
+				d.fail("name", "%q is not usable in a URL path: want 1 to 64 of a-z, 0-9, - and _, starting with a letter or digit", s)
+			}
+			a.Name = s
+		}
+	}
+	if n := f["version"]; n != nil {
+		a.Version, _ = d.nonEmpty(n, "version")
+	}
+	if n := f["description"]; n != nil {
+		a.Description, _ = d.str(n, "description")
+	}
+	if n := f["spec"]; n != nil {
+		if spec := d.fields(n, "spec", "agent"); spec != nil {
+			if spec["agent"] == nil {
+				d.fail("spec.agent", "required")
+			} else {
+				d.spec(spec["agent"], a, env, dir)
+			}
+		}
+	}
+	return a
+}
+
+// spec reads spec.agent into a.
+func (d *decoder) spec(n *yaml.Node, a *agent.Agent, env Env, dir string) {
+	const at = "spec.agent"
+	f := d.fields(n, at, "name", "model", "system_prompt", "temperature", "max_tokens", "max_iterations",
+		"max_tool_result_bytes", "reasoning", "default_requires_approval", "tools")
+	if f == nil {
+		return
+	}
+	if n := f["name"]; n != nil {
+		d.str(n, join(at, "name"))
+	}
+	if n := f["model"]; n != nil {
+		a.ModelID, _ = d.nonEmpty(n, join(at, "model"))
+	} else {
+		d.fail(join(at, "model"), "required")
+	}
+	if n := f["system_prompt"]; n != nil {
+		a.SystemPrompt, _ = d.str(n, join(at, "system_prompt"))
+	}
+	if n := f["temperature"]; n != nil {
+		if t, ok := d.number(n, join(at, "temperature"), 0, maxTemperature); ok {
+			a.Temperature = &t
+		}
+	}
+	if n := f["max_tokens"]; n != nil {
+		if v, ok := d.integer(n, join(at, "max_tokens"), 1, maxMaxTokens); ok {
+			a.MaxTokens = v
+		}
+	}
+	if n := f["max_iterations"]; n != nil {
+		if v, ok := d.integer(n, join(at, "max_iterations"), 1, maxMaxIterations); ok {
+			a.MaxIterations = v
+		}
+	}
+	if n := f["max_tool_result_bytes"]; n != nil {
+		if v, ok := d.integer(n, join(at, "max_tool_result_bytes"), minToolResultBytes, maxToolResultBytes); ok {
+			a.MaxToolResultBytes = v
+		}
+	}
+	if n := f["reasoning"]; n != nil {
+		d.reasoning(n, join(at, "reasoning"), a)
+	}
+	defaultApproval := false
+	if n := f["default_requires_approval"]; n != nil {
+		defaultApproval, _ = d.boolean(n, join(at, "default_requires_approval"))
+	}
+	if n := f["tools"]; n != nil {
+		d.tools(n, join(at, "tools"), a, defaultApproval, env, dir)
+	}
+}
+
+func (d *decoder) reasoning(n *yaml.Node, at string, a *agent.Agent) {
+	f := d.fields(n, at, "budget_tokens")
+	if f == nil {
+		return
+	}
+	field := join(at, "budget_tokens")
+	if f["budget_tokens"] == nil {
+		d.fail(field, "required")
+		return
+	}
+	v, ok := d.integer(f["budget_tokens"], field, minReasoningBudget, maxMaxTokens)
+	if !ok {
+		return
+	}
+	if v >= a.MaxTokens {
+		d.fail(field, "must be less than max_tokens (%d), got %d", a.MaxTokens, v)
+		return
+	}
+	a.ReasoningBudget = v
+}
+
+// tools reads spec.agent.tools and binds them.
+func (d *decoder) tools(n *yaml.Node, at string, a *agent.Agent, defaultApproval bool, env Env, dir string) {
+	if n.Kind != yaml.SequenceNode {
+		d.fail(at, "must be a list, got %s", describe(n))
+		return
+	}
+	definedAt := map[string]string{}
+	for i, e := range n.Content {
+		field := index(at, i)
+		bound, nameField := d.toolEntry(deref(e), field, defaultApproval, env, dir)
+		for _, b := range bound {
+			name := b.Tool.Spec().Name
+			if prev, ok := definedAt[name]; ok {
+				d.fail(nameField, "tool %q is already defined by %s", name, prev)
+				continue
+			}
+			definedAt[name] = field
+			a.Tools = append(a.Tools, b)
+		}
+	}
+}
+
+// toolEntry reads one entry of spec.agent.tools: a builtin group or a Lambda
+// function. nameField is where a duplicate name is reported.
+func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env Env, dir string) (bound []agent.BoundTool, nameField string) {
+	f := d.fields(n, at, "builtin", "config", "lambda", "name", "description", "input_schema",
+		"requires_approval", "idempotent", "approval_ttl", "timeout")
+	if f == nil {
+		return nil, at
+	}
+	policy := agent.ToolPolicy{ApprovalTTL: DefaultApprovalTTL, Timeout: DefaultToolTimeout}
+	if n := f["approval_ttl"]; n != nil {
+		if v, ok := d.duration(n, join(at, "approval_ttl")); ok {
+			policy.ApprovalTTL = v
+		}
+	}
+	if n := f["timeout"]; n != nil {
+		if v, ok := d.duration(n, join(at, "timeout")); ok {
+			policy.Timeout = v
+		}
+	}
+	switch {
+	case f["builtin"] != nil && f["lambda"] != nil:
+		d.fail(at, "builtin and lambda are exclusive; one entry is a group or a function")
+		return nil, at
+	case f["builtin"] != nil:
+		for _, key := range []string{"name", "description", "input_schema", "idempotent"} {
+			if f[key] != nil {
+				d.fail(join(at, key), "not allowed in a builtin entry (only in a lambda entry)")
+			}
+		}
+		return d.builtin(f, at, policy, defaultApproval, env, dir), join(at, "builtin")
+	case f["lambda"] != nil:
+		if f["config"] != nil {
+			d.fail(join(at, "config"), "not allowed in a lambda entry (only in a builtin entry)")
+		}
+		b := d.lambda(f, at, policy, defaultApproval, env)
+		if b == nil {
+			return nil, join(at, "name")
+		}
+		return []agent.BoundTool{*b}, join(at, "name")
+	}
+	d.fail(at, "needs builtin (a group: %s) or lambda (a function ARN)", strings.Join(tools.Groups(), ", "))
+	return nil, at
+}
+
+// builtin binds a built-in group.
+func (d *decoder) builtin(f map[string]*yaml.Node, at string, policy agent.ToolPolicy, defaultApproval bool, env Env, dir string) []agent.BoundTool {
+	group, ok := d.str(f["builtin"], join(at, "builtin"))
+	if !ok {
+		return nil
+	}
+	var members []tools.Builtin
+	switch group {
+	case tools.GroupClock:
+		if f["config"] != nil {
+			d.fail(join(at, "config"), "the clock group takes no config")
+		}
+		members = tools.Clock(env.Now)
+	case tools.GroupFiles:
+		root, ok := d.filesRoot(f["config"], join(at, "config"), env, dir)
+		if !ok {
+			return nil
+		}
+		members = tools.Files(tools.FilesConfig{Root: root, Unavailable: !env.Files})
+	default:
+		d.fail(join(at, "builtin"), "unknown group %q (known: %s)", group, strings.Join(tools.Groups(), ", "))
+		return nil
+	}
+	var names []string
+	for _, m := range members {
+		names = append(names, m.Tool.Spec().Name)
+	}
+	needs, ok := d.requiresApproval(f["requires_approval"], join(at, "requires_approval"), names, defaultApproval)
+	if !ok {
+		return nil
+	}
+	out := make([]agent.BoundTool, 0, len(members))
+	for _, m := range members {
+		p := policy
+		p.Idempotent = m.Idempotent
+		p.RequiresApproval = needs(m.Tool.Spec().Name)
+		if !p.RequiresApproval {
+			p.ApprovalTTL = 0
+		}
+		out = append(out, agent.BoundTool{Tool: m.Tool, Policy: p})
+	}
+	return out
+}
+
+// filesRoot reads config.root, relative to the agent file's directory.
+func (d *decoder) filesRoot(n *yaml.Node, at string, env Env, dir string) (string, bool) {
+	if n == nil {
+		d.fail(join(at, "root"), "required: the directory the files tools work in")
+		return "", false
+	}
+	f := d.fields(n, at, "root")
+	if f == nil {
+		return "", false
+	}
+	if f["root"] == nil {
+		d.fail(join(at, "root"), "required: the directory the files tools work in")
+		return "", false
+	}
+	root, ok := d.nonEmpty(f["root"], join(at, "root"))
+	if !ok {
+		return "", false
+	}
+	if !filepath.IsAbs(root) {
+		root = filepath.Join(env.BaseDir, filepath.FromSlash(dir), root)
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		d.fail(join(at, "root"), "cannot be resolved: %v", err)
+		return "", false
+	}
+	return abs, true
+}
+
+// requiresApproval reads requires_approval of a group: true, false, or the
+// list of its tools that need approval. Absent: the agent's default.
+func (d *decoder) requiresApproval(n *yaml.Node, at string, group []string, def bool) (func(string) bool, bool) {
+	if n == nil {
+		return func(string) bool { return def }, true
+	}
+	if n.Kind == yaml.ScalarNode {
+		v, ok := d.boolean(n, at)
+		return func(string) bool { return v }, ok
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.fail(at, "must be true, false or a list of the group's tools, got %s", describe(n))
+		return nil, false
+	}
+	listed, ok := d.stringList(n, at)
+	if !ok {
+		return nil, false
+	}
+	set := map[string]bool{}
+	for i, name := range listed {
+		switch {
+		case !contains(group, name):
+			d.fail(index(at, i), "unknown tool %q: the group has %s", name, strings.Join(group, ", "))
+			ok = false
+		case set[name]:
+			d.fail(index(at, i), "%q is listed twice", name)
+			ok = false
+		}
+		set[name] = true
+	}
+	return func(name string) bool { return set[name] }, ok
+}
+
+// lambda binds a Lambda function.
+func (d *decoder) lambda(f map[string]*yaml.Node, at string, policy agent.ToolPolicy, defaultApproval bool, env Env) *agent.BoundTool {
+	ok := true
+	fn, okFn := d.str(f["lambda"], join(at, "lambda"))
+	if okFn && !functionName.MatchString(fn) {
+		d.fail(join(at, "lambda"), "%q is not a Lambda function name or ARN", fn)
+		okFn = false
+	}
+	ok = ok && okFn
+	var spec agent.ToolSpec
+	if n := f["name"]; n == nil {
+		d.fail(join(at, "name"), "required: the tool's name for the model")
+		ok = false
+	} else if s, okName := d.str(n, join(at, "name")); okName {
+		if !toolName.MatchString(s) {
+			d.fail(join(at, "name"), "%q is not a tool name: want 1 to 64 of a-z, A-Z, 0-9, _ and -", s)
+			ok = false
+		}
+		spec.Name = s
+	} else {
+		ok = false
+	}
+	if n := f["description"]; n == nil {
+		d.fail(join(at, "description"), "required: it tells the model what the tool does")
+		ok = false
+	} else if s, okDesc := d.nonEmpty(n, join(at, "description")); okDesc {
+		spec.Description = s
+	} else {
+		ok = false
+	}
+	spec.InputSchema = []byte(defaultInputSchemaRaw)
+	if n := f["input_schema"]; n != nil {
+		raw, okSchema := d.toJSON(n, join(at, "input_schema"))
+		if okSchema {
+			if _, err := tools.CompileSchema(raw); err != nil {
+				d.fail(join(at, "input_schema"), "%v", err)
+				okSchema = false
+			}
+		}
+		spec.InputSchema = raw
+		ok = ok && okSchema
+	}
+	needs := defaultApproval
+	if n := f["requires_approval"]; n != nil {
+		v, okReq := d.boolean(n, join(at, "requires_approval"))
+		needs, ok = v, ok && okReq
+	}
+	if n := f["idempotent"]; n != nil {
+		v, okIdem := d.boolean(n, join(at, "idempotent"))
+		policy.Idempotent, ok = v, ok && okIdem
+	}
+	if env.Lambda == nil {
+		d.fail(join(at, "lambda"), "lambda tools need a Lambda client, and none is configured here")
+		ok = false
+	}
+	if !ok {
+		return nil
+	}
+	tool, err := tools.NewLambda(env.Lambda, fn, spec)
+	if err != nil {
+		d.fail(join(at, "input_schema"), "%v", err)
+		return nil
+	}
+	policy.RequiresApproval = needs
+	if !needs {
+		policy.ApprovalTTL = 0
+	}
+	return &agent.BoundTool{Tool: tool, Policy: policy}
+}
