@@ -25,7 +25,8 @@
 //
 // The API Gateway authorizer's context reaches the handler only through the
 // request's context (Authorizer); client headers that could pass for an
-// identity are dropped (see strippedHeaders).
+// identity are dropped: X-Hitch-*, X-Authorizer-*, X-Amzn-Authorizer-*, the
+// X-Amzn-Oidc-* headers, X-Forwarded-User, X-User-Id and their kin.
 //
 // Events that are not API Gateway's (neither requestContext nor httpMethod at
 // the top level) are direct invocations, passed as raw JSON to the DirectFunc.
