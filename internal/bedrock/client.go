@@ -1,10 +1,12 @@
 package bedrock
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 )
@@ -15,15 +17,46 @@ import (
 // us-east-1, never the default credential chain. optFns may adjust it further
 // (tests set RetryMaxAttempts).
 func EndpointClient(baseURL string, optFns ...func(*bedrockruntime.Options)) *bedrockruntime.Client {
-	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-		// many concurrent streams to one local host
-		t.MaxIdleConnsPerHost = 256
-	})
 	opts := bedrockruntime.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(baseURL),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDLOCAL", "local-secret", ""),
-		HTTPClient:   httpClient,
+		HTTPClient: HTTPClient(&http.Client{Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			MaxIdleConns:        512,
+			MaxIdleConnsPerHost: 512, // many concurrent streams to one local host
+			ForceAttemptHTTP2:   true,
+		}}),
 	}
 	return bedrockruntime.New(opts, optFns...)
+}
+
+// HTTPClient wraps c for the bedrockruntime client: each request body is read
+// into memory and handed to the transport as a body nothing else can close.
+//
+// The SDK closes the request body as soon as the response's headers arrive.
+// When a server answers quickly (a local one always does), the transport may
+// not yet have finished with the body; closing it then fails the write and
+// the transport closes the connection under the response stream, which the
+// reader sees as "use of closed network connection" mid-stream. Set it as
+// Options.HTTPClient for real Bedrock too; it costs one copy of the request.
+func HTTPClient(c *http.Client) bedrockruntime.HTTPClient {
+	return stableBody{c}
+}
+
+type stableBody struct{ c *http.Client }
+
+func (s stableBody) Do(req *http.Request) (*http.Response, error) {
+	if req.Body != nil && req.Body != http.NoBody {
+		body, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read request body: %w", err)
+		}
+		req = req.Clone(req.Context())
+		req.ContentLength = int64(len(body))
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	return s.c.Do(req)
 }
