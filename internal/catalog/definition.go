@@ -32,13 +32,12 @@ var (
 
 // Ranges of the numbers of spec.agent.
 const (
-	maxMaxTokens          = 200_000
-	maxMaxIterations      = 100
-	minToolResultBytes    = 1024
-	maxToolResultBytes    = 1 << 20
-	minReasoningBudget    = 1024
-	maxTemperature        = 1.0
-	defaultInputSchemaRaw = `{"type":"object","properties":{}}`
+	maxMaxTokens       = 200_000
+	maxMaxIterations   = 100
+	minToolResultBytes = 1024
+	maxToolResultBytes = 1 << 20
+	minReasoningBudget = 1024
+	maxTemperature     = 1.0
 )
 
 // parse reads one definition. dir is the file's directory in the FS.
@@ -367,38 +366,30 @@ func (d *decoder) lambda(f map[string]*yaml.Node, at string, policy agent.ToolPo
 		okFn = false
 	}
 	ok = ok && okFn
-	var spec agent.ToolSpec
+	cfg := tools.LambdaConfig{Function: fn}
 	if n := f["name"]; n == nil {
 		d.fail(join(at, "name"), "required: the tool's name for the model")
 		ok = false
-	} else if s, okName := d.str(n, join(at, "name")); okName {
-		if !toolName.MatchString(s) {
-			d.fail(join(at, "name"), "%q is not a tool name: want 1 to 64 of a-z, A-Z, 0-9, _ and -", s)
-			ok = false
-		}
-		spec.Name = s
-	} else {
+	} else if s, okName := d.str(n, join(at, "name")); !okName {
 		ok = false
+	} else if !toolName.MatchString(s) {
+		d.fail(join(at, "name"), "%q is not a tool name: want 1 to 64 of a-z, A-Z, 0-9, _ and -", s)
+		ok = false
+	} else {
+		cfg.Name = s
 	}
 	if n := f["description"]; n == nil {
 		d.fail(join(at, "description"), "required: it tells the model what the tool does")
 		ok = false
-	} else if s, okDesc := d.nonEmpty(n, join(at, "description")); okDesc {
-		spec.Description = s
-	} else {
+	} else if s, okDesc := d.nonEmpty(n, join(at, "description")); !okDesc {
 		ok = false
+	} else {
+		cfg.Description = s
 	}
-	spec.InputSchema = []byte(defaultInputSchemaRaw)
+	cfg.InputSchema = defaultInputSchema
 	if n := f["input_schema"]; n != nil {
-		raw, okSchema := d.toJSON(n, join(at, "input_schema"))
-		if okSchema {
-			if _, err := tools.CompileSchema(raw); err != nil {
-				d.fail(join(at, "input_schema"), "%v", err)
-				okSchema = false
-			}
-		}
-		spec.InputSchema = raw
-		ok = ok && okSchema
+		cfg.InputSchema = d.inputSchema(n, join(at, "input_schema"))
+		ok = ok && cfg.InputSchema != nil
 	}
 	needs := defaultApproval
 	if n := f["requires_approval"]; n != nil {
@@ -416,9 +407,9 @@ func (d *decoder) lambda(f map[string]*yaml.Node, at string, policy agent.ToolPo
 	if !ok {
 		return nil
 	}
-	tool, err := tools.NewLambda(env.Lambda, fn, spec)
+	tool, err := tools.NewLambda(env.Lambda, cfg)
 	if err != nil {
-		d.fail(join(at, "input_schema"), "%v", err)
+		d.fail(at, "%v", err)
 		return nil
 	}
 	policy.RequiresApproval = needs
@@ -426,4 +417,21 @@ func (d *decoder) lambda(f map[string]*yaml.Node, at string, policy agent.ToolPo
 		policy.ApprovalTTL = 0
 	}
 	return &agent.BoundTool{Tool: tool, Policy: policy}
+}
+
+// defaultInputSchema is a lambda tool's schema when its entry gives none.
+var defaultInputSchema = tools.MustCompileSchema(`{"type":"object","properties":{}}`)
+
+// inputSchema compiles a lambda tool's input_schema.
+func (d *decoder) inputSchema(n *yaml.Node, at string) *tools.Schema {
+	raw, ok := d.toJSON(n, at)
+	if !ok {
+		return nil
+	}
+	s, err := tools.CompileSchema(raw)
+	if err != nil {
+		d.fail(at, "%v", err)
+		return nil
+	}
+	return s
 }

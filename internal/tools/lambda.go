@@ -35,18 +35,25 @@ var (
 	_ agent.InputValidator = (*Lambda)(nil)
 )
 
-// NewLambda makes the function (a name or an ARN) a tool described by spec.
-// It fails if spec.InputSchema is not a JSON Schema of an object.
-func NewLambda(client LambdaInvoker, function string, spec agent.ToolSpec) (*Lambda, error) {
+// LambdaConfig describes a Lambda function as a tool.
+type LambdaConfig struct {
+	// Function is the function's name or ARN, optionally qualified.
+	Function    string
+	Name        string
+	Description string
+	InputSchema *Schema
+}
+
+// NewLambda makes a Lambda function a tool.
+func NewLambda(client LambdaInvoker, cfg LambdaConfig) (*Lambda, error) {
 	if client == nil {
 		return nil, errors.New("no Lambda client")
 	}
-	schema, err := CompileSchema(spec.InputSchema)
-	if err != nil {
-		return nil, err
+	if cfg.InputSchema == nil {
+		return nil, errors.New("no input schema")
 	}
-	spec.InputSchema = schema.Raw()
-	return &Lambda{client: client, function: function, spec: spec, schema: schema}, nil
+	spec := agent.ToolSpec{Name: cfg.Name, Description: cfg.Description, InputSchema: cfg.InputSchema.Raw()}
+	return &Lambda{client: client, function: cfg.Function, spec: spec, schema: cfg.InputSchema}, nil
 }
 
 // Spec describes the tool.
@@ -105,7 +112,6 @@ func (t *Lambda) Run(ctx context.Context, call agent.ToolCall) (agent.ToolOutput
 func functionError(kind string, payload []byte) error {
 	var fe struct {
 		ErrorMessage string `json:"errorMessage"`
-		ErrorType    string `json:"errorType"`
 	}
 	if json.Unmarshal(payload, &fe) == nil && fe.ErrorMessage != "" {
 		return errors.New(fe.ErrorMessage)

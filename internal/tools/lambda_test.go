@@ -17,10 +17,11 @@ const reportARN = "arn:aws:lambda:us-east-1:123456789012:function:report"
 
 func newReportTool(tb testing.TB, fake *fakelambda.Server) agent.Tool {
 	tb.Helper()
-	tool, err := tools.NewLambda(fake.Client(tb), reportARN, agent.ToolSpec{
+	tool, err := tools.NewLambda(fake.Client(tb), tools.LambdaConfig{
+		Function:    reportARN,
 		Name:        "get_report",
 		Description: "Gets a report",
-		InputSchema: json.RawMessage(`{"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}`),
+		InputSchema: tools.MustCompileSchema(`{"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}`),
 	})
 	if err != nil {
 		tb.Fatalf("NewLambda() error = %v", err)
@@ -146,10 +147,10 @@ func TestLambdaNotFound(t *testing.T) {
 
 func TestNewLambdaErrors(t *testing.T) {
 	fake := fakelambda.New(t)
-	if _, err := tools.NewLambda(fake.Client(t), reportARN, agent.ToolSpec{Name: "x", InputSchema: json.RawMessage(`{"type":"string"}`)}); err == nil {
-		t.Error("NewLambda() with a string schema: no error")
+	if _, err := tools.NewLambda(fake.Client(t), tools.LambdaConfig{Function: reportARN, Name: "x"}); err == nil {
+		t.Error("NewLambda() without a schema: no error")
 	}
-	if _, err := tools.NewLambda(nil, reportARN, agent.ToolSpec{Name: "x", InputSchema: json.RawMessage(`{"type":"object"}`)}); err == nil {
+	if _, err := tools.NewLambda(nil, tools.LambdaConfig{Function: reportARN, Name: "x", InputSchema: tools.MustCompileSchema(`{"type":"object"}`)}); err == nil {
 		t.Error("NewLambda() without a client: no error")
 	}
 }
