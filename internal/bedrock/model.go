@@ -18,6 +18,8 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/schemas"
+	"github.com/aws/smithy-go/transport/http/protocol/restjson1"
 
 	"github.com/hitch-agents/hitch/internal/agent"
 )
@@ -44,7 +46,7 @@ func (m *Model) Converse(ctx context.Context, req *agent.ModelRequest, on func(a
 	if err != nil {
 		return nil, err
 	}
-	out, err := m.client.ConverseStream(ctx, in)
+	out, err := m.client.ConverseStream(ctx, in, ownCodec)
 	if err != nil {
 		return nil, translate(ctx, err)
 	}
@@ -58,4 +60,13 @@ func (m *Model) Converse(ctx context.Context, req *agent.ModelRequest, on func(a
 		return nil, &agent.Error{Code: agent.CodeContextWindowExceeded, Message: fmt.Sprintf("the conversation no longer fits the context window of model %s", req.ModelID)}
 	}
 	return resp, nil
+}
+
+// ownCodec gives the call a protocol of its own. The client's restJson1
+// protocol holds one event-stream decoder and payload buffer, shared by every
+// stream the client reads at once (smithy-go v1.28: a data race that mixes up
+// concurrent streams' events). A protocol per call keeps each stream's
+// decoding to itself.
+func ownCodec(o *bedrockruntime.Options) {
+	o.Protocol = restjson1.New(schemas.AmazonBedrockFrontendService)
 }

@@ -2,6 +2,7 @@ package localmodel_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -312,4 +313,26 @@ func BenchmarkDeltaLatency(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*101), "ns/delta")
+}
+
+func TestLocalModelConcurrentStreams(t *testing.T) {
+	m := startModel(t)
+	text := strings.TrimSpace(strings.Repeat("word ", 50))
+	req := &agent.ModelRequest{ModelID: "local", Messages: []agent.Message{user(text)}}
+	errs := make(chan error, 20)
+	for range 20 {
+		go func() {
+			n := 0
+			resp, err := m.Converse(t.Context(), req, func(agent.Delta) { n++ })
+			if err == nil && (n != 51 || resp.Content[0].Text != "echo: "+text) {
+				err = fmt.Errorf("%d deltas, answer %q", n, resp.Content[0].Text)
+			}
+			errs <- err
+		}()
+	}
+	for range 20 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
 }
