@@ -359,13 +359,11 @@ func (d *decoder) requiresApproval(n *yaml.Node, at string, group []string, def 
 
 // lambda binds a Lambda function.
 func (d *decoder) lambda(f map[string]*yaml.Node, at string, policy agent.ToolPolicy, defaultApproval bool, env Env) *agent.BoundTool {
-	ok := true
-	fn, okFn := d.str(f["lambda"], join(at, "lambda"))
-	if okFn && !functionName.MatchString(fn) {
+	fn, ok := d.str(f["lambda"], join(at, "lambda"))
+	if ok && !functionName.MatchString(fn) {
 		d.fail(join(at, "lambda"), "%q is not a Lambda function name or ARN", fn)
-		okFn = false
+		ok = false
 	}
-	ok = ok && okFn
 	cfg := tools.LambdaConfig{Function: fn}
 	if n := f["name"]; n == nil {
 		d.fail(join(at, "name"), "required: the tool's name for the model")
