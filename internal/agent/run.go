@@ -16,6 +16,14 @@ type Run struct {
 	deadline time.Time
 	sink     Sink
 	reqID    string
+	kind     string // the leg's kind: invoke, edit or resume
+	// decided, on a resume, is the round's decision to carry out first.
+	decided *Decision
+	// takeover: the leg takes over a resume whose lease expired.
+	takeover bool
+	// follow, when set, makes the run a follower: it waits for another
+	// invocation's outcome instead of running (duplicates in flight).
+	follow func(ctx context.Context, sink Sink) *RequestResult
 	eventID  int64          // the last event id of the request
 	final    *ActiveRequest // the active request as it was when committed
 
@@ -47,14 +55,20 @@ func (r *Run) Execute(ctx context.Context, sink Sink) *RequestResult {
 	if sink == nil {
 		sink = Discard
 	}
+	if r.follow != nil {
+		return r.follow(ctx, sink)
+	}
 	r.sink = sink
 	a := r.task.Active
 	r.emit(EventRequestStarted, map[string]any{
 		"session_id": r.task.SessionID, "task_id": r.task.ID, "request_id": a.ID,
-		"kind": a.Kind, "round": a.Round,
+		"kind": r.legKind(), "round": a.Round,
 	})
 	legCtx, cancel := context.WithDeadline(ctx, r.deadline)
 	defer cancel()
+	if r.decided != nil && !r.runDecided(legCtx) {
+		return r.finish(ctx)
+	}
 	r.loop(legCtx)
 	return r.finish(ctx)
 }
@@ -96,13 +110,17 @@ func (r *Run) loop(ctx context.Context) {
 			r.emit(EventToolCall, map[string]any{"id": u.ID, "name": u.Name, "input": rawOrEmpty(u.Input)})
 		}
 		if resp.StopReason == StopToolUse && len(uses) > 0 {
+			if pending := r.needApproval(uses); len(pending) > 0 {
+				r.pause(ctx, pending)
+				return
+			}
 			// Record the calls before they run, so a crash never hides a call that ran.
 			if err := r.save(ctx); err != nil {
 				r.e.log().Error("recording tool calls failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
 				r.fail(CodeInternal, "the request could not be saved")
 				return
 			}
-			r.add(RoleTool, r.runTools(ctx, uses))
+			r.add(RoleTool, r.runTools(ctx, uses, nil))
 			continue
 		}
 		r.output = asst.Text()
@@ -206,6 +224,11 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 	if r.status == "" {
 		r.fail(CodeInternal, "the request ended without an outcome")
 	}
+	if r.status == StatusPaused {
+		res := r.result()
+		r.emit(EventRequestComplete, res)
+		return res
+	}
 	reason := "not run: the request ended (" + r.endReason() + ")"
 	if closing := danglingResults(r.history, r.RequestID(), reason); len(closing) > 0 {
 		r.add(RoleTool, closing)
@@ -277,6 +300,10 @@ func (r *Run) result() *RequestResult {
 	if a != nil {
 		res.RequestID, res.Usage, res.Round = a.ID, a.Usage, a.Round
 	}
+	if r.status == StatusPaused {
+		res.PendingApprovals = PendingViews(a.Pending, r.e.now(), false)
+		res.ResumeURL = ResumeURL(r.task.Agent, r.task.ID, a.ID)
+	}
 	return res
 }
 
@@ -291,3 +318,10 @@ func rawOrEmpty(b []byte) any {
 type jsonRaw []byte
 
 func (j jsonRaw) MarshalJSON() ([]byte, error) { return j, nil }
+
+func (r *Run) legKind() string {
+	if r.kind != "" {
+		return r.kind
+	}
+	return r.task.Active.Kind
+}

@@ -128,7 +128,9 @@ type CallDecision struct {
 	Action     string          `json:"action"`
 	Input      json.RawMessage `json:"input"`
 	Reason     string          `json:"reason,omitempty"`
-	// InputHash binds the decision to the input the approver saw.
+	// OriginalInput is the model's input of an edited call.
+	OriginalInput json.RawMessage `json:"original_input,omitempty"`
+	// InputHash binds the decision to the input it approves.
 	InputHash string `json:"input_hash,omitempty"`
 }
 

@@ -13,10 +13,15 @@ const DefaultToolTimeout = 60 * time.Second
 
 // runTools runs the calls in parallel, each with its timeout, and returns
 // their results in the calls' order. It emits tool_result events in that order.
-func (r *Run) runTools(ctx context.Context, uses []Block) []Block {
+// A call with a result in given is not run: that result is used.
+func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block) []Block {
 	results := make([]Block, len(uses))
 	var wg sync.WaitGroup
 	for i, u := range uses {
+		if b, ok := given[u.ID]; ok {
+			results[i] = b
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -1,0 +1,187 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// ResumeURL is the path of a paused request's resume route.
+func ResumeURL(agentName, taskID, requestID string) string {
+	return "/agents/" + agentName + "/tasks/" + taskID + "/requests/" + requestID + "/resume"
+}
+
+// InputHash binds an approval to the exact input: the SHA-256 of its
+// canonical JSON (keys sorted, numbers kept as written).
+func InputHash(input json.RawMessage) string {
+	canon := canonicalJSON(input)
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:])
+}
+
+func canonicalJSON(raw json.RawMessage) []byte {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return raw
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// needApproval returns the pending calls of a model turn: those whose tool
+// needs approval. A call of an unknown tool or with invalid input needs none:
+// it becomes an error result the model can correct.
+func (r *Run) needApproval(uses []Block) []PendingCall {
+	now := r.e.now()
+	round := r.task.Active.Round + 1
+	var out []PendingCall
+	for _, u := range uses {
+		bt, ok := r.agent.Tool(u.Name)
+		if !ok || !bt.Policy.RequiresApproval {
+			continue
+		}
+		if v, ok := bt.Tool.(InputValidator); ok && v.ValidateInput(inputOrEmpty(u.Input)) != nil {
+			continue
+		}
+		ttl := bt.Policy.ApprovalTTL
+		if ttl <= 0 {
+			ttl = DefaultApprovalTTL
+		}
+		in := inputOrEmpty(u.Input)
+		out = append(out, PendingCall{ToolCallID: u.ID, Name: u.Name, Input: in, InputHash: InputHash(in), ExpiresAt: now.Add(ttl), Round: round})
+	}
+	return out
+}
+
+func inputOrEmpty(in json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(in)) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	return in
+}
+
+// pause persists the round's pending calls before anything of the turn
+// runs, and ends the leg Paused.
+func (r *Run) pause(ctx context.Context, pending []PendingCall) {
+	a := r.task.Active
+	a.Round = pending[0].Round
+	a.Pending = pending
+	a.Status = StatusPaused
+	r.task.Status = StatusPaused
+	err := r.write(ctx, func(t *Task) {
+		// approval_required and request_complete follow this write.
+		t.Active.LastEventID = r.eventID + 2
+		t.Active.ClaimToken = ""
+	}, nil, time.Time{})
+	if err != nil {
+		r.e.log().Error("recording the pause failed", "task_id", r.task.ID, "request_id", r.reqID, "err", err)
+		a.Status, a.Pending = StatusRunning, nil
+		r.task.Status = StatusRunning
+		r.fail(CodeInternal, "the request could not be saved")
+		return
+	}
+	r.status = StatusPaused
+	calls := make([]map[string]any, 0, len(pending))
+	for _, p := range pending {
+		calls = append(calls, map[string]any{"id": p.ToolCallID, "name": p.Name, "input": jsonRaw(p.Input), "expires_at": p.ExpiresAt.UTC().Format(time.RFC3339)})
+	}
+	r.emit(EventApprovalRequired, map[string]any{
+		"request_id": r.reqID, "round": a.Round, "tool_calls": calls,
+		"resume_url": ResumeURL(r.task.Agent, r.task.ID, r.reqID),
+	})
+}
+
+// runDecided carries out a round's decision: the approved (or edited) calls
+// and the turn's calls that needed no approval run; rejected calls get an
+// error result with the reason. On a takeover, a call that may have run
+// already re-runs only if its tool is idempotent. It returns false if the
+// leg must end.
+func (r *Run) runDecided(ctx context.Context) bool {
+	d := r.decided
+	byID := map[string]CallDecision{}
+	for _, c := range d.Calls {
+		byID[c.ToolCallID] = c
+	}
+	uses := r.danglingUses()
+	given := map[string]Block{}
+	for i, u := range uses {
+		c, decided := byID[u.ID]
+		switch {
+		case decided && c.Action == ActionReject:
+			ev := map[string]any{"tool_call_id": u.ID, "by": d.Approver, "round": d.Round}
+			msg := "rejected by " + d.Approver
+			if c.Reason != "" {
+				ev["reason"] = c.Reason
+				msg += ": " + c.Reason
+			}
+			if !r.takeover {
+				r.emit(EventRejected, ev)
+			}
+			given[u.ID] = ErrorResult(u.ID, msg)
+		case decided:
+			ev := map[string]any{"tool_call_id": u.ID, "by": d.Approver, "round": d.Round}
+			if c.Reason != "" {
+				ev["reason"] = c.Reason
+			}
+			if c.Action == ActionEdit {
+				ev["input"] = jsonRaw(c.Input)
+				uses[i].Input = c.Input
+			}
+			if !r.takeover {
+				r.emit(EventApproved, ev)
+			}
+		}
+		if _, ok := given[u.ID]; !ok && r.takeover {
+			if bt, ok := r.agent.Tool(u.Name); !ok || !bt.Policy.Idempotent {
+				given[u.ID] = ErrorResult(u.ID, fmt.Sprintf("%s: the request was interrupted while this call ran; it may or may not have run, and it was not run again", CodeOutcomeUnknown))
+			}
+		}
+	}
+	if len(uses) > 0 {
+		r.add(RoleTool, r.runTools(ctx, uses, given))
+	}
+	return true
+}
+
+// danglingUses are the request's tool calls without a result, in order.
+func (r *Run) danglingUses() []Block {
+	answered := map[string]bool{}
+	for _, it := range r.history {
+		if it.Role == RoleTool {
+			for _, b := range it.Content {
+				answered[b.ToolUseID] = true
+			}
+		}
+	}
+	var out []Block
+	for _, it := range r.history {
+		if it.RequestID != r.reqID || it.Role != RoleAssistant {
+			continue
+		}
+		for _, u := range it.ToolUses() {
+			if !answered[u.ID] {
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// Decision actions.
+const (
+	ActionApprove = "approve"
+	ActionReject  = "reject"
+	ActionEdit    = "edit"
+)

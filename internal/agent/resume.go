@@ -1,0 +1,476 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// ResumeRequest is the resume body (DESIGN §3 ResumeRequest).
+type ResumeRequest struct {
+	Action    string          `json:"action"`
+	Round     *int            `json:"round"`
+	Reason    string          `json:"reason"`
+	Decisions []DecisionInput `json:"decisions"`
+}
+
+// DecisionInput decides one call.
+type DecisionInput struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Action     string          `json:"action"`
+	Input      json.RawMessage `json:"input"`
+	Reason     string          `json:"reason"`
+}
+
+// Check validates the body's shape (400s that need no state).
+func (b *ResumeRequest) Check() error {
+	if len(b.Decisions) == 0 {
+		if b.Action != ActionApprove && b.Action != ActionReject {
+			return Errorf(CodeInvalidAction, "action must be approve or reject (or give decisions)")
+		}
+	} else if b.Action != "" && b.Action != ActionApprove && b.Action != ActionReject {
+		return Errorf(CodeInvalidAction, "action must be approve or reject")
+	}
+	if b.Round != nil && *b.Round < 1 {
+		return Errorf(CodeInvalidDecisions, "round must be 1 or more")
+	}
+	seen := map[string]bool{}
+	for i, d := range b.Decisions {
+		switch d.Action {
+		case ActionApprove, ActionReject:
+			if len(d.Input) > 0 && string(d.Input) != "null" {
+				return Errorf(CodeInvalidDecisions, "decisions[%d]: input is only for edit", i)
+			}
+		case ActionEdit:
+			if len(d.Input) == 0 || d.Input[0] != '{' {
+				return Errorf(CodeInvalidDecisions, "decisions[%d]: edit needs input, a JSON object", i)
+			}
+		default:
+			return Errorf(CodeInvalidAction, "decisions[%d].action must be approve, reject or edit", i)
+		}
+		if d.ToolCallID == "" {
+			return Errorf(CodeInvalidDecisions, "decisions[%d]: tool_call_id is required", i)
+		}
+		if seen[d.ToolCallID] {
+			return Errorf(CodeInvalidDecisions, "decisions[%d]: tool call %s is decided twice", i, d.ToolCallID)
+		}
+		seen[d.ToolCallID] = true
+	}
+	return nil
+}
+
+// ResumeInput is a resume call.
+type ResumeInput struct {
+	Agent, UserID, TaskID, RequestID string
+	Body                             ResumeRequest
+	Deadline                         time.Time
+}
+
+// StartResume decides a paused request's round and claims it (DESIGN §3 the
+// resume answer table). A duplicate of a decision in flight or done returns
+// a follower Run that answers the same outcome.
+func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (*Run, error) {
+	if err := in.Body.Check(); err != nil {
+		return nil, err
+	}
+	var err error
+	if in.TaskID, err = ParseID("task_id", in.TaskID); err != nil {
+		return nil, err
+	}
+	if in.RequestID, err = ParseID("request_id", in.RequestID); err != nil {
+		return nil, err
+	}
+	ag, ok := e.Agents.Get(in.Agent)
+	if !ok {
+		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", in.Agent)
+	}
+	for attempt := 0; ; attempt++ {
+		run, err := e.tryResume(ctx, ag, in)
+		var ce *ConflictError
+		if errors.As(err, &ce) && attempt < 5 {
+			continue // the task changed between our read and our claim: look again
+		}
+		return run, err
+	}
+}
+
+func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run, error) {
+	t, items, err := e.LoadOwned(ctx, ag.Name, in.UserID, in.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	a := t.Active
+	now := e.now()
+	if a == nil || a.ID != in.RequestID {
+		return e.resumeEnded(ctx, ag, t, in)
+	}
+	switch {
+	case a.Status == StatusPaused && in.Body.Round != nil && *in.Body.Round < a.Round:
+		// A past round: the same decision is a retry whose leg ended in
+		// this pause; another is not_paused.
+		if past := decisionOf(a.Decisions, *in.Body.Round); past != nil {
+			if d, err := e.decide(ag, in, pendingOf(past), *in.Body.Round, now); err == nil && sameDecision(past, d) {
+				return e.follower(ag, t.ID, a.ID, 0), nil
+			}
+		}
+		return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; it is paused in round %d", *in.Body.Round, a.ID, a.Round)
+	case a.Status == StatusPaused && roundExpired(a, now):
+		next := t.Clone()
+		extra, recs, _ := e.expireRound(next, items, now)
+		next.Version, next.WriteID, next.UpdatedAt = t.Version+1, e.newID(), now
+		if err := e.Store.Write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: recs}); err != nil {
+			return nil, fmt.Errorf("expire round of %s: %w", t.ID, err)
+		}
+		return nil, Errorf(CodeApprovalExpired, "the approval of round %d expired at %s", a.Round, recs[0].Error.Message[len("approval expired at "):])
+	case a.Status == StatusPaused:
+		return e.claimResume(ctx, ag, t, items, in, now)
+	}
+	// Running.
+	last := lastDecision(a)
+	if last == nil || (in.Body.Round != nil && *in.Body.Round != last.Round) {
+		return nil, Errorf(CodeNotPaused, "request %s is running and not awaiting a decision", a.ID)
+	}
+	d, err := e.decide(ag, in, pendingOf(last), last.Round, now)
+	if err != nil || !sameDecision(last, d) {
+		return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, a.ID)
+	}
+	if now.Before(a.LeaseUntil) {
+		return e.follower(ag, t.ID, a.ID, last.Round), nil
+	}
+	// The resume that claimed it died: take it over.
+	return e.takeOver(ctx, ag, t, items, in, now)
+}
+
+// resumeEnded answers a resume of a request that is not the active one.
+func (e *Engine) resumeEnded(ctx context.Context, ag *Agent, t *Task, in ResumeInput) (*Run, error) {
+	recs, err := e.Store.ListRequests(ctx, t.ID)
+	if err != nil {
+		return nil, fmt.Errorf("list requests of %s: %w", t.ID, err)
+	}
+	for i := range recs {
+		rec := &recs[i]
+		if rec.RequestID != in.RequestID {
+			continue
+		}
+		last := lastOf(rec.Decisions)
+		if last == nil || last.Approver == ApproverExpiry || rec.Status == StatusCanceled ||
+			(in.Body.Round != nil && *in.Body.Round != last.Round) {
+			return nil, Errorf(CodeNotPaused, "request %s is not paused", in.RequestID)
+		}
+		d, err := e.decide(ag, in, pendingOf(last), last.Round, e.now())
+		if err != nil || !sameDecision(last, d) {
+			return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, in.RequestID)
+		}
+		res := resultOfRecord(ag, t, rec)
+		return &Run{e: e, agent: ag, reqID: rec.RequestID, follow: func(ctx context.Context, sink Sink) *RequestResult {
+			return e.replayOutcome(ctx, t.ID, res, sink)
+		}}, nil
+	}
+	return nil, Errorf(CodeRequestNotFound, "no request %s in task %s", in.RequestID, t.ID)
+}
+
+// decide turns the body into the round's decision, checked against the
+// pending calls: 400 round_required, invalid_decisions, invalid_input.
+func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round int, now time.Time) (*Decision, error) {
+	b := in.Body
+	d := &Decision{Round: round, Approver: in.UserID, DecidedAt: now}
+	if b.Reason != "" {
+		reason := b.Reason
+		d.Reason = &reason
+	}
+	if len(b.Decisions) == 0 {
+		if round >= 2 && b.Round == nil {
+			return nil, Errorf(CodeRoundRequired, "this request is in round %d: an approve or reject of every call must name the round", round)
+		}
+		if b.Round != nil && *b.Round != round {
+			return nil, Errorf(CodeNotPaused, "request %s is not paused in round %d", in.RequestID, *b.Round)
+		}
+		d.Action = b.Action
+		for _, p := range pending {
+			d.Calls = append(d.Calls, CallDecision{ToolCallID: p.ToolCallID, Action: b.Action, Reason: b.Reason, InputHash: p.InputHash})
+		}
+		return d, nil
+	}
+	byID := map[string]PendingCall{}
+	for _, p := range pending {
+		byID[p.ToolCallID] = p
+	}
+	if len(b.Decisions) != len(pending) {
+		return nil, Errorf(CodeInvalidDecisions, "decisions must decide each of the %d pending calls exactly once", len(pending))
+	}
+	actions := map[string]bool{}
+	for i, di := range b.Decisions {
+		p, ok := byID[di.ToolCallID]
+		if !ok {
+			return nil, Errorf(CodeInvalidDecisions, "decisions[%d]: %s is not a pending call of this round", i, di.ToolCallID)
+		}
+		c := CallDecision{ToolCallID: di.ToolCallID, Action: di.Action, Reason: di.Reason, InputHash: p.InputHash}
+		if di.Action == ActionEdit {
+			bt, ok := ag.Tool(p.Name)
+			if ok {
+				if v, ok := bt.Tool.(InputValidator); ok {
+					if err := v.ValidateInput(di.Input); err != nil {
+						return nil, Errorf(CodeInvalidInput, "decisions[%d]: the edited input does not fit %s's schema: %s", i, p.Name, err.Error())
+					}
+				}
+			}
+			c.Input = json.RawMessage(canonicalJSON(di.Input))
+			c.OriginalInput = p.Input
+			c.InputHash = InputHash(di.Input)
+		}
+		actions[di.Action] = true
+		d.Calls = append(d.Calls, c)
+	}
+	d.Action = "mixed"
+	if len(actions) == 1 {
+		d.Action = b.Decisions[0].Action
+	}
+	return d, nil
+}
+
+func pendingOf(d *Decision) []PendingCall {
+	out := make([]PendingCall, 0, len(d.Calls))
+	for _, c := range d.Calls {
+		in := c.OriginalInput
+		hash := c.InputHash
+		if c.Action == ActionEdit {
+			hash = InputHash(c.OriginalInput)
+		}
+		out = append(out, PendingCall{ToolCallID: c.ToolCallID, Input: in, InputHash: hash, Round: d.Round})
+	}
+	return out
+}
+
+// sameDecision compares what was decided: each call's action and input.
+func sameDecision(a, b *Decision) bool {
+	key := func(d *Decision) []string {
+		var out []string
+		for _, c := range d.Calls {
+			out = append(out, c.ToolCallID+"|"+c.Action+"|"+c.InputHash)
+		}
+		sort.Strings(out)
+		return out
+	}
+	ka, kb := key(a), key(b)
+	if len(ka) != len(kb) {
+		return false
+	}
+	for i := range ka {
+		if ka[i] != kb[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func decisionOf(ds []Decision, round int) *Decision {
+	for i := range ds {
+		if ds[i].Round == round {
+			return &ds[i]
+		}
+	}
+	return nil
+}
+
+func lastOf(ds []Decision) *Decision {
+	if len(ds) == 0 {
+		return nil
+	}
+	return &ds[len(ds)-1]
+}
+
+func lastDecision(a *ActiveRequest) *Decision {
+	if d := lastOf(a.Decisions); d != nil && d.Round == a.Round {
+		return d
+	}
+	return nil
+}
+
+// ApproverExpiry decides an expired round.
+const ApproverExpiry = "system:expiry"
+
+// claimResume records the decision and claims the request.
+func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
+	a := t.Active
+	d, err := e.decide(ag, in, a.Pending, a.Round, now)
+	if err != nil {
+		return nil, err
+	}
+	next := t.Clone()
+	deadline, lease := e.legDeadline(in.Deadline)
+	na := next.Active
+	na.Status, na.ClaimToken, na.LeaseUntil = StatusRunning, e.newID(), lease
+	na.Decisions = append(na.Decisions, *d)
+	na.Pending = nil
+	next.Status, next.UpdatedAt = StatusRunning, now
+	next.Version, next.WriteID = t.Version+1, e.newID()
+	edited := editItems(items, a.ID, d)
+	w := &Write{Task: next, PrevVersion: t.Version, Items: edited}
+	if err := e.Store.Write(ctx, w); err != nil {
+		var ce *ConflictError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("claim resume of %s: %w", t.ID, err)
+	}
+	history := replaceItems(items, edited)
+	run := e.newRun(ag, next, history, deadline)
+	run.decided = &next.Active.Decisions[len(next.Active.Decisions)-1]
+	run.kind = KindResume
+	return run, nil
+}
+
+// takeOver claims a running resume whose lease expired.
+func (e *Engine) takeOver(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
+	e.log().Warn("taking over a resume whose lease expired", "task_id", t.ID, "request_id", t.Active.ID)
+	next := t.Clone()
+	deadline, lease := e.legDeadline(in.Deadline)
+	next.Active.ClaimToken, next.Active.LeaseUntil = e.newID(), lease
+	next.UpdatedAt, next.Version, next.WriteID = now, t.Version+1, e.newID()
+	if err := e.Store.Write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
+		var ce *ConflictError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("take over %s: %w", t.ID, err)
+	}
+	run := e.newRun(ag, next, items, deadline)
+	run.decided = lastDecision(next.Active)
+	run.takeover = true
+	run.kind = KindResume
+	return run, nil
+}
+
+// editItems rewrites the request's assistant entries whose calls were
+// edited: the stored tool_use input becomes the edited one.
+func editItems(items []Item, rid string, d *Decision) []Item {
+	edits := map[string]json.RawMessage{}
+	for _, c := range d.Calls {
+		if c.Action == ActionEdit {
+			edits[c.ToolCallID] = c.Input
+		}
+	}
+	if len(edits) == 0 {
+		return nil
+	}
+	var out []Item
+	for _, it := range items {
+		if it.RequestID != rid || it.Role != RoleAssistant {
+			continue
+		}
+		changed := false
+		content := make([]Block, len(it.Content))
+		copy(content, it.Content)
+		for i, b := range content {
+			if in, ok := edits[b.ID]; ok && b.Type == BlockToolUse {
+				content[i].Input = in
+				changed = true
+			}
+		}
+		if changed {
+			it.Content = content
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func replaceItems(items, repl []Item) []Item {
+	if len(repl) == 0 {
+		return items
+	}
+	bySeq := map[int64]Item{}
+	for _, it := range repl {
+		bySeq[it.Seq] = it
+	}
+	out := make([]Item, len(items))
+	for i, it := range items {
+		if r, ok := bySeq[it.Seq]; ok {
+			it = r
+		}
+		out[i] = it
+	}
+	return out
+}
+
+// follower is a run that waits for another invocation's outcome of the
+// request (a duplicate in flight) and answers it.
+func (e *Engine) follower(ag *Agent, taskID, rid string, round int) *Run {
+	return &Run{e: e, agent: ag, reqID: rid, follow: func(ctx context.Context, sink Sink) *RequestResult {
+		res := e.waitOutcome(ctx, ag, taskID, rid, round)
+		return e.replayOutcome(ctx, taskID, res, sink)
+	}}
+}
+
+// waitOutcome polls until the request ends or pauses in a later round.
+func (e *Engine) waitOutcome(ctx context.Context, ag *Agent, taskID, rid string, round int) *RequestResult {
+	poll := 50 * time.Millisecond
+	for {
+		t, err := e.Store.GetTask(ctx, taskID)
+		if err == nil {
+			a := t.Active
+			switch {
+			case a != nil && a.ID == rid && a.Status == StatusPaused && a.Round > round:
+				return pausedResult(ag, t, e.now())
+			case a != nil && a.ID == rid && a.Status == StatusRunning && !e.now().Before(a.LeaseUntil):
+				return &RequestResult{SessionID: t.SessionID, TaskID: t.ID, RequestID: rid, Status: StatusFailed,
+					Error: &ErrorInfo{Code: CodeRequestLost, Message: "the request stopped without finishing (its lease expired); resume again to take it over"}, Source: ag.Source()}
+			case a == nil || a.ID != rid:
+				recs, err := e.Store.ListRequests(ctx, taskID)
+				if err == nil {
+					for i := range recs {
+						if recs[i].RequestID == rid {
+							return resultOfRecord(ag, t, &recs[i])
+						}
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return &RequestResult{TaskID: taskID, RequestID: rid, Status: StatusFailed,
+				Error: &ErrorInfo{Code: CodeDeadlineExceeded, Message: "gave up waiting for the request's outcome"}, Source: ag.Source()}
+		case <-time.After(poll):
+		}
+		if poll < 500*time.Millisecond {
+			poll *= 2
+		}
+	}
+}
+
+// replayOutcome answers a follower's sink with the outcome.
+func (e *Engine) replayOutcome(ctx context.Context, taskID string, res *RequestResult, sink Sink) *RequestResult {
+	if sink == nil {
+		sink = Discard
+	}
+	if res.Status == StatusFailed && res.Error != nil {
+		sink.Emit(Event{Name: EventError, Data: map[string]string{"code": res.Error.Code, "message": res.Error.Message, "request_id": res.RequestID}})
+	} else {
+		sink.Emit(Event{Name: EventRequestComplete, Data: res})
+	}
+	return res
+}
+
+func pausedResult(ag *Agent, t *Task, now time.Time) *RequestResult {
+	a := t.Active
+	return &RequestResult{
+		SessionID: t.SessionID, TaskID: t.ID, RequestID: a.ID, Status: StatusPaused, Round: a.Round,
+		PendingApprovals: PendingViews(a.Pending, now, false), ResumeURL: ResumeURL(t.Agent, t.ID, a.ID),
+		Usage: a.Usage, Source: ag.Source(),
+	}
+}
+
+// resultOfRecord is a finished request's RequestResult, as its run answered it.
+func resultOfRecord(ag *Agent, t *Task, rec *RequestRecord) *RequestResult {
+	res := &RequestResult{
+		SessionID: t.SessionID, TaskID: t.ID, RequestID: rec.RequestID, Status: rec.Status,
+		Output: rec.Output, Round: rec.Round, Error: rec.Error, Usage: rec.Usage, Source: ag.Source(),
+	}
+	if rec.StopReason != nil {
+		res.StopReason = *rec.StopReason
+	}
+	return res
+}

@@ -1,0 +1,204 @@
+// Package enginetest is the engine's behaviour suite over a real store: the
+// human-in-the-loop rules of DESIGN §3 and §4 (pause, resume exactly once,
+// decisions, rounds, expiry, takeover), run against the in-memory store and
+// DynamoDB Local with the same code.
+package enginetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+	"github.com/hitch-agents/hitch/internal/tools"
+)
+
+// Tool counts its runs and echoes its input's text; it needs {"text": string}.
+type Tool struct {
+	Name string
+	mu   sync.Mutex
+	runs []string
+	// Block, when set, is waited on by every run.
+	Block chan struct{}
+}
+
+var schema = tools.MustCompileSchema(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`)
+
+// Spec implements agent.Tool.
+func (t *Tool) Spec() agent.ToolSpec {
+	return agent.ToolSpec{Name: t.Name, Description: "records its text", InputSchema: schema.Raw()}
+}
+
+// ValidateInput implements agent.InputValidator.
+func (t *Tool) ValidateInput(in json.RawMessage) error { return schema.Validate(in) }
+
+// Run implements agent.Tool.
+func (t *Tool) Run(ctx context.Context, c agent.ToolCall) (agent.ToolOutput, error) {
+	if t.Block != nil {
+		select {
+		case <-t.Block:
+		case <-ctx.Done():
+			return agent.ToolOutput{}, ctx.Err()
+		}
+	}
+	var in struct{ Text string }
+	if err := json.Unmarshal(c.Input, &in); err != nil {
+		return agent.ToolOutput{}, err
+	}
+	t.mu.Lock()
+	t.runs = append(t.runs, in.Text)
+	t.mu.Unlock()
+	return agent.ToolOutput{Content: []agent.Block{agent.TextBlock(t.Name + " did " + in.Text)}}, nil
+}
+
+// Runs returns the texts the tool ran with.
+func (t *Tool) Runs() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.runs...)
+}
+
+type agentSet map[string]*agent.Agent
+
+func (s agentSet) Get(n string) (*agent.Agent, bool) { a, ok := s[n]; return a, ok }
+
+// Env is one engine over one store.
+type Env struct {
+	E       *agent.Engine
+	Store   agent.Store
+	Model   *agenttest.ScriptModel
+	Safe    *Tool // needs no approval
+	Guarded *Tool // needs approval, not idempotent
+	Retry   *Tool // needs approval, idempotent
+	mu      sync.Mutex
+	now     time.Time
+}
+
+// New builds an engine over the store with a scripted model.
+func New(tb testing.TB, store agent.Store) *Env {
+	tb.Helper()
+	env := &Env{Store: store, Model: &agenttest.ScriptModel{}, Safe: &Tool{Name: "safe"}, Guarded: &Tool{Name: "guarded"}, Retry: &Tool{Name: "retry"},
+		now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	ag := &agent.Agent{Name: "acc", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
+		{Tool: env.Safe},
+		{Tool: env.Guarded, Policy: agent.ToolPolicy{RequiresApproval: true, ApprovalTTL: time.Hour}},
+		{Tool: env.Retry, Policy: agent.ToolPolicy{RequiresApproval: true, ApprovalTTL: time.Hour, Idempotent: true}},
+	}}
+	env.E = &agent.Engine{Store: store, Model: env.Model, Agents: agentSet{"acc": ag}, LegTimeout: time.Minute,
+		Log: slog.New(slog.DiscardHandler), Now: env.Now}
+	return env
+}
+
+// Now is the engine's clock.
+func (env *Env) Now() time.Time {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	return env.now
+}
+
+// Advance moves the engine's clock.
+func (env *Env) Advance(d time.Duration) {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	env.now = env.now.Add(d)
+}
+
+// Recorder collects events.
+type Recorder struct {
+	mu     sync.Mutex
+	Events []agent.Event
+}
+
+// Emit implements agent.Sink.
+func (r *Recorder) Emit(e agent.Event) { r.mu.Lock(); r.Events = append(r.Events, e); r.mu.Unlock() }
+
+// Names lists the events' names.
+func (r *Recorder) Names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.Events {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// Invoke starts and runs a message.
+func (env *Env) Invoke(tb testing.TB, taskID, text string) (*agent.RequestResult, *Recorder) {
+	tb.Helper()
+	run, err := env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", TaskID: taskID,
+		Items: []agent.InputItem{{Content: text}}})
+	if err != nil {
+		tb.Fatalf("invoke: %v", err)
+	}
+	rec := &Recorder{}
+	return run.Execute(context.Background(), rec), rec
+}
+
+// Resume decides and runs; err is the refusal, if any.
+func (env *Env) Resume(res *agent.RequestResult, user string, body agent.ResumeRequest) (*agent.RequestResult, *Recorder, error) {
+	run, err := env.E.StartResume(context.Background(), agent.ResumeInput{Agent: "acc", UserID: user, TaskID: res.TaskID, RequestID: res.RequestID, Body: body})
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := &Recorder{}
+	return run.Execute(context.Background(), rec), rec, nil
+}
+
+// Call is a tool_use of the scripted model.
+func Call(id, name, text string) agent.Block {
+	return agenttest.Use(id, name, `{"text":"`+text+`"}`)
+}
+
+// Pause scripts a turn with a safe and a guarded call and runs it to the pause.
+func (env *Env) Pause(tb testing.TB) (*agent.RequestResult, *Recorder) {
+	tb.Helper()
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("s1", "safe", "look"), Call("g1", "guarded", "delete")))
+	res, rec := env.Invoke(tb, "", "do it")
+	if res.Status != agent.StatusPaused {
+		tb.Fatalf("want Paused, got %+v", res)
+	}
+	return res, rec
+}
+
+// Code is an error's code, or "" for nil.
+func Code(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *agent.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return "internal: " + err.Error()
+}
+
+// Approve is approve-all.
+func Approve() agent.ResumeRequest { return agent.ResumeRequest{Action: agent.ActionApprove} }
+
+// Reject is reject-all with a reason.
+func Reject(reason string) agent.ResumeRequest {
+	return agent.ResumeRequest{Action: agent.ActionReject, Reason: reason}
+}
+
+// Round is a pointer to n.
+func Round(n int) *int { return &n }
+
+func lastText(req *agent.ModelRequest) string {
+	m := req.Messages[len(req.Messages)-1]
+	var parts []string
+	for _, b := range m.Content {
+		if b.Type == agent.BlockToolResult {
+			for _, c := range b.Content {
+				parts = append(parts, b.ToolUseID+"="+b.Status+":"+c.Text)
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,403 @@
+package enginetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+)
+
+// Run runs the suite over stores made by newStore (a fresh store, or a fresh
+// table, per call).
+func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T, *Env)
+	}{
+		{"PauseRunsNothing", testPauseRunsNothing},
+		{"ApproveRunsOnceAndContinues", testApprove},
+		{"RejectReachesTheModel", testReject},
+		{"EditRunsTheNewInput", testEdit},
+		{"RoundsAndStaleApproveAll", testRounds},
+		{"AnswerTable", testAnswerTable},
+		{"FiftyConcurrentApprovals", testFiftyApprovals},
+		{"ApprovalsRaceRejections", testApproveRejectRace},
+		{"Expiry", testExpiry},
+		{"ExpiredPauseYieldsToAMessage", testExpiredFollowOn},
+		{"TakeoverAfterLeaseExpiry", testTakeover},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, New(t, newStore(t)))
+		})
+	}
+}
+
+func testPauseRunsNothing(t *testing.T, env *Env) {
+	res, rec := env.Pause(t)
+	if n := len(env.Safe.Runs()) + len(env.Guarded.Runs()); n != 0 {
+		t.Fatalf("%d calls ran before the decision", n)
+	}
+	if res.Round != 1 || len(res.PendingApprovals) != 1 || res.PendingApprovals[0].ToolCallID != "g1" ||
+		res.ResumeURL != agent.ResumeURL("acc", res.TaskID, res.RequestID) {
+		t.Fatalf("result = %+v", res)
+	}
+	want := []string{"request_started", "tool_call", "tool_call", "approval_required", "request_complete"}
+	if diff := cmp.Diff(want, rec.Names()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	v, err := env.E.GetTask(context.Background(), "acc", "alice", res.TaskID, agent.ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != agent.StatusPaused || len(v.PendingApprovals) != 1 || *v.PendingApprovals[0].Expired {
+		t.Fatalf("task = %+v", v)
+	}
+	// A new message to a paused task is refused.
+	_, err = env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, Items: []agent.InputItem{{Content: "hello?"}}})
+	if Code(err) != agent.CodeTaskPaused {
+		t.Fatalf("message to a paused task: %v", err)
+	}
+	// Another user cannot decide.
+	if _, _, err := env.Resume(res, "mallory", Approve()); Code(err) != agent.CodeNotOwner {
+		t.Fatalf("mallory's approval: %v", err)
+	}
+}
+
+func testApprove(t *testing.T, env *Env) {
+	res, pauseRec := env.Pause(t)
+	env.Model.Add(agenttest.Say("all done"))
+	out, rec, err := env.Resume(res, "alice", Approve())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != agent.StatusCompleted || out.Output != "all done" || out.RequestID != res.RequestID {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if diff := cmp.Diff([]string{"delete"}, env.Guarded.Runs()); diff != "" {
+		t.Errorf("guarded runs (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"look"}, env.Safe.Runs()); diff != "" {
+		t.Errorf("safe runs (-want +got):\n%s", diff)
+	}
+	want := []string{"request_started", "approved", "tool_result", "tool_result", "answer", "request_complete"}
+	if diff := cmp.Diff(want, rec.Names()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if first, last := rec.Events[0].ID, pauseRec.Events[len(pauseRec.Events)-1].ID; first != last+1 {
+		t.Errorf("the resume's first event is %d; the pause ended at %d", first, last)
+	}
+	if got := lastText(env.Model.Call(1)); got != "s1=success:safe did look; g1=success:guarded did delete" {
+		t.Errorf("results sent to the model: %s", got)
+	}
+	v, err := env.E.GetTask(context.Background(), "acc", "alice", res.TaskID, agent.ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := v.Requests[0].Decisions
+	if len(d) != 1 || d[0].Approver != "alice" || d[0].Round != 1 || d[0].Action != "approve" || len(d[0].Calls) != 1 {
+		t.Fatalf("decisions = %+v", d)
+	}
+	if v.Status != agent.StatusCompleted || len(v.PendingApprovals) != 0 {
+		t.Errorf("task = %s, pending %v", v.Status, v.PendingApprovals)
+	}
+	// The same approval again: the stored outcome, nothing runs again.
+	again, _, err := env.Resume(res, "alice", Approve())
+	if err != nil || again.Status != agent.StatusCompleted || again.Output != "all done" {
+		t.Fatalf("repeat: %+v %v", again, err)
+	}
+	if n := len(env.Guarded.Runs()); n != 1 {
+		t.Errorf("guarded ran %d times", n)
+	}
+	if _, _, err := env.Resume(res, "alice", Reject("no")); Code(err) != agent.CodeDecisionConflict {
+		t.Errorf("another decision after the end: %v", err)
+	}
+}
+
+func testReject(t *testing.T, env *Env) {
+	res, _ := env.Pause(t)
+	env.Model.Add(agenttest.Say("ok, not deleting"))
+	out, rec, err := env.Resume(res, "alice", Reject("too risky"))
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if n := len(env.Guarded.Runs()); n != 0 {
+		t.Fatalf("a rejected call ran")
+	}
+	if diff := cmp.Diff([]string{"look"}, env.Safe.Runs()); diff != "" {
+		t.Errorf("the safe call runs after any decision (-want +got):\n%s", diff)
+	}
+	if got := lastText(env.Model.Call(1)); got != "s1=success:safe did look; g1=error:rejected by alice: too risky" {
+		t.Errorf("results sent to the model: %s", got)
+	}
+	if names := rec.Names(); names[1] != "rejected" {
+		t.Errorf("events: %v", names)
+	}
+}
+
+func testEdit(t *testing.T, env *Env) {
+	res, _ := env.Pause(t)
+	before, items, _ := env.Store.LoadTask(context.Background(), res.TaskID)
+	bad := agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: "g1", Action: "edit", Input: []byte(`{"path":"x"}`)}}}
+	if _, _, err := env.Resume(res, "alice", bad); Code(err) != agent.CodeInvalidInput {
+		t.Fatalf("edit violating the schema: %v", err)
+	}
+	after, items2, _ := env.Store.LoadTask(context.Background(), res.TaskID)
+	if diff := cmp.Diff(before, after); diff != "" || len(items) != len(items2) {
+		t.Fatalf("a refused edit changed the task:\n%s", diff)
+	}
+	for _, body := range []agent.ResumeRequest{
+		{Decisions: []agent.DecisionInput{{ToolCallID: "nope", Action: "approve"}}},
+		{Decisions: []agent.DecisionInput{{ToolCallID: "g1", Action: "approve"}, {ToolCallID: "s1", Action: "approve"}}},
+	} {
+		if _, _, err := env.Resume(res, "alice", body); Code(err) != agent.CodeInvalidDecisions {
+			t.Errorf("decisions %+v: %v", body.Decisions, err)
+		}
+	}
+	env.Model.Add(agenttest.Say("edited"))
+	good := agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: "g1", Action: "edit", Input: []byte(`{"text":"archive"}`), Reason: "safer"}}}
+	out, rec, err := env.Resume(res, "alice", good)
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if diff := cmp.Diff([]string{"archive"}, env.Guarded.Runs()); diff != "" {
+		t.Errorf("guarded runs (-want +got):\n%s", diff)
+	}
+	if ev := rec.Events[1]; ev.Name != "approved" {
+		t.Errorf("event %v", ev)
+	}
+	v, _ := env.E.GetTask(context.Background(), "acc", "alice", res.TaskID, agent.ViewOptions{})
+	var stored string
+	for _, it := range v.Items {
+		for _, b := range it.Content {
+			if b["type"] == "tool_use" && b["id"] == "g1" {
+				in, _ := jsonString(b["input"])
+				stored = in
+			}
+		}
+	}
+	if stored != `{"text":"archive"}` {
+		t.Errorf("the stored tool_use input is %s, want the edited one", stored)
+	}
+	c := v.Requests[0].Decisions[0].Calls[0]
+	if string(c.OriginalInput) != `{"text":"delete"}` || c.Action != "edit" {
+		t.Errorf("decision record = %+v", c)
+	}
+}
+
+func testRounds(t *testing.T, env *Env) {
+	res, _ := env.Pause(t)
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g2", "guarded", "second")))
+	out, _, err := env.Resume(res, "alice", Approve())
+	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 || out.PendingApprovals[0].ToolCallID != "g2" {
+		t.Fatalf("round 2: %+v %v", out, err)
+	}
+	if _, _, err := env.Resume(res, "alice", Approve()); Code(err) != agent.CodeRoundRequired {
+		t.Fatalf("approve all without round in round 2: %v", err)
+	}
+	if _, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: "approve", Round: Round(3)}); Code(err) != agent.CodeNotPaused {
+		t.Fatalf("approve of a round that is not: %v", err)
+	}
+	// Round 1's approval again is a retry of a decided round: it answers the pause.
+	again, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: "approve", Round: Round(1)})
+	if err != nil || again.Status != agent.StatusPaused || again.Round != 2 {
+		t.Fatalf("round 1 again: %+v %v", again, err)
+	}
+	if _, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: "reject", Round: Round(1)}); Code(err) != agent.CodeNotPaused {
+		t.Fatalf("a past round's other decision: %v", err)
+	}
+	env.Model.Add(agenttest.Say("both done"))
+	out, _, err = env.Resume(res, "alice", agent.ResumeRequest{Action: "approve", Round: Round(2)})
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("round 2 approval: %+v %v", out, err)
+	}
+	if diff := cmp.Diff([]string{"delete", "second"}, env.Guarded.Runs()); diff != "" {
+		t.Errorf("guarded runs (-want +got):\n%s", diff)
+	}
+}
+
+func testAnswerTable(t *testing.T, env *Env) {
+	env.Model.Add(agenttest.Say("plain"))
+	plain, _ := env.Invoke(t, "", "hello")
+	if _, _, err := env.Resume(plain, "alice", Approve()); Code(err) != agent.CodeNotPaused {
+		t.Errorf("resume of a request that never paused: %v", err)
+	}
+	unknown := *plain
+	unknown.RequestID = agent.NewID()
+	if _, _, err := env.Resume(&unknown, "alice", Approve()); Code(err) != agent.CodeRequestNotFound {
+		t.Errorf("unknown request: %v", err)
+	}
+	missing := *plain
+	missing.TaskID = agent.NewID()
+	if _, _, err := env.Resume(&missing, "alice", Approve()); Code(err) != agent.CodeTaskNotFound {
+		t.Errorf("unknown task: %v", err)
+	}
+	if _, _, err := env.Resume(plain, "alice", agent.ResumeRequest{Action: "maybe"}); Code(err) != agent.CodeInvalidAction {
+		t.Errorf("bad action: %v", err)
+	}
+}
+
+func testFiftyApprovals(t *testing.T, env *Env) {
+	res, _ := env.Pause(t)
+	env.Guarded.Block = make(chan struct{})
+	env.Model.Add(agenttest.Say("done once"))
+	const n = 50
+	outs := make([]*agent.RequestResult, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], _, errs[i] = env.Resume(res, "alice", Approve())
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(env.Guarded.Block)
+	wg.Wait()
+	for i := 0; i < n; i++ {
+		if errs[i] != nil {
+			t.Fatalf("approval %d: %v", i, errs[i])
+		}
+		if diff := cmp.Diff(outs[0], outs[i]); diff != "" {
+			t.Fatalf("approval %d answered another outcome (-first +this):\n%s", i, diff)
+		}
+	}
+	if outs[0].Status != agent.StatusCompleted || outs[0].Output != "done once" {
+		t.Errorf("outcome = %+v", outs[0])
+	}
+	if diff := cmp.Diff([]string{"delete"}, env.Guarded.Runs()); diff != "" {
+		t.Errorf("the tool ran (-want +got):\n%s", diff)
+	}
+	if c := env.Model.NCalls(); c != 2 {
+		t.Errorf("the model was called %d times, want 2", c)
+	}
+}
+
+func testApproveRejectRace(t *testing.T, env *Env) {
+	res, _ := env.Pause(t)
+	env.Model.Add(agenttest.Say("decided"))
+	const n = 25
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[string]int{}
+	for i := 0; i < 2*n; i++ {
+		body := Approve()
+		if i%2 == 1 {
+			body = Reject("no")
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, _, err := env.Resume(res, "alice", body)
+			key := Code(err)
+			if err == nil {
+				key = body.Action + ":" + string(out.Status)
+			}
+			mu.Lock()
+			codes[key]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	approved, rejected := codes["approve:Completed"], codes["reject:Completed"]
+	if (approved == n) == (rejected == n) || codes[agent.CodeDecisionConflict] != n {
+		t.Fatalf("outcomes = %v: want one decision to win for its %d senders and %d decision_conflict", codes, n, n)
+	}
+	if ran := len(env.Guarded.Runs()) == 1; ran != (approved == n) {
+		t.Errorf("the tool ran: %v, the approval won: %v", ran, approved == n)
+	}
+}
+
+func testExpiry(t *testing.T, env *Env) {
+	res, _ := env.Pause(t)
+	env.Advance(2 * time.Hour)
+	v, _ := env.E.GetTask(context.Background(), "acc", "alice", res.TaskID, agent.ViewOptions{})
+	if v.Status != agent.StatusPaused || !*v.PendingApprovals[0].Expired {
+		t.Fatalf("before any write the task shows Paused, expired: %+v", v.PendingApprovals)
+	}
+	if _, _, err := env.Resume(res, "alice", Approve()); Code(err) != agent.CodeApprovalExpired {
+		t.Fatalf("resume after expiry: %v", err)
+	}
+	if n := len(env.Guarded.Runs()) + len(env.Safe.Runs()); n != 0 {
+		t.Fatalf("%d calls ran", n)
+	}
+	v, _ = env.E.GetTask(context.Background(), "acc", "alice", res.TaskID, agent.ViewOptions{})
+	r := v.Requests[0]
+	if v.Status != agent.StatusFailed || r.Error.Code != agent.CodeApprovalExpired || r.Decisions[0].Approver != agent.ApproverExpiry {
+		t.Fatalf("after expiry: %s %+v", v.Status, r)
+	}
+	if env.Model.NCalls() != 1 {
+		t.Errorf("expiry called the model")
+	}
+	env.Model.Add(agenttest.Say("fresh"))
+	next, _ := env.Invoke(t, res.TaskID, "start over")
+	if next.Status != agent.StatusCompleted {
+		t.Fatalf("the task does not accept messages: %+v", next)
+	}
+	// The expired round's results come before the new text, in one user message.
+	if got, want := lastText(env.Model.Call(1)), fmt.Sprintf("s1=error:approval expired at %s; g1=error:approval expired at %s", exp(res), exp(res)); got != want {
+		t.Errorf("results sent to the model: %s, want %s", got, want)
+	}
+	if _, _, err := env.Resume(res, "alice", Approve()); Code(err) != agent.CodeNotPaused {
+		t.Fatalf("resume after the expiry was applied: %v", err)
+	}
+}
+
+func exp(res *agent.RequestResult) string {
+	return res.PendingApprovals[0].ExpiresAt
+}
+
+func testExpiredFollowOn(t *testing.T, env *Env) {
+	res, _ := env.Pause(t)
+	env.Advance(2 * time.Hour)
+	env.Model.Add(agenttest.Say("moving on"))
+	next, _ := env.Invoke(t, res.TaskID, "never mind")
+	if next.Status != agent.StatusCompleted {
+		t.Fatalf("follow-on on an expired pause: %+v", next)
+	}
+	if err := agenttest.CheckMessages(env.Model.Call(1).Messages); err != nil {
+		t.Errorf("messages after expiry: %v", err)
+	}
+	v, _ := env.E.GetTask(context.Background(), "acc", "alice", res.TaskID, agent.ViewOptions{})
+	if v.Requests[0].Error.Code != agent.CodeApprovalExpired {
+		t.Errorf("the expired request: %+v", v.Requests[0])
+	}
+}
+
+func testTakeover(t *testing.T, env *Env) {
+	// A pause with a non-idempotent and an idempotent guarded call.
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g1", "guarded", "delete"), Call("r1", "retry", "sync")))
+	res, _ := env.Invoke(t, "", "do it")
+	// The first resume claims, then its Lambda dies before committing.
+	if _, err := env.E.StartResume(context.Background(), agent.ResumeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: Approve()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, Items: []agent.InputItem{{Content: "x"}}}); Code(err) != agent.CodeTaskBusy {
+		t.Fatalf("message during the resume: %v", err)
+	}
+	if _, _, err := env.Resume(res, "alice", Reject("no")); Code(err) != agent.CodeDecisionConflict {
+		t.Fatalf("another decision while it runs: %v", err)
+	}
+	env.Advance(5 * time.Minute)
+	env.Model.Add(agenttest.Say("recovered"))
+	out, _, err := env.Resume(res, "alice", Approve())
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("takeover: %+v %v", out, err)
+	}
+	if n := len(env.Guarded.Runs()); n != 0 {
+		t.Errorf("a non-idempotent call ran again silently")
+	}
+	if diff := cmp.Diff([]string{"sync"}, env.Retry.Runs()); diff != "" {
+		t.Errorf("idempotent runs (-want +got):\n%s", diff)
+	}
+	got := lastText(env.Model.Call(1))
+	want := "g1=error:outcome_unknown: the request was interrupted while this call ran; it may or may not have run, and it was not run again; r1=success:retry did sync"
+	if got != want {
+		t.Errorf("results sent to the model:\n got %s\nwant %s", got, want)
+	}
+}
