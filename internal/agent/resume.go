@@ -164,9 +164,9 @@ func (e *Engine) resumeEnded(ctx context.Context, ag *Agent, t *Task, in ResumeI
 		if err != nil || !sameDecision(last, d) {
 			return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, in.RequestID)
 		}
-		res := resultOfRecord(ag, t, rec)
+		res, lastID := resultOfRecord(ag, t, rec), rec.LastEventID
 		return &Run{e: e, agent: ag, reqID: rec.RequestID, follow: func(ctx context.Context, sink Sink) *RequestResult {
-			return e.replayOutcome(ctx, t.ID, res, sink)
+			return e.replayOutcome(ctx, t.ID, res, lastID, sink)
 		}}, nil
 	}
 	return nil, Errorf(CodeRequestNotFound, "no request %s in task %s", in.RequestID, t.ID)
@@ -400,13 +400,14 @@ func replaceItems(items, repl []Item) []Item {
 // request (a duplicate in flight) and answers it.
 func (e *Engine) follower(ag *Agent, taskID, rid string, round int) *Run {
 	return &Run{e: e, agent: ag, reqID: rid, follow: func(ctx context.Context, sink Sink) *RequestResult {
-		res := e.waitOutcome(ctx, ag, taskID, rid, round)
-		return e.replayOutcome(ctx, taskID, res, sink)
+		res, last := e.waitOutcome(ctx, ag, taskID, rid, round)
+		return e.replayOutcome(ctx, taskID, res, last, sink)
 	}}
 }
 
-// waitOutcome polls until the request ends or pauses in a later round.
-func (e *Engine) waitOutcome(ctx context.Context, ag *Agent, taskID, rid string, round int) *RequestResult {
+// waitOutcome polls until the request ends or pauses in a later round. It
+// returns the outcome and the id of the request's last event.
+func (e *Engine) waitOutcome(ctx context.Context, ag *Agent, taskID, rid string, round int) (*RequestResult, int64) {
 	poll := 50 * time.Millisecond
 	for {
 		t, err := e.Store.GetTask(ctx, taskID)
@@ -414,16 +415,16 @@ func (e *Engine) waitOutcome(ctx context.Context, ag *Agent, taskID, rid string,
 			a := t.Active
 			switch {
 			case a != nil && a.ID == rid && a.Status == StatusPaused && a.Round > round:
-				return pausedResult(ag, t, e.now())
+				return pausedResult(ag, t, e.now()), a.LastEventID
 			case a != nil && a.ID == rid && a.Status == StatusRunning && !e.now().Before(a.LeaseUntil):
 				return &RequestResult{SessionID: t.SessionID, TaskID: t.ID, RequestID: rid, Status: StatusFailed,
-					Error: &ErrorInfo{Code: CodeRequestLost, Message: "the request stopped without finishing (its lease expired); resume again to take it over"}, Source: ag.Source()}
+					Error: &ErrorInfo{Code: CodeRequestLost, Message: "the request stopped without finishing (its lease expired); resume again to take it over"}, Source: ag.Source()}, a.LastEventID + 1
 			case a == nil || a.ID != rid:
 				recs, err := e.Store.ListRequests(ctx, taskID)
 				if err == nil {
 					for i := range recs {
 						if recs[i].RequestID == rid {
-							return resultOfRecord(ag, t, &recs[i])
+							return resultOfRecord(ag, t, &recs[i]), recs[i].LastEventID
 						}
 					}
 				}
@@ -432,7 +433,7 @@ func (e *Engine) waitOutcome(ctx context.Context, ag *Agent, taskID, rid string,
 		select {
 		case <-ctx.Done():
 			return &RequestResult{TaskID: taskID, RequestID: rid, Status: StatusFailed,
-				Error: &ErrorInfo{Code: CodeDeadlineExceeded, Message: "gave up waiting for the request's outcome"}, Source: ag.Source()}
+				Error: &ErrorInfo{Code: CodeDeadlineExceeded, Message: "gave up waiting for the request's outcome"}, Source: ag.Source()}, 0
 		case <-time.After(poll):
 		}
 		if poll < 500*time.Millisecond {
@@ -441,15 +442,16 @@ func (e *Engine) waitOutcome(ctx context.Context, ag *Agent, taskID, rid string,
 	}
 }
 
-// replayOutcome answers a follower's sink with the outcome.
-func (e *Engine) replayOutcome(ctx context.Context, taskID string, res *RequestResult, sink Sink) *RequestResult {
+// replayOutcome answers a follower's sink with the outcome, as the
+// request's last event.
+func (e *Engine) replayOutcome(ctx context.Context, taskID string, res *RequestResult, last int64, sink Sink) *RequestResult {
 	if sink == nil {
 		sink = Discard
 	}
 	if res.Status == StatusFailed && res.Error != nil {
-		sink.Emit(Event{Name: EventError, Data: map[string]string{"code": res.Error.Code, "message": res.Error.Message, "request_id": res.RequestID}})
+		sink.Emit(Event{ID: last, Name: EventError, Data: map[string]string{"code": res.Error.Code, "message": res.Error.Message, "request_id": res.RequestID}})
 	} else {
-		sink.Emit(Event{Name: EventRequestComplete, Data: res})
+		sink.Emit(Event{ID: last, Name: EventRequestComplete, Data: res})
 	}
 	return res
 }
