@@ -1,0 +1,386 @@
+// Package memstore is an in-memory agent.Store with exactly the semantics of
+// the DynamoDB store (internal/dynamo): version-guarded META writes, WriteID
+// recognition of a retried write that had landed, session ownership, entries
+// at or past NextSeq invisible, ttl treated as absence once passed. It keeps
+// every record as JSON, like DynamoDB does, so a caller never aliases stored
+// state and both stores round-trip values the same way. The conformance suite
+// internal/storetest runs against both.
+//
+// It serves `hitch serve` without AWS and the tests of the packages above.
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+)
+
+var _ agent.Store = (*Store)(nil)
+
+// Store is an in-memory agent.Store, safe for concurrent use.
+type Store struct {
+	mu       sync.Mutex
+	now      func() time.Time
+	tasks    map[string]*taskRec
+	sessions map[string]*sessionRec
+}
+
+// record is one stored item: its JSON and its ttl (epoch seconds; 0: none).
+type record struct {
+	data []byte
+	ttl  int64
+}
+
+type taskRec struct {
+	meta  *record
+	items map[int64]record
+	reqs  map[string]record
+}
+
+type sessionRec struct {
+	owner   string
+	created time.Time
+	ttl     int64
+	index   map[string]indexEntry // by task id
+}
+
+type indexEntry struct {
+	created time.Time
+	agent   string
+	ttl     int64
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{now: time.Now, tasks: map[string]*taskRec{}, sessions: map[string]*sessionRec{}}
+}
+
+// ttlOf is the epoch second at which an item written with expires stops
+// existing: rounded up, so nothing disappears early.
+func ttlOf(expires time.Time) int64 {
+	if expires.IsZero() {
+		return 0
+	}
+	s := expires.Unix()
+	if expires.Nanosecond() > 0 {
+		s++
+	}
+	return s
+}
+
+func live(ttl int64, now time.Time) bool { return ttl == 0 || now.Unix() < ttl }
+
+// Write implements agent.Store.
+func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
+	defer wrap(&err, "Write", func() string {
+		if w == nil || w.Task == nil {
+			return ""
+		}
+		return w.Task.ID
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if w == nil || w.Task == nil || w.Task.ID == "" {
+		return fmt.Errorf("a write needs a task with an id")
+	}
+	ttl := ttlOf(w.Expires)
+	meta, err := json.Marshal(w.Task)
+	if err != nil {
+		return err
+	}
+	items := make(map[int64]record, len(w.Items))
+	for _, it := range w.Items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return err
+		}
+		items[it.Seq] = record{b, ttl}
+	}
+	reqs := make(map[string]record, len(w.Requests))
+	for _, r := range w.Requests {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		reqs[r.RequestID] = record{b, ttl}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	tr := s.tasks[w.Task.ID]
+	cur, err := tr.current(now)
+	if err != nil {
+		return err
+	}
+	if (w.PrevVersion == 0) != (cur == nil) || (cur != nil && cur.Version != w.PrevVersion) {
+		if cur != nil && w.Task.WriteID != "" && cur.WriteID == w.Task.WriteID {
+			return nil // an earlier try of this write landed
+		}
+		return &agent.ConflictError{Current: cur}
+	}
+	if l := w.Session; l != nil {
+		if ss := s.sessions[l.SessionID]; ss != nil && live(ss.ttl, now) && ss.owner != l.UserID {
+			return agent.ErrSessionOwner
+		}
+	}
+
+	if tr == nil {
+		tr = &taskRec{items: map[int64]record{}, reqs: map[string]record{}}
+		s.tasks[w.Task.ID] = tr
+	}
+	tr.meta = &record{meta, ttl}
+	for seq, r := range items {
+		tr.items[seq] = r
+	}
+	for id, r := range reqs {
+		tr.reqs[id] = r
+	}
+	if l := w.Session; l != nil {
+		ss := s.sessions[l.SessionID]
+		if ss == nil || !live(ss.ttl, now) {
+			ss = &sessionRec{owner: l.UserID, created: l.CreatedAt, index: map[string]indexEntry{}}
+			s.sessions[l.SessionID] = ss
+		}
+		ss.ttl = ttl
+		ss.index[l.TaskID] = indexEntry{created: l.CreatedAt, agent: l.Agent, ttl: ttl}
+	}
+	return nil
+}
+
+// current decodes the live META, or nil.
+func (tr *taskRec) current(now time.Time) (*agent.Task, error) {
+	if tr == nil || tr.meta == nil || !live(tr.meta.ttl, now) {
+		return nil, nil
+	}
+	var t agent.Task
+	if err := json.Unmarshal(tr.meta.data, &t); err != nil {
+		return nil, fmt.Errorf("corrupt META: %w", err)
+	}
+	return &t, nil
+}
+
+// LoadTask implements agent.Store.
+func (s *Store) LoadTask(ctx context.Context, taskID string) (_ *agent.Task, _ []agent.Item, err error) {
+	defer wrap(&err, "LoadTask", func() string { return taskID })
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	tr := s.tasks[taskID]
+	t, err := tr.current(now)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t == nil {
+		return nil, nil, agent.ErrNotFound
+	}
+	items, err := tr.list(now, 0, t.NextSeq, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, items, nil
+}
+
+// list decodes the live entries after afterSeq and below nextSeq, in order,
+// at most limit of them (0: all).
+func (tr *taskRec) list(now time.Time, afterSeq, nextSeq int64, limit int) ([]agent.Item, error) {
+	if tr == nil {
+		return nil, nil
+	}
+	var seqs []int64
+	for seq, r := range tr.items {
+		if seq > afterSeq && seq < nextSeq && live(r.ttl, now) {
+			seqs = append(seqs, seq)
+		}
+	}
+	slices.Sort(seqs)
+	if limit > 0 && len(seqs) > limit {
+		seqs = seqs[:limit]
+	}
+	items := make([]agent.Item, 0, len(seqs))
+	for _, seq := range seqs {
+		var it agent.Item
+		if err := json.Unmarshal(tr.items[seq].data, &it); err != nil {
+			return nil, fmt.Errorf("corrupt item %d: %w", seq, err)
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+// GetTask implements agent.Store.
+func (s *Store) GetTask(ctx context.Context, taskID string) (_ *agent.Task, err error) {
+	defer wrap(&err, "GetTask", func() string { return taskID })
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, err := s.tasks[taskID].current(s.now())
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, agent.ErrNotFound
+	}
+	return t, nil
+}
+
+// ListItems implements agent.Store.
+func (s *Store) ListItems(ctx context.Context, task *agent.Task, afterSeq int64, limit int) (_ []agent.Item, err error) {
+	defer wrap(&err, "ListItems", func() string { return task.ID })
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tasks[task.ID].list(s.now(), afterSeq, task.NextSeq, limit)
+}
+
+// ListRequests implements agent.Store.
+func (s *Store) ListRequests(ctx context.Context, taskID string) (_ []agent.RequestRecord, err error) {
+	defer wrap(&err, "ListRequests", func() string { return taskID })
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tr := s.tasks[taskID]
+	if tr == nil {
+		return nil, nil
+	}
+	now := s.now()
+	var out []agent.RequestRecord
+	for id, r := range tr.reqs {
+		if !live(r.ttl, now) {
+			continue
+		}
+		var rec agent.RequestRecord
+		if err := json.Unmarshal(r.data, &rec); err != nil {
+			return nil, fmt.Errorf("corrupt request %s: %w", id, err)
+		}
+		out = append(out, rec)
+	}
+	slices.SortFunc(out, func(a, b agent.RequestRecord) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.RequestID, b.RequestID))
+	})
+	return out, nil
+}
+
+// GetSession implements agent.Store.
+func (s *Store) GetSession(ctx context.Context, sessionID string) (_ *agent.Session, err error) {
+	defer wrap(&err, "GetSession", func() string { return sessionID })
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.sessions[sessionID]
+	if ss == nil || !live(ss.ttl, s.now()) {
+		return nil, agent.ErrNotFound
+	}
+	return &agent.Session{ID: sessionID, UserID: ss.owner, CreatedAt: ss.created}, nil
+}
+
+// ListUserTasks implements agent.Store.
+func (s *Store) ListUserTasks(ctx context.Context, q agent.ListQuery) (_ []agent.TaskSummary, _ string, err error) {
+	defer wrap(&err, "ListUserTasks", func() string { return q.UserID + "," + q.Agent })
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	after, err := decodeCursor(q.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var all []positioned
+	for _, tr := range s.tasks {
+		t, err := tr.current(now)
+		if err != nil {
+			return nil, "", err
+		}
+		if t == nil || t.UserID != q.UserID || t.Agent != q.Agent || (q.Status != "" && t.Status != q.Status) {
+			continue
+		}
+		all = append(all, positioned{position{t.UpdatedAt, t.ID}, t.Summary()})
+	}
+	out, next := page(all, after, q.Limit)
+	return out, next, nil
+}
+
+// ListSessionTasks implements agent.Store.
+func (s *Store) ListSessionTasks(ctx context.Context, q agent.ListQuery) (_ []agent.TaskSummary, _ string, err error) {
+	defer wrap(&err, "ListSessionTasks", func() string { return q.SessionID + "," + q.Agent })
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	after, err := decodeCursor(q.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	ss := s.sessions[q.SessionID]
+	if ss == nil || !live(ss.ttl, now) {
+		return []agent.TaskSummary{}, "", nil
+	}
+	var all []positioned
+	for id, e := range ss.index {
+		if e.agent != q.Agent || !live(e.ttl, now) {
+			continue
+		}
+		t, err := s.tasks[id].current(now)
+		if err != nil {
+			return nil, "", err
+		}
+		if t == nil || (q.UserID != "" && t.UserID != q.UserID) {
+			continue
+		}
+		all = append(all, positioned{position{e.created, id}, t.Summary()})
+	}
+	out, next := page(all, after, q.Limit)
+	return out, next, nil
+}
+
+type positioned struct {
+	pos position
+	sum agent.TaskSummary
+}
+
+// page sorts newest first and returns the page after the cursor position.
+func page(all []positioned, after *position, limit int) ([]agent.TaskSummary, string) {
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	slices.SortFunc(all, func(a, b positioned) int { return b.pos.compare(a.pos) })
+	out := []agent.TaskSummary{}
+	for i, p := range all {
+		if after != nil && p.pos.compare(*after) >= 0 {
+			continue
+		}
+		if len(out) == limit {
+			return out, all[i-1].pos.encode()
+		}
+		out = append(out, p.sum)
+	}
+	return out, ""
+}
+
+func wrap(err *error, op string, arg func() string) {
+	if *err != nil {
+		*err = fmt.Errorf("memstore.%s(%s): %w", op, arg(), *err)
+	}
+}
