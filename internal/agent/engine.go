@@ -33,6 +33,8 @@ type Engine struct {
 	// RetentionDays, when > 0, sets a ttl on every item of a finished task.
 	RetentionDays int
 
+	legs runningLegs
+
 	// Now and NewID are replaceable in tests.
 	Now   func() time.Time
 	NewID func() string

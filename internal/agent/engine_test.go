@@ -274,7 +274,7 @@ func TestDeadline(t *testing.T) {
 	f := newFixture(t, nil)
 	f.e.LegTimeout = 50 * time.Millisecond
 	f.e.Now = nil // real time for the deadline
-	f.model.Add(func(r *agent.ModelRequest, _ func(agent.Delta)) (*agent.ModelResponse, error) {
+	f.model.Add(func(_ context.Context, r *agent.ModelRequest, _ func(agent.Delta)) (*agent.ModelResponse, error) {
 		return &agent.ModelResponse{Content: []agent.Block{agenttest.Use("t1", "echo", `{"text":"slow"}`)}, StopReason: agent.StopToolUse}, nil
 	})
 	f.tool.delay = 10 * time.Second

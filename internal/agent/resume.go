@@ -165,7 +165,7 @@ func (e *Engine) resumeEnded(ctx context.Context, ag *Agent, t *Task, in ResumeI
 			return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, in.RequestID)
 		}
 		res, lastID := resultOfRecord(ag, t, rec), rec.LastEventID
-		return &Run{e: e, agent: ag, reqID: rec.RequestID, follow: func(ctx context.Context, sink Sink) *RequestResult {
+		return &Run{e: e, agent: ag, reqID: rec.RequestID, taskID: t.ID, follow: func(ctx context.Context, sink Sink) *RequestResult {
 			return e.replayOutcome(ctx, t.ID, res, lastID, sink)
 		}}, nil
 	}
@@ -399,7 +399,7 @@ func replaceItems(items, repl []Item) []Item {
 // follower is a run that waits for another invocation's outcome of the
 // request (a duplicate in flight) and answers it.
 func (e *Engine) follower(ag *Agent, taskID, rid string, round int) *Run {
-	return &Run{e: e, agent: ag, reqID: rid, follow: func(ctx context.Context, sink Sink) *RequestResult {
+	return &Run{e: e, agent: ag, reqID: rid, taskID: taskID, follow: func(ctx context.Context, sink Sink) *RequestResult {
 		res, last := e.waitOutcome(ctx, ag, taskID, rid, round)
 		return e.replayOutcome(ctx, taskID, res, last, sink)
 	}}

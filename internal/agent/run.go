@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -16,11 +17,14 @@ type Run struct {
 	deadline time.Time
 	sink     Sink
 	reqID    string
+	taskID   string
 	kind     string // the leg's kind: invoke, edit or resume
 	// decided, on a resume, is the round's decision to carry out first.
 	decided *Decision
 	// takeover: the leg takes over a resume whose lease expired.
 	takeover bool
+	mu       sync.Mutex
+	canceled *cancelInfo
 	// follow, when set, makes the run a follower: it waits for another
 	// invocation's outcome instead of running (duplicates in flight).
 	follow func(ctx context.Context, sink Sink) *RequestResult
@@ -35,12 +39,15 @@ type Run struct {
 }
 
 func (e *Engine) newRun(ag *Agent, t *Task, history []Item, deadline time.Time) *Run {
-	return &Run{e: e, agent: ag, task: t, history: history, deadline: deadline,
+	return &Run{e: e, agent: ag, task: t, taskID: t.ID, history: history, deadline: deadline,
 		reqID: t.Active.ID, eventID: t.Active.LastEventID}
 }
 
-// Task returns the task as this run last wrote it.
+// Task returns the task as the run was claimed; read it before Execute.
 func (r *Run) Task() *Task { return r.task }
+
+// TaskID is the run's task id (nil-safe for followers: "").
+func (r *Run) TaskID() string { return r.taskID }
 
 // RequestID is the id of the run's request.
 func (r *Run) RequestID() string { return r.reqID }
@@ -66,8 +73,13 @@ func (r *Run) Execute(ctx context.Context, sink Sink) *RequestResult {
 	})
 	legCtx, cancel := context.WithDeadline(ctx, r.deadline)
 	defer cancel()
-	if r.decided != nil && !r.runDecided(legCtx) {
-		return r.finish(ctx)
+	legCtx, stopWatch := r.watchCancel(legCtx)
+	defer stopWatch()
+	if r.decided != nil {
+		r.runDecided(legCtx)
+		if r.interrupted(legCtx) {
+			return r.finish(ctx)
+		}
 	}
 	r.loop(legCtx)
 	return r.finish(ctx)
@@ -94,8 +106,7 @@ func (r *Run) loop(ctx context.Context) {
 			r.status, r.stopReason = StatusCompleted, StopMaxIterations
 			return
 		}
-		if ctx.Err() != nil {
-			r.fail(CodeDeadlineExceeded, "the request ran out of time")
+		if r.interrupted(ctx) {
 			return
 		}
 		resp, err := r.callModel(ctx)
@@ -140,10 +151,9 @@ func (r *Run) loop(ctx context.Context) {
 func (r *Run) modelFailure(ctx context.Context, err error) {
 	var me *Error
 	switch {
+	case r.interrupted(ctx):
 	case errors.As(err, &me):
 		r.fail(me.Code, me.Message)
-	case ctx.Err() != nil:
-		r.fail(CodeDeadlineExceeded, "the request ran out of time")
 	default:
 		r.e.log().Error("model call failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
 		r.fail(CodeModelError, "the model call failed")
@@ -193,8 +203,10 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 			cur := next.Active
 			mine := *r.task.Active
 			mine.LastEventID = r.eventID
-			mine.CancelRequested, mine.CanceledBy, mine.CanceledAt, mine.CancelReason =
-				cur.CancelRequested, cur.CanceledBy, cur.CanceledAt, cur.CancelReason
+			if cur.CancelRequested && !mine.CancelRequested {
+				mine.CancelRequested, mine.CanceledBy, mine.CanceledAt, mine.CancelReason =
+					cur.CancelRequested, cur.CanceledBy, cur.CanceledAt, cur.CancelReason
+			}
 			next.Active = &mine
 		}
 		next.Status = r.task.Status
@@ -230,8 +242,24 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 		return res
 	}
 	reason := "not run: the request ended (" + r.endReason() + ")"
+	ci := r.cancellation()
+	if r.status == StatusCanceled {
+		if ci == nil {
+			ci = &cancelInfo{by: "unknown", at: r.e.now()}
+		}
+		reason = cancelMessage(*ci)
+	}
 	if closing := danglingResults(r.history, r.RequestID(), reason); len(closing) > 0 {
 		r.add(RoleTool, closing)
+	}
+	if r.status == StatusCanceled {
+		a := r.task.Active
+		a.CancelRequested, a.CanceledBy, a.CanceledAt, a.CancelReason = true, ci.by, ci.at, ci.reason
+		ev := map[string]string{"by": ci.by}
+		if ci.reason != "" {
+			ev["reason"] = ci.reason
+		}
+		r.emit(EventCancelled, ev)
 	}
 	// The commit must land even if the leg's deadline passed.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -67,7 +68,12 @@ func (r *Run) runTool(ctx context.Context, u Block) (res Block) {
 	out, err := bt.Tool.Run(tctx, ToolCall{ID: u.ID, Name: u.Name, Input: input, RequestID: r.reqID, IdempotencyKey: r.reqID + "#" + u.ID})
 	if err != nil {
 		msg := err.Error()
-		if tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		switch {
+		case errors.Is(context.Cause(ctx), errCanceled):
+			msg = "canceled: the request was canceled while this call ran"
+		case ctx.Err() != nil:
+			msg = "the request ran out of time while this call ran"
+		case tctx.Err() == context.DeadlineExceeded:
 			msg = fmt.Sprintf("the tool timed out after %s", timeout)
 		}
 		return r.truncate(ErrorResult(u.ID, msg))

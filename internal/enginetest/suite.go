@@ -30,6 +30,11 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"Expiry", testExpiry},
 		{"ExpiredPauseYieldsToAMessage", testExpiredFollowOn},
 		{"TakeoverAfterLeaseExpiry", testTakeover},
+		{"CancelPaused", testCancelPaused},
+		{"CancelRunning", testCancelRunning},
+		{"CancelMidTool", testCancelMidTool},
+		{"CancelThroughTheStore", testCancelThroughStore},
+		{"CancelDeadRequest", testCancelDeadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, New(t, newStore(t)))

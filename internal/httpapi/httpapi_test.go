@@ -230,7 +230,7 @@ func TestFailedOutcomeStatus(t *testing.T) {
 
 // slowTurn answers after release is closed.
 func slowTurn(release chan struct{}) agenttest.Turn {
-	return func(_ *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
+	return func(_ context.Context, _ *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
 		on(agent.Delta{Kind: agent.DeltaAnswer, Text: "wait"})
 		<-release
 		return &agent.ModelResponse{Content: []agent.Block{agent.TextBlock("waited")}, StopReason: agent.StopEndTurn}, nil

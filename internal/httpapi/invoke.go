@@ -62,9 +62,9 @@ func WantsSSE(r *http.Request) bool {
 // execute runs a claimed request and answers it as SSE or JSON. It returns
 // only after the request's commit.
 func (s *Server) execute(ctx context.Context, w http.ResponseWriter, r *http.Request, run *agent.Run) {
-	log := s.log().With("task_id", r.PathValue("task_id"), "request_id", run.RequestID())
+	log := s.log().With("task_id", run.TaskID(), "request_id", run.RequestID())
 	if t := run.Task(); t != nil {
-		log = s.log().With("session_id", t.SessionID, "task_id", t.ID, "request_id", run.RequestID())
+		log = log.With("session_id", t.SessionID)
 	}
 	if WantsSSE(r) {
 		sse.SetHeaders(w.Header())

@@ -103,7 +103,7 @@ func (s *Server) Handler() http.Handler {
 		"POST /agents/{agent}/invoke":                                       s.invoke,
 		"POST /agents/{agent}/tasks/{task_id}/requests/{request_id}/edit":   s.notImplemented("edit"),
 		"POST /agents/{agent}/tasks/{task_id}/requests/{request_id}/resume": s.notImplemented("resume"),
-		"POST /agents/{agent}/tasks/{task_id}/cancel":                       s.notImplemented("cancel"),
+		"POST /agents/{agent}/tasks/{task_id}/cancel":                       s.cancel,
 		"DELETE /agents/{agent}/tasks/{task_id}":                            s.notImplemented("delete"),
 		"GET /agents/{agent}/tasks/{task_id}":                               s.getTask,
 		"GET /agents/{agent}/tasks":                                         s.listTasks,

@@ -15,7 +15,7 @@ import (
 )
 
 // Turn is one scripted model turn.
-type Turn = func(*agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error)
+type Turn = func(context.Context, *agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error)
 
 // ScriptModel answers model calls from a script of turns, recording every
 // request. It checks each request the way Bedrock does.
@@ -39,7 +39,7 @@ func (m *ScriptModel) Converse(ctx context.Context, req *agent.ModelRequest, on 
 	if err := CheckMessages(req.Messages); err != nil {
 		return nil, &agent.Error{Code: agent.CodeModelError, Message: "ValidationException: " + err.Error()}
 	}
-	return turn(req, on)
+	return turn(ctx, req, on)
 }
 
 // Add appends turns to the script.
@@ -102,7 +102,7 @@ func CheckMessages(msgs []agent.Message) error {
 
 // Say answers the words as deltas and ends the turn.
 func Say(words ...string) Turn {
-	return func(_ *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
+	return func(_ context.Context, _ *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
 		for _, w := range words {
 			on(agent.Delta{Kind: agent.DeltaAnswer, Text: w})
 		}
@@ -113,17 +113,28 @@ func Say(words ...string) Turn {
 
 // CallTools ends the turn with stop and the blocks.
 func CallTools(stop string, calls ...agent.Block) Turn {
-	return func(*agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error) {
+	return func(context.Context, *agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error) {
 		return &agent.ModelResponse{Content: calls, StopReason: stop, Usage: agent.Usage{InputTokens: 5, OutputTokens: 1, TotalTokens: 6}}, nil
 	}
 }
 
 // FailWith fails the model call with err.
 func FailWith(err error) Turn {
-	return func(*agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error) { return nil, err }
+	return func(context.Context, *agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error) { return nil, err }
 }
 
 // Use is a tool_use block.
 func Use(id, name, input string) agent.Block {
 	return agent.Block{Type: agent.BlockToolUse, ID: id, Name: name, Input: json.RawMessage(input)}
+}
+
+// Blocking streams one delta, closes started, and waits for the call's
+// context to end, as a model does when its stream is canceled.
+func Blocking(started chan<- struct{}) Turn {
+	return func(ctx context.Context, _ *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
+		on(agent.Delta{Kind: agent.DeltaAnswer, Text: "working on it"})
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 }

@@ -1,0 +1,249 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// errCanceled is the cause of a leg's context when the request is canceled.
+var errCanceled = errors.New("the request was canceled")
+
+// CancelPollInterval is how often a running leg reads its META for the
+// cancel flag set by another process (DESIGN §4: the first poll after 1 s).
+var CancelPollInterval = time.Second
+
+// cancelInfo says who canceled and why.
+type cancelInfo struct {
+	by, reason string
+	at         time.Time
+}
+
+// runningLegs lets a cancel in this process stop a leg at once.
+type runningLegs struct {
+	mu   sync.Mutex
+	legs map[string]func(cancelInfo)
+}
+
+func (l *runningLegs) add(rid string, f func(cancelInfo)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.legs == nil {
+		l.legs = map[string]func(cancelInfo){}
+	}
+	l.legs[rid] = f
+}
+
+func (l *runningLegs) remove(rid string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.legs, rid)
+}
+
+func (l *runningLegs) cancel(rid string, ci cancelInfo) {
+	l.mu.Lock()
+	f := l.legs[rid]
+	l.mu.Unlock()
+	if f != nil {
+		f(ci)
+	}
+}
+
+// watchCancel returns the leg's context, canceled (cause errCanceled) when a
+// cancel arrives: at once from this process, or within a poll from another.
+func (r *Run) watchCancel(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	var once sync.Once
+	stop := func(ci cancelInfo) {
+		once.Do(func() {
+			r.mu.Lock()
+			r.canceled = &ci
+			r.mu.Unlock()
+			cancel(errCanceled)
+		})
+	}
+	r.e.legs.add(r.reqID, stop)
+	done := make(chan struct{})
+	taskID := r.task.ID
+	go func() {
+		t := time.NewTicker(CancelPollInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			meta, err := r.e.Store.GetTask(ctx, taskID)
+			if err != nil {
+				continue
+			}
+			if a := meta.Active; a != nil && a.ID == r.reqID && a.CancelRequested {
+				stop(cancelInfo{by: a.CanceledBy, reason: a.CancelReason, at: a.CanceledAt})
+			}
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		r.e.legs.remove(r.reqID)
+		cancel(nil)
+	}
+}
+
+// interrupted tells whether the leg must stop, and records why: a cancel
+// or the deadline.
+func (r *Run) interrupted(ctx context.Context) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	if r.status != "" {
+		return true
+	}
+	if errors.Is(context.Cause(ctx), errCanceled) {
+		r.status = StatusCanceled
+		return true
+	}
+	r.fail(CodeDeadlineExceeded, "the request ran out of time")
+	return true
+}
+
+// cancellation returns the cancel that stopped the leg.
+func (r *Run) cancellation() *cancelInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.canceled
+}
+
+// CancelInput is a cancel call.
+type CancelInput struct {
+	Agent, UserID, TaskID, Reason string
+}
+
+// CancelOutcome is the answer to a cancel: the request's result when it
+// stopped in time, or Pending when it still runs (202).
+type CancelOutcome struct {
+	Result    *RequestResult
+	RequestID string
+	Pending   bool
+}
+
+// CancelWait is how long a cancel waits for a running request to stop.
+var CancelWait = 5 * time.Second
+
+// Cancel cancels the task's running or paused request (DESIGN §3 Cancel).
+func (e *Engine) Cancel(ctx context.Context, in CancelInput) (*CancelOutcome, error) {
+	var err error
+	if in.TaskID, err = ParseID("task_id", in.TaskID); err != nil {
+		return nil, err
+	}
+	ag, ok := e.Agents.Get(in.Agent)
+	if !ok {
+		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", in.Agent)
+	}
+	for attempt := 0; ; attempt++ {
+		out, err := e.tryCancel(ctx, ag, in)
+		var ce *ConflictError
+		if errors.As(err, &ce) && attempt < 5 {
+			continue
+		}
+		return out, err
+	}
+}
+
+func (e *Engine) tryCancel(ctx context.Context, ag *Agent, in CancelInput) (*CancelOutcome, error) {
+	t, items, err := e.LoadOwned(ctx, ag.Name, in.UserID, in.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	a := t.Active
+	if a == nil {
+		return nil, Errorf(CodeNotRunning, "task %s has no running or paused request", t.ID)
+	}
+	now := e.now()
+	ci := cancelInfo{by: in.UserID, reason: in.Reason, at: now}
+	if a.Status == StatusPaused || !now.Before(a.LeaseUntil) {
+		// Nothing runs it: the cancel finalises it.
+		res, err := e.finaliseCanceled(ctx, ag, t, items, ci)
+		if err != nil {
+			return nil, err
+		}
+		return &CancelOutcome{Result: res, RequestID: a.ID}, nil
+	}
+	next := t.Clone()
+	na := next.Active
+	if !na.CancelRequested {
+		na.CancelRequested, na.CanceledBy, na.CanceledAt, na.CancelReason = true, ci.by, ci.at, ci.reason
+		next.Version, next.WriteID = t.Version+1, e.newID()
+		if err := e.Store.Write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
+			var ce *ConflictError
+			if errors.As(err, &ce) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("set cancel flag on %s: %w", t.ID, err)
+		}
+	}
+	e.legs.cancel(a.ID, ci)
+	deadline := time.Now().Add(CancelWait)
+	for time.Now().Before(deadline) {
+		if res := e.endedResult(ctx, ag, t.ID, a.ID); res != nil {
+			return &CancelOutcome{Result: res, RequestID: a.ID}, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return &CancelOutcome{RequestID: a.ID, Pending: true}, nil
+}
+
+// endedResult is the request's result once it has ended, else nil.
+func (e *Engine) endedResult(ctx context.Context, ag *Agent, taskID, rid string) *RequestResult {
+	t, err := e.Store.GetTask(ctx, taskID)
+	if err != nil || (t.Active != nil && t.Active.ID == rid) {
+		return nil
+	}
+	recs, err := e.Store.ListRequests(ctx, taskID)
+	if err != nil {
+		return nil
+	}
+	for i := range recs {
+		if recs[i].RequestID == rid {
+			return resultOfRecord(ag, t, &recs[i])
+		}
+	}
+	return nil
+}
+
+// finaliseCanceled records a paused (or dead) request Canceled: its calls
+// without a result get an error result saying so.
+func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items []Item, ci cancelInfo) (*RequestResult, error) {
+	next := t.Clone()
+	a := next.Active
+	a.CancelRequested, a.CanceledBy, a.CanceledAt, a.CancelReason = true, ci.by, ci.at, ci.reason
+	var extra []Item
+	if closing := danglingResults(items, a.ID, cancelMessage(ci)); len(closing) > 0 {
+		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: ci.at, Content: closing})
+		next.NextSeq++
+	}
+	a.LastEventID += 2 // cancelled, request_complete
+	rec := recordOf(a, StatusCanceled, ci.at)
+	next.Active, next.Status = nil, StatusCanceled
+	next.UpdatedAt, next.Version, next.WriteID = ci.at, t.Version+1, e.newID()
+	if err := e.Store.Write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{rec}}); err != nil {
+		var ce *ConflictError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cancel %s: %w", t.ID, err)
+	}
+	return resultOfRecord(ag, next, &rec), nil
+}
+
+func cancelMessage(ci cancelInfo) string {
+	msg := "not run: the request was canceled by " + ci.by
+	if ci.reason != "" {
+		msg += ": " + ci.reason
+	}
+	return msg
+}

@@ -1,0 +1,151 @@
+package enginetest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+)
+
+// startBlocked starts a request whose model call blocks until its context
+// ends; it returns the run's result channel and the recorder.
+func (env *Env) startBlocked(t *testing.T, e *agent.Engine) (*agent.Run, <-chan *agent.RequestResult, *Recorder) {
+	t.Helper()
+	started := make(chan struct{})
+	env.Model.Add(agenttest.Blocking(started))
+	run, err := e.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "long job"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &Recorder{}
+	done := make(chan *agent.RequestResult, 1)
+	go func() { done <- run.Execute(context.Background(), rec) }()
+	<-started
+	return run, done, rec
+}
+
+func testCancelPaused(t *testing.T, env *Env) {
+	res, _ := env.Pause(t)
+	out, err := env.E.Cancel(context.Background(), agent.CancelInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, Reason: "changed my mind"})
+	if err != nil || out.Pending || out.Result.Status != agent.StatusCanceled || out.Result.RequestID != res.RequestID {
+		t.Fatalf("cancel of a paused request: %+v %v", out, err)
+	}
+	v, _ := env.E.GetTask(context.Background(), "acc", "alice", res.TaskID, agent.ViewOptions{})
+	r := v.Requests[0]
+	if v.Status != agent.StatusCanceled || *r.CanceledBy != "alice" || *r.CancelReason != "changed my mind" {
+		t.Fatalf("after cancel: %s %+v", v.Status, r)
+	}
+	last := v.Items[len(v.Items)-1]
+	if last.Role != "tool" || len(last.Content) != 2 || !strings.Contains(last.Content[1]["content"].([]map[string]any)[0]["text"].(string), "canceled by alice") {
+		t.Errorf("the calls were not closed: %+v", last)
+	}
+	if _, _, err := env.Resume(res, "alice", Approve()); Code(err) != agent.CodeNotPaused {
+		t.Errorf("resume after cancel: %v", err)
+	}
+	if _, err := env.E.Cancel(context.Background(), agent.CancelInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID}); Code(err) != agent.CodeNotRunning {
+		t.Errorf("cancel of an idle task: %v", err)
+	}
+	if _, err := env.E.Cancel(context.Background(), agent.CancelInput{Agent: "acc", UserID: "mallory", TaskID: res.TaskID}); Code(err) != agent.CodeNotOwner {
+		t.Errorf("mallory's cancel: %v", err)
+	}
+	env.Model.Add(agenttest.Say("fine"))
+	if next, _ := env.Invoke(t, res.TaskID, "something else"); next.Status != agent.StatusCompleted {
+		t.Errorf("follow-on after cancel: %+v", next)
+	}
+}
+
+func testCancelRunning(t *testing.T, env *Env) {
+	run, done, rec := env.startBlocked(t, env.E)
+	out, err := env.E.Cancel(context.Background(), agent.CancelInput{Agent: "acc", UserID: "alice", TaskID: run.TaskID(), Reason: "stop"})
+	if err != nil || out.Pending || out.Result.Status != agent.StatusCanceled {
+		t.Fatalf("cancel: %+v %v", out, err)
+	}
+	res := <-done
+	if res.Status != agent.StatusCanceled {
+		t.Fatalf("the run ended %+v", res)
+	}
+	names := rec.Names()
+	if diff := cmp.Diff([]string{"request_started", "answer", "cancelled", "request_complete"}, names); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	env.Model.Add(agenttest.Say("next"))
+	if next, _ := env.Invoke(t, run.TaskID(), "again"); next.Status != agent.StatusCompleted {
+		t.Errorf("follow-on after cancel: %+v", next)
+	}
+	if err := agenttest.CheckMessages(env.Model.Call(1).Messages); err != nil {
+		t.Error(err)
+	}
+}
+
+func testCancelMidTool(t *testing.T, env *Env) {
+	env.Safe.Block = make(chan struct{})
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("s1", "safe", "slow")))
+	run, err := env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "go"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid := run.TaskID()
+	rec := &Recorder{}
+	done := make(chan *agent.RequestResult, 1)
+	go func() { done <- run.Execute(context.Background(), rec) }()
+	// Wait until the call is recorded (it runs after its iteration write).
+	waitFor(t, func() bool {
+		_, items, _ := env.Store.LoadTask(context.Background(), tid)
+		return len(items) >= 2
+	})
+	out, err := env.E.Cancel(context.Background(), agent.CancelInput{Agent: "acc", UserID: "alice", TaskID: tid})
+	if err != nil || out.Result == nil || out.Result.Status != agent.StatusCanceled {
+		t.Fatalf("cancel mid-tool: %+v %v", out, err)
+	}
+	<-done
+	_, items, _ := env.Store.LoadTask(context.Background(), tid)
+	last := items[len(items)-1]
+	if last.Role != agent.RoleTool || last.Content[0].Status != agent.ResultError || !strings.Contains(last.Content[0].Content[0].Text, "canceled") {
+		t.Errorf("the tool's result: %+v", last)
+	}
+}
+
+func testCancelThroughStore(t *testing.T, env *Env) {
+	// Another process: a second engine over the same store, without this
+	// one's registry of running legs.
+	e := env.E
+	other := &agent.Engine{Store: e.Store, Model: e.Model, Agents: e.Agents, LegTimeout: e.LegTimeout, Log: e.Log, Now: e.Now}
+	run, done, rec := env.startBlocked(t, env.E)
+	start := time.Now()
+	out, err := other.Cancel(context.Background(), agent.CancelInput{Agent: "acc", UserID: "alice", TaskID: run.TaskID()})
+	if err != nil || out.Result == nil || out.Result.Status != agent.StatusCanceled {
+		t.Fatalf("cancel through the store: %+v %v", out, err)
+	}
+	res := <-done
+	if res.Status != agent.StatusCanceled || rec.Names()[2] != "cancelled" {
+		t.Fatalf("%+v %v", res, rec.Names())
+	}
+	t.Logf("canceled through the store in %v", time.Since(start))
+}
+
+func testCancelDeadRequest(t *testing.T, env *Env) {
+	run, err := env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "lost"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Advance(5 * time.Minute)
+	out, err := env.E.Cancel(context.Background(), agent.CancelInput{Agent: "acc", UserID: "alice", TaskID: run.TaskID()})
+	if err != nil || out.Pending || out.Result.Status != agent.StatusCanceled {
+		t.Fatalf("cancel of a dead request: %+v %v", out, err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
