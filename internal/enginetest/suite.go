@@ -35,6 +35,8 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"CancelMidTool", testCancelMidTool},
 		{"CancelThroughTheStore", testCancelThroughStore},
 		{"CancelDeadRequest", testCancelDeadRequest},
+		{"EditThenFollowOn", testEditThenFollowOn},
+		{"EditRefusals", testEditRefusals},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, New(t, newStore(t)))

@@ -101,7 +101,7 @@ func (s *Server) serves(fn string) bool {
 func (s *Server) Handler() http.Handler {
 	handlers := map[string]http.HandlerFunc{
 		"POST /agents/{agent}/invoke":                                       s.invoke,
-		"POST /agents/{agent}/tasks/{task_id}/requests/{request_id}/edit":   s.notImplemented("edit"),
+		"POST /agents/{agent}/tasks/{task_id}/requests/{request_id}/edit":   s.edit,
 		"POST /agents/{agent}/tasks/{task_id}/requests/{request_id}/resume": s.notImplemented("resume"),
 		"POST /agents/{agent}/tasks/{task_id}/cancel":                       s.cancel,
 		"DELETE /agents/{agent}/tasks/{task_id}":                            s.notImplemented("delete"),
