@@ -102,7 +102,7 @@ func (s *Server) Handler() http.Handler {
 	handlers := map[string]http.HandlerFunc{
 		"POST /agents/{agent}/invoke":                                       s.invoke,
 		"POST /agents/{agent}/tasks/{task_id}/requests/{request_id}/edit":   s.edit,
-		"POST /agents/{agent}/tasks/{task_id}/requests/{request_id}/resume": s.notImplemented("resume"),
+		"POST /agents/{agent}/tasks/{task_id}/requests/{request_id}/resume": s.resume,
 		"POST /agents/{agent}/tasks/{task_id}/cancel":                       s.cancel,
 		"DELETE /agents/{agent}/tasks/{task_id}":                            s.notImplemented("delete"),
 		"GET /agents/{agent}/tasks/{task_id}":                               s.getTask,

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/hitch-agents/hitch/internal/auth"
+	"github.com/hitch-agents/hitch/internal/httpapi"
+)
+
+// bearerAuth verifies the request's bearer token with the same verifier the
+// Lambda authorizer uses (DESIGN §7).
+func bearerAuth(v *auth.Verifier) httpapi.Authenticator {
+	return func(r *http.Request) (string, error) {
+		tok, err := auth.BearerToken(r.Header.Get("Authorization"))
+		if err != nil {
+			return "", httpapi.ErrUnauthenticated
+		}
+		id, err := v.Verify(r.Context(), tok)
+		switch {
+		case errors.Is(err, auth.ErrForbidden):
+			return "", httpapi.ErrForbidden
+		case err != nil:
+			return "", httpapi.ErrUnauthenticated
+		}
+		return id.UserID, nil
+	}
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/hitch-agents/hitch/agents"
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/auth"
+	"github.com/hitch-agents/hitch/internal/bedrock"
+	"github.com/hitch-agents/hitch/internal/catalog"
+	"github.com/hitch-agents/hitch/internal/dynamo"
+	"github.com/hitch-agents/hitch/internal/httpapi"
+	"github.com/hitch-agents/hitch/internal/localmodel"
+	"github.com/hitch-agents/hitch/internal/memstore"
+)
+
+// serveConfig holds hitch serve's flags.
+type serveConfig struct {
+	addr             string
+	agentsDir        string
+	store            string
+	dynamoEndpoint   string
+	table            string
+	createTable      bool
+	model            string
+	requestTimeout   time.Duration
+	maxBody          int64
+	issuers          string
+	audience         string
+	tenants          string
+	requiredScope    string
+	retentionDays    int
+	shutdownDeadline time.Duration
+}
+
+func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
+	c := &serveConfig{}
+	fs := flag.NewFlagSet("hitch serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&c.agentsDir, "agents", "", "directory of agent definitions (*.yaml); default: the embedded agents/")
+	fs.StringVar(&c.store, "store", "memory", "where state is kept: memory or dynamodb")
+	fs.StringVar(&c.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB endpoint, e.g. http://127.0.0.1:8000 for DynamoDB Local; default: AWS")
+	fs.StringVar(&c.table, "table", "hitch", "DynamoDB table name")
+	fs.BoolVar(&c.createTable, "create-table", false, "create the DynamoDB table if it does not exist")
+	fs.StringVar(&c.model, "model", "local", "the model: local (the built-in local model) or bedrock (Amazon Bedrock, default AWS credentials)")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", 15*time.Minute, "the deadline of one leg of a request; its lease is this + 30s")
+	fs.Int64Var(&c.maxBody, "max-body-bytes", httpapi.DefaultMaxBody, "the largest request body accepted")
+	fs.StringVar(&c.issuers, "issuer", "", "comma-separated OIDC issuers; when set, bearer tokens are verified (else dev auth)")
+	fs.StringVar(&c.audience, "audience", "", "the audience tokens must carry (with --issuer)")
+	fs.StringVar(&c.tenants, "tenants", "", "comma-separated tenant ids allowed (with --issuer; empty: any)")
+	fs.StringVar(&c.requiredScope, "required-scope", "", "the scope or role tokens must carry (with --issuer)")
+	fs.IntVar(&c.retentionDays, "retention-days", 0, "days after which a finished task's items expire (0: kept)")
+	fs.DurationVar(&c.shutdownDeadline, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for running requests")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("serve: unexpected arguments %q", fs.Args())
+	}
+	if c.store != "memory" && c.store != "dynamodb" {
+		return nil, fmt.Errorf("serve: --store must be memory or dynamodb, not %q", c.store)
+	}
+	if c.model != "local" && c.model != "bedrock" {
+		return nil, fmt.Errorf("serve: --model must be local or bedrock, not %q", c.model)
+	}
+	return c, nil
+}
+
+// serve runs the local server until ctx ends. ready, if not nil, receives the
+// listener's address once it accepts connections.
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- string) error {
+	c, err := parseServe(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+
+	var awsCfg *aws.Config
+	loadAWS := func() (aws.Config, error) {
+		if awsCfg == nil {
+			cfg, err := config.LoadDefaultConfig(ctx)
+			if err != nil {
+				return aws.Config{}, fmt.Errorf("serve: AWS configuration: %w", err)
+			}
+			awsCfg = &cfg
+		}
+		return *awsCfg, nil
+	}
+
+	env := catalog.Env{Files: true}
+	var cat *catalog.Catalog
+	if c.agentsDir != "" {
+		cat, err = catalog.LoadDir(c.agentsDir, env)
+	} else {
+		cat, err = catalog.Load(agents.FS, ".", env)
+	}
+	if err != nil {
+		return err
+	}
+
+	store, err := openStore(ctx, c, loadAWS)
+	if err != nil {
+		return err
+	}
+
+	var model agent.Model
+	switch c.model {
+	case "local":
+		m, stopModel, err := localmodel.Start(ctx)
+		if err != nil {
+			return fmt.Errorf("serve: start the local model: %w", err)
+		}
+		defer stopModel()
+		model = m
+	case "bedrock":
+		cfg, err := loadAWS()
+		if err != nil {
+			return err
+		}
+		model = bedrock.New(bedrockruntime.NewFromConfig(cfg))
+	}
+
+	authn := httpapi.Authenticator(httpapi.DevAuth)
+	if c.issuers != "" {
+		v, err := auth.NewVerifier(auth.Config{
+			Issuers: splitList(c.issuers), Audience: c.audience, Tenants: splitList(c.tenants), RequiredScope: c.requiredScope,
+		})
+		if err != nil {
+			return fmt.Errorf("serve: token verifier: %w", err)
+		}
+		authn = bearerAuth(v)
+		log.Info("auth: verifying bearer tokens", "issuers", c.issuers, "audience", c.audience)
+	} else {
+		log.Warn("auth: DEV MODE, no token is verified: 'Authorization: Bearer <user-id>' names the user; no header is user 'dev'. Pass --issuer to verify tokens.")
+	}
+
+	engine := &agent.Engine{
+		Store: store, Model: model, Agents: cat, Log: log,
+		LegTimeout: c.requestTimeout, RetentionDays: c.retentionDays,
+	}
+	api := &httpapi.Server{Engine: engine, Auth: authn, Log: log, MaxBody: c.maxBody}
+
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return fmt.Errorf("serve: listen on %s: %w", c.addr, err)
+	}
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("hitch serve: listening", "addr", "http://"+ln.Addr().String(), "store", c.store, "model", c.model, "agents", len(cat.List()))
+	fmt.Fprintf(stdout, "hitch: serving on http://%s\n", ln.Addr())
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("hitch serve: shutting down; waiting for running requests", "timeout", c.shutdownDeadline)
+	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownDeadline)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	return nil
+}
+
+func openStore(ctx context.Context, c *serveConfig, loadAWS func() (aws.Config, error)) (agent.Store, error) {
+	if c.store == "memory" {
+		return memstore.New(), nil
+	}
+	var client *dynamodb.Client
+	if c.dynamoEndpoint != "" {
+		// DynamoDB Local takes any credentials; do not require real ones.
+		client = dynamodb.New(dynamodb.Options{
+			Region:       "us-east-1",
+			BaseEndpoint: aws.String(c.dynamoEndpoint),
+			Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		})
+	} else {
+		cfg, err := loadAWS()
+		if err != nil {
+			return nil, err
+		}
+		client = dynamodb.NewFromConfig(cfg)
+	}
+	if c.createTable {
+		if err := dynamo.CreateTable(ctx, client, c.table); err != nil {
+			return nil, fmt.Errorf("serve: create table %s: %w", c.table, err)
+		}
+	}
+	return dynamo.New(client, c.table), nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+

@@ -1,0 +1,21 @@
+// Command gettask is Hitch's gettask Lambda function: it only wires (DESIGN §2).
+// The environment is read once, the clients are built once, then the
+// Runtime API loop starts.
+package main
+
+import (
+	"os"
+
+	"github.com/hitch-agents/hitch/internal/lambdafn"
+)
+
+func main() {
+	lambdafn.Main(lambdafn.Config{
+		Function:         "gettask",
+		Table:            os.Getenv("HITCH_TABLE"),
+		RetentionDays:    os.Getenv("HITCH_RETENTION_DAYS"),
+		MaxBodyBytes:     os.Getenv("HITCH_MAX_BODY_BYTES"),
+		DynamoDBEndpoint: os.Getenv("HITCH_DYNAMODB_ENDPOINT"),
+		BedrockEndpoint:  os.Getenv("HITCH_BEDROCK_ENDPOINT"),
+	})
+}

@@ -1,0 +1,137 @@
+// Package lambdafn wires Hitch's API functions (invoke, resume, gettask) for
+// AWS Lambda: it builds the clients once from a Config that each
+// functions/<name>/main.go reads from the environment, and serves the shared
+// HTTP handlers through the streaming adapter (internal/lambdahttp). The
+// identity comes only from the API Gateway authorizer's context.
+package lambdafn
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/hitch-agents/hitch/agents"
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/bedrock"
+	"github.com/hitch-agents/hitch/internal/catalog"
+	"github.com/hitch-agents/hitch/internal/dynamo"
+	"github.com/hitch-agents/hitch/internal/httpapi"
+	"github.com/hitch-agents/hitch/internal/lambdahttp"
+)
+
+// Config is what a function reads from its environment, once.
+type Config struct {
+	// Function is invoke, resume or gettask: the routes it serves.
+	Function string
+	// Table is HITCH_TABLE.
+	Table string
+	// RetentionDays is HITCH_RETENTION_DAYS ("" or "0": kept).
+	RetentionDays string
+	// MaxBodyBytes is HITCH_MAX_BODY_BYTES ("": 1 MiB).
+	MaxBodyBytes string
+	// DynamoDBEndpoint and BedrockEndpoint (HITCH_DYNAMODB_ENDPOINT,
+	// HITCH_BEDROCK_ENDPOINT) point the clients elsewhere, for tests and
+	// sam local.
+	DynamoDBEndpoint string
+	BedrockEndpoint  string
+}
+
+// DeadlineMargin is kept free before the Lambda's deadline to commit.
+const DeadlineMargin = 10 * time.Second
+
+// App is a built function.
+type App struct {
+	Engine  *agent.Engine
+	Handler *lambdahttp.Handler
+	Log     *slog.Logger
+}
+
+// New builds the function's clients and handler.
+func New(ctx context.Context, c Config) (*App, error) {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("function", c.Function)
+	if c.Table == "" {
+		return nil, fmt.Errorf("lambdafn: HITCH_TABLE is not set")
+	}
+	retention, err := atoiOr(c.RetentionDays, 0, "HITCH_RETENTION_DAYS")
+	if err != nil {
+		return nil, err
+	}
+	maxBody, err := atoiOr(c.MaxBodyBytes, httpapi.DefaultMaxBody, "HITCH_MAX_BODY_BYTES")
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lambdafn: AWS configuration: %w", err)
+	}
+	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if c.DynamoDBEndpoint != "" {
+			o.BaseEndpoint = aws.String(c.DynamoDBEndpoint)
+		}
+	})
+	br := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) {
+		if c.BedrockEndpoint != "" {
+			o.BaseEndpoint = aws.String(c.BedrockEndpoint)
+		}
+	})
+	cat, err := catalog.Load(agents.FS, ".", catalog.Env{Files: false, Lambda: lambda.NewFromConfig(cfg)})
+	if err != nil {
+		return nil, err
+	}
+	engine := &agent.Engine{
+		Store: dynamo.New(ddb, c.Table), Model: bedrock.New(br), Agents: cat, Log: log,
+		LegTimeout: 15 * time.Minute, DeadlineMargin: DeadlineMargin, RetentionDays: retention,
+	}
+	api := &httpapi.Server{Engine: engine, Auth: AuthorizerIdentity, Log: log, MaxBody: int64(maxBody), Functions: []string{c.Function}}
+	var direct lambdahttp.DirectFunc
+	if c.Function == "invoke" {
+		direct = Direct(engine)
+	}
+	return &App{Engine: engine, Handler: lambdahttp.New(api.Handler(), direct), Log: log}, nil
+}
+
+// Main builds the function and runs the Runtime API loop; it exits on an
+// init error (reported to the Runtime API).
+func Main(c Config) {
+	app, err := New(context.Background(), c)
+	if err != nil {
+		lambdahttp.ExitInitError(err)
+		return
+	}
+	lambdahttp.Start(app.Handler.Handle)
+}
+
+// AuthorizerIdentity takes the user from the API Gateway authorizer's
+// context, never from headers or the body.
+func AuthorizerIdentity(r *http.Request) (string, error) {
+	ctx := lambdahttp.Authorizer(r.Context())
+	if ctx == nil {
+		return "", httpapi.ErrUnauthenticated
+	}
+	user, _ := ctx["user_id"].(string)
+	if user == "" {
+		return "", httpapi.ErrUnauthenticated
+	}
+	return user, nil
+}
+
+func atoiOr(s string, def int, name string) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("lambdafn: %s must be a non-negative integer, not %q", name, s)
+	}
+	return n, nil
+}
