@@ -131,7 +131,7 @@ type CallDecision struct {
 	// OriginalInput is the model's input of an edited call.
 	OriginalInput json.RawMessage `json:"original_input,omitempty"`
 	// InputHash binds the decision to the input it approves.
-	InputHash string `json:"input_hash,omitempty"`
+	InputHash string `json:"input_hash"`
 }
 
 // RequestRecord is a request as GET task shows it; a finished request's record

@@ -20,7 +20,7 @@ type TaskView struct {
 	Metadata         map[string]string `json:"metadata"`
 	Items            []ItemView        `json:"items"`
 	NextAfterSeq     *int64            `json:"next_after_seq"`
-	Requests         []RequestRecord   `json:"requests"`
+	Requests         []RequestView     `json:"requests"`
 	PendingApprovals []PendingView     `json:"pending_approvals"`
 }
 
@@ -60,7 +60,7 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 	v := &TaskView{
 		TaskID: t.ID, SessionID: t.SessionID, Agent: t.Agent, Status: t.Status, UserID: t.UserID,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Metadata: t.Metadata,
-		Items: []ItemView{}, Requests: []RequestRecord{}, PendingApprovals: []PendingView{},
+		Items: []ItemView{}, Requests: []RequestView{}, PendingApprovals: []PendingView{},
 	}
 	if v.Metadata == nil {
 		v.Metadata = map[string]string{}
@@ -109,7 +109,9 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 			recs[i].Decisions = []Decision{}
 		}
 	}
-	v.Requests = recs
+	for _, rec := range recs {
+		v.Requests = append(v.Requests, requestView(rec))
+	}
 	if t.Active != nil && t.Active.Status == StatusPaused {
 		v.PendingApprovals = PendingViews(t.Active.Pending, e.now(), true)
 	}
@@ -212,4 +214,29 @@ func (e *Engine) ListSessionTasks(ctx context.Context, q ListQuery) ([]TaskSumma
 		return nil, "", Errorf(CodeNotOwner, "session %s belongs to another user", q.SessionID)
 	}
 	return e.Store.ListSessionTasks(ctx, q)
+}
+
+// RequestView is a request as GET task shows it (DESIGN §3 Shapes).
+type RequestView struct {
+	RequestID    string     `json:"request_id"`
+	Kind         string     `json:"kind"`
+	Status       Status     `json:"status"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	Usage        Usage      `json:"usage"`
+	Error        *ErrorInfo `json:"error"`
+	StopReason   *string    `json:"stop_reason"`
+	SupersededBy *string    `json:"superseded_by"`
+	Decisions    []Decision `json:"decisions"`
+	CanceledBy   *string    `json:"canceled_by"`
+	CanceledAt   *time.Time `json:"canceled_at,omitempty"`
+	CancelReason *string    `json:"cancel_reason,omitempty"`
+}
+
+func requestView(r RequestRecord) RequestView {
+	return RequestView{
+		RequestID: r.RequestID, Kind: r.Kind, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Usage: r.Usage, Error: r.Error, StopReason: r.StopReason, SupersededBy: r.SupersededBy, Decisions: r.Decisions,
+		CanceledBy: r.CanceledBy, CanceledAt: r.CanceledAt, CancelReason: r.CancelReason,
+	}
 }
