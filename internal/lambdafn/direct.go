@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/lambdahttp"
@@ -25,7 +26,14 @@ type DirectPayload struct {
 // Direct answers direct invocations: the RequestResult for every outcome
 // (Completed, Paused, Failed, Canceled); a refusal is a function error whose
 // errorType is Hitch.<code>, so a state machine can Retry or Catch it.
+//
+// The caller of a direct invocation is trusted by IAM (lambda:InvokeFunction
+// on this function), so the payload names the user.
 func Direct(e *agent.Engine) lambdahttp.DirectFunc {
+	log := e.Log
+	if log == nil {
+		log = slog.Default()
+	}
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var p DirectPayload
 		dec := json.NewDecoder(bytes.NewReader(raw))
@@ -36,7 +44,12 @@ func Direct(e *agent.Engine) lambdahttp.DirectFunc {
 		if p.UserID == "" {
 			return nil, lambdahttp.Refusal(agent.CodeUnauthenticated, "user_id is required")
 		}
+		if p.IdempotencyKey != "" && !validIdempotencyKey(p.IdempotencyKey) {
+			return nil, lambdahttp.Refusal(agent.CodeInvalidIdempotencyKey, "idempotency_key must be 1 to 255 printable ASCII characters")
+		}
 		deadline, _ := ctx.Deadline()
+		// The request outlives its caller: the commit happens even if the
+		// invocation's context ends (DESIGN §2).
 		wctx := context.WithoutCancel(ctx)
 		run, err := e.StartInvoke(wctx, agent.InvokeInput{
 			Agent: p.Agent, UserID: p.UserID, SessionID: p.SessionID, TaskID: p.TaskID,
@@ -47,9 +60,22 @@ func Direct(e *agent.Engine) lambdahttp.DirectFunc {
 			if errors.As(err, &ae) {
 				return nil, lambdahttp.Refusal(ae.Code, ae.Message)
 			}
-			e.Log.Error("direct invoke failed", "err", err)
+			log.Error("direct invoke failed", "err", err)
 			return nil, lambdahttp.Refusal(agent.CodeInternal, "the request could not be started")
 		}
 		return run.Execute(wctx, agent.Discard), nil
 	}
+}
+
+// validIdempotencyKey: 1–255 printable ASCII characters (DESIGN §3).
+func validIdempotencyKey(k string) bool {
+	if len(k) == 0 || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

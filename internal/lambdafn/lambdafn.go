@@ -3,6 +3,10 @@
 // functions/<name>/main.go reads from the environment, and serves the shared
 // HTTP handlers through the streaming adapter (internal/lambdahttp). The
 // identity comes only from the API Gateway authorizer's context.
+//
+// New builds the AWS clients and hands them to NewWith, which does the rest
+// of the wiring; tests call NewWith with clients of their own (DynamoDB
+// Local, the local model) so that what they run is what a function runs.
 package lambdafn
 
 import (
@@ -15,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -44,6 +49,16 @@ type Config struct {
 	// sam local.
 	DynamoDBEndpoint string
 	BedrockEndpoint  string
+	// Log is the logger; nil means JSON on stderr.
+	Log *slog.Logger
+}
+
+// Clients are the AWS clients a function uses, built once.
+type Clients struct {
+	DynamoDB *dynamodb.Client
+	Bedrock  *bedrockruntime.Client
+	// Lambda invokes the agents' Lambda tools.
+	Lambda *lambda.Client
 }
 
 // DeadlineMargin is kept free before the Lambda's deadline to commit.
@@ -56,11 +71,58 @@ type App struct {
 	Log     *slog.Logger
 }
 
-// New builds the function's clients and handler.
+// New builds the function's clients from the default AWS configuration and
+// then the function (NewWith).
 func New(ctx context.Context, c Config) (*App, error) {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("function", c.Function)
+	cl, err := NewClients(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return NewWith(c, cl)
+}
+
+// NewClients builds the AWS clients from the default configuration (the
+// Lambda's role and region), honouring the endpoint overrides of c. The
+// Bedrock client goes through bedrock.HTTPClient, without which the SDK can
+// close a fast server's connection under the response stream.
+func NewClients(ctx context.Context, c Config) (Clients, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return Clients{}, fmt.Errorf("lambdafn: AWS configuration: %w", err)
+	}
+	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if c.DynamoDBEndpoint != "" {
+			o.BaseEndpoint = aws.String(c.DynamoDBEndpoint)
+		}
+	})
+	// No client timeout: a model stream may last as long as the function.
+	httpClient := &http.Client{Transport: awshttp.NewBuildableClient().GetTransport()}
+	br := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) {
+		o.HTTPClient = bedrock.HTTPClient(httpClient)
+		if c.BedrockEndpoint != "" {
+			o.BaseEndpoint = aws.String(c.BedrockEndpoint)
+		}
+	})
+	return Clients{DynamoDB: ddb, Bedrock: br, Lambda: lambda.NewFromConfig(cfg)}, nil
+}
+
+// NewWith builds the function on clients built elsewhere.
+func NewWith(c Config, cl Clients) (*App, error) {
+	log := c.Log
+	if log == nil {
+		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	log = log.With("function", c.Function)
+	switch c.Function {
+	case "invoke", "resume", "gettask":
+	default:
+		return nil, fmt.Errorf("lambdafn: unknown function %q (invoke, resume or gettask)", c.Function)
+	}
 	if c.Table == "" {
 		return nil, fmt.Errorf("lambdafn: HITCH_TABLE is not set")
+	}
+	if cl.DynamoDB == nil || cl.Bedrock == nil || cl.Lambda == nil {
+		return nil, fmt.Errorf("lambdafn: a DynamoDB, a Bedrock and a Lambda client are required")
 	}
 	retention, err := atoiOr(c.RetentionDays, 0, "HITCH_RETENTION_DAYS")
 	if err != nil {
@@ -70,26 +132,12 @@ func New(ctx context.Context, c Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("lambdafn: AWS configuration: %w", err)
-	}
-	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		if c.DynamoDBEndpoint != "" {
-			o.BaseEndpoint = aws.String(c.DynamoDBEndpoint)
-		}
-	})
-	br := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) {
-		if c.BedrockEndpoint != "" {
-			o.BaseEndpoint = aws.String(c.BedrockEndpoint)
-		}
-	})
-	cat, err := catalog.Load(agents.FS, ".", catalog.Env{Files: false, Lambda: lambda.NewFromConfig(cfg)})
+	cat, err := catalog.Load(agents.FS, ".", catalog.Env{Files: false, Lambda: cl.Lambda})
 	if err != nil {
 		return nil, err
 	}
 	engine := &agent.Engine{
-		Store: dynamo.New(ddb, c.Table), Model: bedrock.New(br), Agents: cat, Log: log,
+		Store: dynamo.New(cl.DynamoDB, c.Table), Model: bedrock.New(cl.Bedrock), Agents: cat, Log: log,
 		LegTimeout: 15 * time.Minute, DeadlineMargin: DeadlineMargin, RetentionDays: retention,
 	}
 	api := &httpapi.Server{Engine: engine, Auth: AuthorizerIdentity, Log: log, MaxBody: int64(maxBody), Functions: []string{c.Function}}
@@ -97,7 +145,9 @@ func New(ctx context.Context, c Config) (*App, error) {
 	if c.Function == "invoke" {
 		direct = Direct(engine)
 	}
-	return &App{Engine: engine, Handler: lambdahttp.New(api.Handler(), direct), Log: log}, nil
+	h := lambdahttp.New(api.Handler(), direct)
+	h.Log = log
+	return &App{Engine: engine, Handler: h, Log: log}, nil
 }
 
 // Main builds the function and runs the Runtime API loop; it exits on an
@@ -109,20 +159,6 @@ func Main(c Config) {
 		return
 	}
 	lambdahttp.Start(app.Handler.Handle)
-}
-
-// AuthorizerIdentity takes the user from the API Gateway authorizer's
-// context, never from headers or the body.
-func AuthorizerIdentity(r *http.Request) (string, error) {
-	ctx := lambdahttp.Authorizer(r.Context())
-	if ctx == nil {
-		return "", httpapi.ErrUnauthenticated
-	}
-	user, _ := ctx["user_id"].(string)
-	if user == "" {
-		return "", httpapi.ErrUnauthenticated
-	}
-	return user, nil
 }
 
 func atoiOr(s string, def int, name string) (int, error) {
