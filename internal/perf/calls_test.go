@@ -1,0 +1,131 @@
+package perf_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+	"github.com/hitch-agents/hitch/internal/ddblocal"
+	"github.com/hitch-agents/hitch/internal/dynamo"
+	"github.com/hitch-agents/hitch/internal/enginetest"
+	"github.com/hitch-agents/hitch/internal/perf"
+)
+
+func TestMain(m *testing.M) { ddblocal.Main(m) }
+
+// dynamoEnv is an engine on a fresh DynamoDB Local table whose client counts.
+func dynamoEnv(tb testing.TB) (*enginetest.Env, *perf.Counter) {
+	tb.Helper()
+	base := ddblocal.Client(tb)
+	table := "hitch-" + uuid.NewString()
+	if err := dynamo.CreateTable(context.Background(), base, table); err != nil {
+		tb.Fatal(err)
+	}
+	c := perf.NewCounter()
+	env := enginetest.New(tb, dynamo.New(c.Client(base), table))
+	env.E.Log = slog.New(slog.DiscardHandler)
+	env.E.Now = nil // real time: DynamoDB Local's ttl reads use it
+	return env, c
+}
+
+// seed appends n history entries of size bytes each to the task.
+func seed(tb testing.TB, s agent.Store, taskID string, n, size int) {
+	tb.Helper()
+	ctx := context.Background()
+	for n > 0 {
+		t, _, err := s.LoadTask(ctx, taskID)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		batch := min(n, 50)
+		var items []agent.Item
+		for i := 0; i < batch; i++ {
+			role := agent.RoleUser
+			if (int(t.NextSeq)+i)%2 == 0 {
+				role = agent.RoleAssistant
+			}
+			items = append(items, agent.Item{Seq: t.NextSeq + int64(i), RequestID: uuid.NewString(), Role: role,
+				CreatedAt: time.Now(), Content: []agent.Block{agent.TextBlock(strings.Repeat("w ", size/2))}})
+		}
+		next := t.Clone()
+		next.NextSeq += int64(batch)
+		next.Version++
+		next.WriteID = uuid.NewString()
+		if err := s.Write(ctx, &agent.Write{Task: next, PrevVersion: t.Version, Items: items}); err != nil {
+			tb.Fatal(err)
+		}
+		n -= batch
+	}
+}
+
+func TestCallsPerTurn(t *testing.T) {
+	env, c := dynamoEnv(t)
+	count := func() map[string]int {
+		calls, _ := c.Calls()
+		c.Reset()
+		return calls
+	}
+	c.Reset()
+	env.Model.Add(agenttest.Say("hello"))
+	first, _ := env.Invoke(t, "", "hi")
+	if diff := cmp.Diff(map[string]int{"TransactWriteItems": 2}, count()); diff != "" {
+		t.Errorf("new task (-want +got):\n%s", diff)
+	}
+	followOn := map[string]int{"Query": 1, "TransactWriteItems": 2}
+	env.Model.Add(agenttest.Say("again"))
+	env.Invoke(t, first.TaskID, "again")
+	if diff := cmp.Diff(followOn, count()); diff != "" {
+		t.Errorf("follow-on (-want +got):\n%s", diff)
+	}
+	// One tool iteration adds one write.
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("s1", "safe", "x")), agenttest.Say("done"))
+	env.Invoke(t, first.TaskID, "use a tool")
+	if diff := cmp.Diff(map[string]int{"Query": 1, "TransactWriteItems": 3}, count()); diff != "" {
+		t.Errorf("follow-on with a tool (-want +got):\n%s", diff)
+	}
+	// Flat in history length: 600 more entries (about 300 KB).
+	seed(t, env.Store, first.TaskID, 600, 500)
+	c.Reset()
+	env.Model.Add(agenttest.Say("still"))
+	env.Invoke(t, first.TaskID, "long history")
+	if diff := cmp.Diff(followOn, count()); diff != "" {
+		t.Errorf("follow-on over a long history (-want +got):\n%s", diff)
+	}
+	// A resume: read, claim with the decision, commit.
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "y")))
+	paused, _ := env.Invoke(t, first.TaskID, "pause")
+	if paused.Status != agent.StatusPaused {
+		t.Fatalf("%+v", paused)
+	}
+	count()
+	env.Model.Add(agenttest.Say("resumed"))
+	if out, _, err := env.Resume(paused, "alice", enginetest.Approve()); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if diff := cmp.Diff(followOn, count()); diff != "" {
+		t.Errorf("resume (-want +got):\n%s", diff)
+	}
+}
+
+func TestCallsPastOneMegabyte(t *testing.T) {
+	env, c := dynamoEnv(t)
+	env.Model.Add(agenttest.Say("hello"))
+	first, _ := env.Invoke(t, "", "hi")
+	seed(t, env.Store, first.TaskID, 300, 8000) // about 2.4 MB
+	c.Reset()
+	env.Model.Add(agenttest.Say("big"))
+	env.Invoke(t, first.TaskID, "big history")
+	calls, _ := c.Calls()
+	if calls["TransactWriteItems"] != 2 || calls["Query"] < 3 {
+		t.Errorf("calls = %v: want 2 writes and a page of reading per MB", calls)
+	}
+	t.Logf("a 2.4 MB history: %v", fmt.Sprint(calls))
+}
