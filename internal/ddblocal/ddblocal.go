@@ -35,6 +35,7 @@ var (
 	once     sync.Once
 	mu       sync.Mutex
 	proc     *exec.Cmd
+	exited   chan struct{} // closed when proc has been waited for
 	endpoint string
 	startErr error
 )
@@ -86,9 +87,9 @@ func Main(m *testing.M) {
 func Stop() {
 	mu.Lock()
 	defer mu.Unlock()
-	if proc != nil && proc.Process != nil {
+	if proc != nil {
 		_ = proc.Process.Kill()
-		_ = proc.Wait()
+		<-exited
 		proc = nil
 	}
 }
@@ -115,10 +116,11 @@ func start() (string, error) {
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start java: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	done := make(chan struct{})
+	var werr error
+	go func() { werr = cmd.Wait(); close(done) }()
 	mu.Lock()
-	proc = cmd
+	proc, exited = cmd, done
 	mu.Unlock()
 
 	ep := "http://127.0.0.1:" + strconv.Itoa(port)
@@ -132,7 +134,7 @@ func start() (string, error) {
 			return ep, nil
 		}
 		select {
-		case werr := <-exited:
+		case <-done:
 			mu.Lock()
 			proc = nil
 			mu.Unlock()

@@ -38,9 +38,12 @@ type record struct {
 }
 
 type taskRec struct {
-	meta  *record
-	items map[int64]record
-	reqs  map[string]record
+	meta *record
+	// landed remembers when each write landed: a retry of one answers
+	// success for idempotencyWindow, like DynamoDB's ClientRequestToken.
+	landed map[string]time.Time
+	items  map[int64]record
+	reqs   map[string]record
 }
 
 type sessionRec struct {
@@ -73,6 +76,9 @@ func ttlOf(expires time.Time) int64 {
 	}
 	return s
 }
+
+// idempotencyWindow is how long a landed write's retry answers success.
+const idempotencyWindow = 10 * time.Minute
 
 func live(ttl int64, now time.Time) bool { return ttl == 0 || now.Unix() < ttl }
 
@@ -124,6 +130,9 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		if cur != nil && w.Task.WriteID != "" && cur.WriteID == w.Task.WriteID {
 			return nil // an earlier try of this write landed
 		}
+		if at, ok := tr.landedAt(w.Task.WriteID); ok && now.Sub(at) < idempotencyWindow {
+			return nil
+		}
 		return &agent.ConflictError{Current: cur}
 	}
 	if l := w.Session; l != nil {
@@ -133,8 +142,16 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	}
 
 	if tr == nil {
-		tr = &taskRec{items: map[int64]record{}, reqs: map[string]record{}}
+		tr = &taskRec{items: map[int64]record{}, reqs: map[string]record{}, landed: map[string]time.Time{}}
 		s.tasks[w.Task.ID] = tr
+	}
+	for id, at := range tr.landed {
+		if now.Sub(at) >= idempotencyWindow {
+			delete(tr.landed, id)
+		}
+	}
+	if w.Task.WriteID != "" {
+		tr.landed[w.Task.WriteID] = now
 	}
 	tr.meta = &record{meta, ttl}
 	for seq, r := range items {
@@ -383,4 +400,13 @@ func wrap(err *error, op string, arg func() string) {
 	if *err != nil {
 		*err = fmt.Errorf("memstore.%s(%s): %w", op, arg(), *err)
 	}
+}
+
+// landedAt tells when the write landed, if it did.
+func (tr *taskRec) landedAt(writeID string) (time.Time, bool) {
+	if tr == nil || writeID == "" {
+		return time.Time{}, false
+	}
+	at, ok := tr.landed[writeID]
+	return at, ok
 }

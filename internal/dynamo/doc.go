@@ -1,0 +1,58 @@
+// Package dynamo is the DynamoDB agent.Store: one table, string keys PK and
+// SK, one global secondary index GSI1, TTL on the Number attribute ttl
+// (DESIGN §4). It has exactly the semantics of internal/memstore; the suite
+// internal/storetest runs against both (here against DynamoDB Local).
+//
+// # Key layout
+//
+//	PK              SK                              attributes
+//	TASK#<tid>      META                            data (the Task as JSON), version (N), write_id,
+//	                                                owner, agent, status, session_id,
+//	                                                GSI1PK = USER#<uid>#<agent>,
+//	                                                GSI1SK = <status>#<updated_at>#<tid>
+//	TASK#<tid>      ITEM#<seq, 10 digits>           data (the Item as JSON), request_id, write_id,
+//	                                                parts (N, only when split)
+//	TASK#<tid>      ITEM#<seq>#<n>                  data: part n (1 ≤ n < parts) of a split entry
+//	TASK#<tid>      REQ#<rid>                       data (the RequestRecord as JSON), request_id
+//	SESSION#<sid>   META                            owner, created_at
+//	SESSION#<sid>   TASK#<created_at>#<tid>         the session's index: agent, task_id, created_at
+//
+// Times in keys are UTC with nine fractional digits
+// (2006-01-02T15:04:05.000000000Z), so their lexical order is their order in
+// time (RFC3339Nano drops trailing zeros, which would break it).
+//
+// Every item of a Write carries ttl (epoch seconds, rounded up) when
+// Write.Expires is set; no other item has one. DynamoDB deletes expired items
+// late, so every reader treats an item whose ttl has passed as absent, and the
+// write conditions treat an expired META or session as absent too.
+//
+// # Writes
+//
+// A Write is one TransactWriteItems call: the META Put, guarded by
+// attribute_not_exists(PK) (a new task) or version = :prev, with
+// ReturnValuesOnConditionCheckFailure ALL_OLD; the entries' and requests'
+// Puts; and, for a new task, the session upsert (attribute_not_exists(owner)
+// OR owner = :me) and its index entry. Its ClientRequestToken derives from
+// Task.WriteID, so the SDK's retries are idempotent; and when the condition
+// fails because an earlier try of the same write landed (the old META's
+// write_id is ours), Write returns nil instead of a conflict.
+//
+// History entries whose JSON passes 300 KB are split into parts, each at most
+// 300 KB, cut at UTF-8 boundaries; a reader takes the head's part count and
+// only parts with the head's write_id. A Write that would pass 100 actions or
+// 3.5 MB is split: the entries go first, in as many transactions as needed
+// (each with a ConditionCheck of the META's version, so a writer that already
+// lost writes nothing), and the META put with the rest goes last. Entries that
+// land without their META are harmless: entries at or past NextSeq are
+// invisible.
+//
+// # Reads
+//
+// LoadTask is one consistent Query, SK BETWEEN "ITEM#" AND "META", which
+// returns the history in seq order and the META last; it follows
+// LastEvaluatedKey only when the history passes 1 MB. ListUserTasks queries
+// GSI1 newest first: one status, or the five merged by (updated_at, tid). Its
+// cursor, like ListSessionTasks', is the last position returned as base64url
+// JSON; both lists read one more than the limit so that the last page carries
+// no cursor.
+package dynamo

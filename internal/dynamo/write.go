@@ -1,0 +1,357 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+)
+
+// Limits of one transaction (DynamoDB allows 100 actions and 4 MB) and of
+// one entry's item (DynamoDB allows 400 KB).
+const (
+	maxActions = 100
+	maxTxBytes = 3_500_000
+	partBytes  = 300 * 1024
+	// conflictRetries bounds the retries of a transaction canceled by a
+	// concurrent transaction on the same items (TransactionConflict).
+	conflictRetries = 5
+)
+
+// action is one TransactWriteItem and its approximate size.
+type action struct {
+	item types.TransactWriteItem
+	size int
+}
+
+// Write implements agent.Store.
+func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
+	if w == nil || w.Task == nil || w.Task.ID == "" {
+		return errors.New("dynamo.Write: a write needs a task with an id")
+	}
+	defer wrap(&err, "Write", w.Task.ID)
+	now := st.now().Unix()
+	ttl := ttlOf(w.Expires)
+	pk := taskPK(w.Task.ID)
+
+	cond, condNames, condValues := metaCondition(w.PrevVersion, now)
+	meta, err := st.metaPut(w, ttl, cond, condNames, condValues)
+	if err != nil {
+		return err
+	}
+	final := []action{meta}
+	for _, r := range w.Requests {
+		a, err := st.requestPut(pk, r, w.Task.WriteID, ttl)
+		if err != nil {
+			return err
+		}
+		final = append(final, a)
+	}
+	sessionAt := -1
+	if w.Session != nil {
+		sessionAt = len(final)
+		final = append(final, st.sessionActions(w.Session, ttl, now)...)
+	}
+	var entries []action
+	for _, it := range w.Items {
+		as, err := st.itemPuts(pk, it, w.Task.WriteID, ttl)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, as...)
+	}
+
+	check := action{item: types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: &st.table, Key: key(pk, metaSK), ConditionExpression: &cond,
+		ExpressionAttributeNames: condNames, ExpressionAttributeValues: condValues,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}, size: 200}
+	batches, final := pack(entries, final, check)
+	for i, b := range batches {
+		landed, err := st.transact(ctx, w, b, 0, -1, i)
+		if err != nil || landed {
+			return err
+		}
+	}
+	_, err = st.transact(ctx, w, final, 0, sessionAt, "meta")
+	return err
+}
+
+// pack splits a write into transactions: batches of entries, each led by the
+// META check, then the final transaction (META first) with what remains.
+func pack(entries, final []action, check action) ([][]action, []action) {
+	total, size := len(entries)+len(final), 0
+	for _, a := range append(entries, final...) {
+		size += a.size
+	}
+	if total <= maxActions && size <= maxTxBytes {
+		return nil, append(final, entries...)
+	}
+	var batches [][]action
+	cur, curSize := []action{check}, check.size
+	for _, a := range entries {
+		if len(cur) == maxActions || curSize+a.size > maxTxBytes {
+			batches = append(batches, cur)
+			cur, curSize = []action{check}, check.size
+		}
+		cur, curSize = append(cur, a), curSize+a.size
+	}
+	finalSize := 0
+	for _, a := range final {
+		finalSize += a.size
+	}
+	if rest := cur[1:]; len(rest)+len(final) <= maxActions && curSize-check.size+finalSize <= maxTxBytes {
+		return batches, append(final, rest...)
+	}
+	if len(cur) > 1 {
+		batches = append(batches, cur)
+	}
+	return batches, final
+}
+
+// metaCondition is the META's write condition: absent (or expired) for a new
+// task, else at the previous version (and not expired).
+func metaCondition(prev int64, now int64) (string, map[string]string, map[string]types.AttributeValue) {
+	names := map[string]string{"#ttl": attrTTL}
+	values := map[string]types.AttributeValue{":now": n(now)}
+	if prev == 0 {
+		names["#pk"] = attrPK
+		return "attribute_not_exists(#pk) OR #ttl <= :now", names, values
+	}
+	names["#v"] = attrVersion
+	values[":prev"] = n(prev)
+	return "#v = :prev AND (attribute_not_exists(#ttl) OR #ttl > :now)", names, values
+}
+
+func (st *Store) metaPut(w *agent.Write, ttl int64, cond string, names map[string]string, values map[string]types.AttributeValue) (action, error) {
+	t := w.Task
+	data, err := json.Marshal(t)
+	if err != nil {
+		return action{}, err
+	}
+	it := key(taskPK(t.ID), metaSK)
+	it[attrData] = s(string(data))
+	it[attrVersion] = n(t.Version)
+	it[attrWriteID] = s(t.WriteID)
+	it[attrOwner] = s(t.UserID)
+	it[attrAgent] = s(t.Agent)
+	it[attrStatus] = s(string(t.Status))
+	it[attrSessionID] = s(t.SessionID)
+	it[attrGSI1PK] = s(gsi1PK(t.UserID, t.Agent))
+	it[attrGSI1SK] = s(gsi1SK(t.Status, t.UpdatedAt, t.ID))
+	if ttl != 0 {
+		it[attrTTL] = n(ttl)
+	}
+	return action{item: types.TransactWriteItem{Put: &types.Put{
+		TableName: &st.table, Item: it, ConditionExpression: &cond,
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}, size: sizeOf(it)}, nil
+}
+
+func (st *Store) requestPut(pk string, r agent.RequestRecord, writeID string, ttl int64) (action, error) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return action{}, err
+	}
+	it := key(pk, reqSK(r.RequestID))
+	it[attrData] = s(string(data))
+	it[attrRequestID] = s(r.RequestID)
+	it[attrWriteID] = s(writeID)
+	if ttl != 0 {
+		it[attrTTL] = n(ttl)
+	}
+	return st.put(it), nil
+}
+
+// itemPuts puts one history entry: its parts first, then its head, so that a
+// write split between transactions never shows a head without its parts.
+func (st *Store) itemPuts(pk string, e agent.Item, writeID string, ttl int64) ([]action, error) {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	parts := split(data, partBytes)
+	var out []action
+	for i := 1; i < len(parts); i++ {
+		it := key(pk, partSK(e.Seq, i))
+		it[attrData] = s(string(parts[i]))
+		it[attrWriteID] = s(writeID)
+		if ttl != 0 {
+			it[attrTTL] = n(ttl)
+		}
+		out = append(out, st.put(it))
+	}
+	it := key(pk, itemSK(e.Seq))
+	it[attrData] = s(string(parts[0]))
+	it[attrRequestID] = s(e.RequestID)
+	it[attrWriteID] = s(writeID)
+	if len(parts) > 1 {
+		it[attrParts] = n(int64(len(parts)))
+	}
+	if ttl != 0 {
+		it[attrTTL] = n(ttl)
+	}
+	return append(out, st.put(it)), nil
+}
+
+// split cuts b into pieces of at most max bytes at UTF-8 boundaries (JSON is
+// valid UTF-8, and DynamoDB strings must be).
+func split(b []byte, max int) [][]byte {
+	var out [][]byte
+	for len(b) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(b[cut]) {
+			cut--
+		}
+		out = append(out, b[:cut])
+		b = b[cut:]
+	}
+	return append(out, b)
+}
+
+// sessionActions upsert the session (if no one else owns it) and index the task.
+func (st *Store) sessionActions(l *agent.SessionLink, ttl, now int64) []action {
+	cond := "attribute_not_exists(#owner) OR #owner = :me OR #ttl <= :now"
+	update := "SET #owner = :me, #created = if_not_exists(#created, :created)"
+	values := map[string]types.AttributeValue{":me": s(l.UserID), ":now": n(now), ":created": s(l.CreatedAt.UTC().Format(time.RFC3339Nano))}
+	if ttl != 0 {
+		update += ", #ttl = :ttl"
+		values[":ttl"] = n(ttl)
+	} else {
+		update += " REMOVE #ttl"
+	}
+	upsert := types.TransactWriteItem{Update: &types.Update{
+		TableName: &st.table, Key: key(sessionPK(l.SessionID), metaSK),
+		ConditionExpression: &cond, UpdateExpression: &update,
+		ExpressionAttributeNames:  map[string]string{"#owner": attrOwner, "#created": attrCreatedAt, "#ttl": attrTTL},
+		ExpressionAttributeValues: values,
+	}}
+	idx := key(sessionPK(l.SessionID), indexSK(l.CreatedAt, l.TaskID))
+	idx[attrAgent] = s(l.Agent)
+	idx[attrTaskID] = s(l.TaskID)
+	idx[attrCreatedAt] = s(l.CreatedAt.UTC().Format(timeKey))
+	if ttl != 0 {
+		idx[attrTTL] = n(ttl)
+	}
+	return []action{{item: upsert, size: 300}, st.put(idx)}
+}
+
+func (st *Store) put(it item) action {
+	return action{item: types.TransactWriteItem{Put: &types.Put{TableName: &st.table, Item: it}}, size: sizeOf(it)}
+}
+
+// sizeOf approximates an item's size as DynamoDB counts it.
+func sizeOf(it item) int {
+	size := 100
+	for k, v := range it {
+		size += len(k)
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			size += len(v.Value)
+		case *types.AttributeValueMemberN:
+			size += len(v.Value)
+		default:
+			size += 64
+		}
+	}
+	return size
+}
+
+// transact runs one transaction of w. metaAt and sessionAt are the indexes of
+// the META put (or check) and of the session upsert (-1: none). landed reports
+// that the condition failed because an earlier try of this write had landed.
+func (st *Store) transact(ctx context.Context, w *agent.Write, actions []action, metaAt, sessionAt int, part any) (landed bool, err error) {
+	items := make([]types.TransactWriteItem, len(actions))
+	for i, a := range actions {
+		items[i] = a.item
+	}
+	for attempt := 0; ; attempt++ {
+		_, err := st.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+			TransactItems:      items,
+			ClientRequestToken: token(w.Task.WriteID, "/", part, "/", attempt),
+		})
+		if err == nil {
+			return false, nil
+		}
+		var tce *types.TransactionCanceledException
+		if !errors.As(err, &tce) {
+			return false, translate(err)
+		}
+		reason := func(i int) (string, item) {
+			if i < 0 || i >= len(tce.CancellationReasons) {
+				return "", nil
+			}
+			r := tce.CancellationReasons[i]
+			return aws.ToString(r.Code), r.Item
+		}
+		if code, old := reason(metaAt); code == "ConditionalCheckFailed" {
+			cur, err := decodeTask(old, st.now().Unix())
+			if err != nil {
+				return false, err
+			}
+			if cur != nil && w.Task.WriteID != "" && cur.WriteID == w.Task.WriteID {
+				return true, nil
+			}
+			return false, &agent.ConflictError{Current: cur}
+		}
+		if code, _ := reason(sessionAt); code == "ConditionalCheckFailed" {
+			return false, agent.ErrSessionOwner
+		}
+		conflict := false
+		for _, r := range tce.CancellationReasons {
+			conflict = conflict || aws.ToString(r.Code) == "TransactionConflict"
+		}
+		if !conflict || attempt == conflictRetries {
+			return false, fmt.Errorf("transaction canceled: %w", err)
+		}
+		// A concurrent transaction touched the same items. Its outcome decides
+		// ours, unless it left the META as we expect it: then try again.
+		if landed, err := st.recheck(ctx, w); landed || err != nil {
+			return landed, err
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
+		}
+	}
+}
+
+// recheck reads the META after a TransactionConflict: landed if it is ours, a
+// ConflictError if the write's condition no longer holds.
+func (st *Store) recheck(ctx context.Context, w *agent.Write) (landed bool, err error) {
+	out, err := st.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &st.table, Key: key(taskPK(w.Task.ID), metaSK), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return false, translate(err)
+	}
+	cur, err := decodeTask(out.Item, st.now().Unix())
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case cur != nil && w.Task.WriteID != "" && cur.WriteID == w.Task.WriteID:
+		return true, nil
+	case w.PrevVersion == 0 && cur != nil, w.PrevVersion != 0 && (cur == nil || cur.Version != w.PrevVersion):
+		return false, &agent.ConflictError{Current: cur}
+	}
+	return false, nil
+}
+
+// translate maps SDK errors the domain knows; the rest keep their text for
+// the logs (the edge never shows it to a client).
+func translate(err error) error {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return fmt.Errorf("%w: %v", agent.ErrConflict, err)
+	}
+	return err
+}
