@@ -63,15 +63,16 @@ func Client(tb testing.TB) *dynamodb.Client {
 	return NewClient(Start(tb))
 }
 
-// NewClient returns a DynamoDB client for a local endpoint.
-func NewClient(endpoint string) *dynamodb.Client {
+// NewClient returns a DynamoDB client for a local endpoint; optFns adjust
+// its options (e.g. a middleware counting calls).
+func NewClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(endpoint),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "ddblocal"}, nil
 		}),
-	})
+	}, optFns...)
 }
 
 // Main runs the tests and then stops DynamoDB Local. Call it from TestMain:
