@@ -88,11 +88,8 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 // pack splits a write into transactions: batches of entries, each led by the
 // META check, then the final transaction (META first) with what remains.
 func pack(entries, final []action, check action) ([][]action, []action) {
-	total, size := len(entries)+len(final), 0
-	for _, a := range append(entries, final...) {
-		size += a.size
-	}
-	if total <= maxActions && size <= maxTxBytes {
+	entrySize, finalSize := sizeOfAll(entries), sizeOfAll(final)
+	if len(entries)+len(final) <= maxActions && entrySize+finalSize <= maxTxBytes {
 		return nil, append(final, entries...)
 	}
 	var batches [][]action
@@ -104,10 +101,6 @@ func pack(entries, final []action, check action) ([][]action, []action) {
 		}
 		cur, curSize = append(cur, a), curSize+a.size
 	}
-	finalSize := 0
-	for _, a := range final {
-		finalSize += a.size
-	}
 	if rest := cur[1:]; len(rest)+len(final) <= maxActions && curSize-check.size+finalSize <= maxTxBytes {
 		return batches, append(final, rest...)
 	}
@@ -115,6 +108,14 @@ func pack(entries, final []action, check action) ([][]action, []action) {
 		batches = append(batches, cur)
 	}
 	return batches, final
+}
+
+func sizeOfAll(as []action) int {
+	size := 0
+	for _, a := range as {
+		size += a.size
+	}
+	return size
 }
 
 // metaCondition is the META's write condition: absent (or expired) for a new
