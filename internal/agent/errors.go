@@ -15,6 +15,8 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrSessionOwner: the session exists and belongs to another user.
 	ErrSessionOwner = errors.New("session owned by another user")
+	// ErrIdemExists: an idempotency key is already bound.
+	ErrIdemExists = errors.New("idempotency key already bound")
 )
 
 // ConflictError is returned by Store.Write when a condition failed. Current is

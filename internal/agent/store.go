@@ -14,9 +14,12 @@ type Store interface {
 	// When w.PrevVersion is 0 the task META must not exist; otherwise its
 	// version must equal w.PrevVersion. A failed condition returns a
 	// *ConflictError (errors.Is ErrConflict) carrying the META as it is now —
-	// unless that META's WriteID equals w.Task.WriteID: then an earlier try of
-	// this same write landed (an ambiguous success retried) and Write returns
-	// nil. A session owned by another user returns ErrSessionOwner.
+	// unless an earlier try of this same write landed (an ambiguous success
+	// retried: the META's WriteID is ours, or DynamoDB's ClientRequestToken
+	// recognises the retry within its 10 minutes); then Write returns nil.
+	// A session owned by another user returns ErrSessionOwner. An
+	// idempotency record (w.Idem) whose key is taken and not expired returns
+	// ErrIdemExists.
 	//
 	// Items are put unconditionally: entries at or past the task's NextSeq
 	// are invisible, so a write that lands in parts is harmless.
@@ -47,6 +50,39 @@ type Store interface {
 	// ListSessionTasks lists the session's tasks of the agent, newest
 	// (created) first.
 	ListSessionTasks(ctx context.Context, q ListQuery) ([]TaskSummary, string, error)
+
+	// GetIdem reads an idempotency record; ErrNotFound when it is absent or
+	// expired.
+	GetIdem(ctx context.Context, key string) (*IdemRecord, error)
+
+	// AppendEvents writes one batch of a request's consecutive events (the
+	// event log: EVT#<rid>#<first id>, split in items of at most 350 KB),
+	// with the ttl expires, in as many BatchWriteItem calls as needed.
+	AppendEvents(ctx context.Context, taskID, requestID string, events []StoredEvent, expires time.Time) error
+
+	// ListEvents reads the request's events with an id above after, in
+	// order; expired batches are absent.
+	ListEvents(ctx context.Context, taskID, requestID string, after int64) ([]StoredEvent, error)
+
+	// DeleteTask deletes the task: its META first, guarded by t.Version
+	// (*ConflictError if it changed), then every other item of the task and
+	// its session index entry. Afterwards the task is ErrNotFound.
+	DeleteTask(ctx context.Context, t *Task) error
+
+	// ExpireTask sets the ttl until on every item of the task and its
+	// session index entry (retention of a finished task).
+	ExpireTask(ctx context.Context, t *Task, until time.Time) error
+}
+
+// IdemRecord binds an Idempotency-Key to the request it created.
+type IdemRecord struct {
+	// Key is the hash of (user, agent, route, key): IDEM#<Key>.
+	Key       string    `json:"key"`
+	BodyHash  string    `json:"body_hash"`
+	TaskID    string    `json:"task_id"`
+	RequestID string    `json:"request_id"`
+	SessionID string    `json:"session_id"`
+	Expires   time.Time `json:"expires"`
 }
 
 // ListQuery selects tasks for a list.
@@ -73,4 +109,7 @@ type Write struct {
 	Session *SessionLink
 	// Expires, when set, is the ttl of every item written (retention).
 	Expires time.Time
+	// Idem, when set, is put with the write (IDEM#<key>, ttl its Expires),
+	// on condition that the key is free or expired.
+	Idem *IdemRecord
 }
