@@ -55,10 +55,18 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		}
 		final = append(final, a)
 	}
-	sessionAt := -1
+	at := conditions{meta: 0, session: -1, idem: -1}
 	if w.Session != nil {
-		sessionAt = len(final)
+		at.session = len(final)
 		final = append(final, st.sessionActions(w.Session, ttl, now)...)
+	}
+	if w.Idem != nil {
+		a, err := st.idemPut(w.Idem, now)
+		if err != nil {
+			return err
+		}
+		at.idem = len(final)
+		final = append(final, a)
 	}
 	var entries []action
 	for _, it := range w.Items {
@@ -76,12 +84,12 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	}}, size: 200}
 	batches, final := pack(entries, final, check)
 	for i, b := range batches {
-		landed, err := st.transact(ctx, w, b, 0, -1, i)
+		landed, err := st.transact(ctx, w, b, conditions{meta: 0, session: -1, idem: -1}, i)
 		if err != nil || landed {
 			return err
 		}
 	}
-	_, err = st.transact(ctx, w, final, 0, sessionAt, "meta")
+	_, err = st.transact(ctx, w, final, at, "meta")
 	return err
 }
 
@@ -267,10 +275,14 @@ func sizeOf(it item) int {
 	return size
 }
 
-// transact runs one transaction of w. metaAt and sessionAt are the indexes of
-// the META put (or check) and of the session upsert (-1: none). landed reports
-// that the condition failed because an earlier try of this write had landed.
-func (st *Store) transact(ctx context.Context, w *agent.Write, actions []action, metaAt, sessionAt int, part any) (landed bool, err error) {
+// conditions are the indexes, in a transaction, of the actions whose failed
+// condition means something to the caller: the META put (or check), the
+// session upsert and the idempotency record's put (-1: none).
+type conditions struct{ meta, session, idem int }
+
+// transact runs one transaction of w. landed reports that the condition
+// failed because an earlier try of this write had landed.
+func (st *Store) transact(ctx context.Context, w *agent.Write, actions []action, at conditions, part any) (landed bool, err error) {
 	items := make([]types.TransactWriteItem, len(actions))
 	for i, a := range actions {
 		items[i] = a.item
@@ -294,7 +306,7 @@ func (st *Store) transact(ctx context.Context, w *agent.Write, actions []action,
 			r := tce.CancellationReasons[i]
 			return aws.ToString(r.Code), r.Item
 		}
-		if code, old := reason(metaAt); code == "ConditionalCheckFailed" {
+		if code, old := reason(at.meta); code == "ConditionalCheckFailed" {
 			cur, err := decodeTask(old, st.now().Unix())
 			if err != nil {
 				return false, err
@@ -304,8 +316,11 @@ func (st *Store) transact(ctx context.Context, w *agent.Write, actions []action,
 			}
 			return false, &agent.ConflictError{Current: cur}
 		}
-		if code, _ := reason(sessionAt); code == "ConditionalCheckFailed" {
+		if code, _ := reason(at.session); code == "ConditionalCheckFailed" {
 			return false, agent.ErrSessionOwner
+		}
+		if code, _ := reason(at.idem); code == "ConditionalCheckFailed" {
+			return false, agent.ErrIdemExists
 		}
 		conflict := false
 		for _, r := range tce.CancellationReasons {

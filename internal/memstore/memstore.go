@@ -29,6 +29,7 @@ type Store struct {
 	now      func() time.Time
 	tasks    map[string]*taskRec
 	sessions map[string]*sessionRec
+	idem     map[string]record // by key
 }
 
 // record is one stored item: its JSON and its ttl (epoch seconds; 0: none).
@@ -44,6 +45,12 @@ type taskRec struct {
 	landed map[string]time.Time
 	items  map[int64]record
 	reqs   map[string]record
+	// events holds each request's event log: its batches by first id.
+	events map[string]map[int64]record
+}
+
+func newTaskRec() *taskRec {
+	return &taskRec{items: map[int64]record{}, reqs: map[string]record{}, landed: map[string]time.Time{}, events: map[string]map[int64]record{}}
 }
 
 type sessionRec struct {
@@ -61,7 +68,7 @@ type indexEntry struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{now: time.Now, tasks: map[string]*taskRec{}, sessions: map[string]*sessionRec{}}
+	return &Store{now: time.Now, tasks: map[string]*taskRec{}, sessions: map[string]*sessionRec{}, idem: map[string]record{}}
 }
 
 // ttlOf is the epoch second at which an item written with expires stops
@@ -117,6 +124,14 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		}
 		reqs[r.RequestID] = record{b, ttl}
 	}
+	var idem *record
+	if w.Idem != nil {
+		b, err := json.Marshal(w.Idem)
+		if err != nil {
+			return err
+		}
+		idem = &record{b, ttlOf(w.Idem.Expires)}
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -140,9 +155,14 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 			return agent.ErrSessionOwner
 		}
 	}
+	if w.Idem != nil {
+		if r, ok := s.idem[w.Idem.Key]; ok && live(r.ttl, now) {
+			return agent.ErrIdemExists
+		}
+	}
 
 	if tr == nil {
-		tr = &taskRec{items: map[int64]record{}, reqs: map[string]record{}, landed: map[string]time.Time{}}
+		tr = newTaskRec()
 		s.tasks[w.Task.ID] = tr
 	}
 	for id, at := range tr.landed {
@@ -159,6 +179,9 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	}
 	for id, r := range reqs {
 		tr.reqs[id] = r
+	}
+	if idem != nil {
+		s.idem[w.Idem.Key] = *idem
 	}
 	if l := w.Session; l != nil {
 		ss := s.sessions[l.SessionID]

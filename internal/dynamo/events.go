@@ -1,0 +1,130 @@
+package dynamo
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+)
+
+const (
+	// eventItemBytes bounds an event-log item (DESIGN §4: 350 KB); its data
+	// gets what the keys and other attributes leave.
+	eventItemBytes = 350_000
+	eventDataBytes = eventItemBytes - 1_000
+	attrFirst      = "first"
+	attrLast       = "last"
+)
+
+func eventPrefix(rid string) string { return "EVT#" + rid + "#" }
+func eventSK(rid string, first int64) string {
+	return fmt.Sprintf("%s%010d", eventPrefix(rid), first)
+}
+
+// AppendEvents implements agent.Store. The batch is cut into items of at
+// most 350 KB, each keyed by its first event's id, so that appending the same
+// batch again (a retry) overwrites what the first try wrote. An event whose
+// JSON alone passes the bound goes in an item of its own (DynamoDB refuses it
+// past 400 KB).
+func (st *Store) AppendEvents(ctx context.Context, taskID, requestID string, events []agent.StoredEvent, expires time.Time) (err error) {
+	defer wrap(&err, "AppendEvents", taskID+","+requestID)
+	chunks, err := chunkEvents(events, eventDataBytes)
+	if err != nil {
+		return err
+	}
+	ttl := ttlOf(expires)
+	reqs := make([]types.WriteRequest, 0, len(chunks))
+	for _, c := range chunks {
+		it := key(taskPK(taskID), eventSK(requestID, c.first))
+		it[attrData] = s(string(c.data))
+		it[attrRequestID] = s(requestID)
+		it[attrFirst] = n(c.first)
+		it[attrLast] = n(c.last)
+		if ttl != 0 {
+			it[attrTTL] = n(ttl)
+		}
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+	}
+	return st.batchWrite(ctx, reqs)
+}
+
+// eventChunk is the JSON array of consecutive events of one item.
+type eventChunk struct {
+	first, last int64
+	data        []byte
+}
+
+// chunkEvents cuts events, in their order, into JSON arrays of at most limit
+// bytes (an event over limit alone in its own).
+func chunkEvents(events []agent.StoredEvent, limit int) ([]eventChunk, error) {
+	var out []eventChunk
+	var cur *eventChunk
+	for _, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", e.ID, err)
+		}
+		if cur == nil || len(cur.data)+1+len(b)+1 > limit {
+			out = append(out, eventChunk{first: e.ID, last: e.ID, data: []byte{'['}})
+			cur = &out[len(out)-1]
+		} else {
+			cur.data = append(cur.data, ',')
+		}
+		cur.data = append(cur.data, b...)
+		cur.last = max(cur.last, e.ID)
+	}
+	for i := range out {
+		out[i].data = append(out[i].data, ']')
+	}
+	return out, nil
+}
+
+// ListEvents implements agent.Store: one consistent Query of the request's
+// event items, those ending at or before after filtered out by DynamoDB.
+func (st *Store) ListEvents(ctx context.Context, taskID, requestID string, after int64) (_ []agent.StoredEvent, err error) {
+	defer wrap(&err, "ListEvents", taskID+","+requestID)
+	raw, err := st.query(ctx, &dynamodb.QueryInput{
+		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
+		FilterExpression:         aws.String("#last > :after"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#sk": attrSK, "#last": attrLast},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": s(taskPK(taskID)), ":lo": s(eventPrefix(requestID)), ":hi": s(eventPrefix(requestID) + "~"),
+			":after": n(after),
+		},
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	now := st.now().Unix()
+	out := []agent.StoredEvent{}
+	for _, it := range raw {
+		if !live(it, now) {
+			continue
+		}
+		var batch []agent.StoredEvent
+		if err := json.Unmarshal([]byte(str(it, attrData)), &batch); err != nil {
+			return nil, fmt.Errorf("corrupt events %s: %w", str(it, attrSK), err)
+		}
+		for _, e := range batch {
+			if e.ID > after {
+				out = append(out, e)
+			}
+		}
+	}
+	return orderEvents(out), nil
+}
+
+// orderEvents sorts events by id and keeps the first of each id (items are
+// read in key order, so the item with the lowest first id wins).
+func orderEvents(events []agent.StoredEvent) []agent.StoredEvent {
+	slices.SortStableFunc(events, func(a, b agent.StoredEvent) int { return cmp.Compare(a.ID, b.ID) })
+	return slices.CompactFunc(events, func(a, b agent.StoredEvent) bool { return a.ID == b.ID })
+}

@@ -1,0 +1,97 @@
+package memstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+)
+
+// DeleteTask implements agent.Store, at once (DynamoDB deletes the META
+// first, then the rest). A task already gone returns ErrNotFound, after
+// removing whatever was left of it, like DynamoDB's sweep.
+func (s *Store) DeleteTask(ctx context.Context, t *agent.Task) (err error) {
+	defer wrap(&err, "DeleteTask", func() string { return t.ID })
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tr := s.tasks[t.ID]
+	cur, err := tr.current(s.now())
+	if err != nil {
+		return err
+	}
+	if cur != nil && cur.Version != t.Version {
+		return &agent.ConflictError{Current: cur}
+	}
+	if tr != nil {
+		// landed stays: a retry of a write that had landed still answers
+		// success, as DynamoDB's ClientRequestToken does.
+		tr.meta = nil
+		tr.items = map[int64]record{}
+		tr.reqs = map[string]record{}
+		tr.events = map[string]map[int64]record{}
+	}
+	if ss := s.sessions[t.SessionID]; ss != nil {
+		delete(ss.index, t.ID)
+	}
+	if cur == nil {
+		return agent.ErrNotFound
+	}
+	return nil
+}
+
+// ExpireTask implements agent.Store: the ttl on the META (if it is still at
+// t.Version), on every live entry and request, on the event batches whose
+// own ttl comes later, and on the session index entry.
+func (s *Store) ExpireTask(ctx context.Context, t *agent.Task, until time.Time) (err error) {
+	defer wrap(&err, "ExpireTask", func() string { return t.ID })
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if until.IsZero() {
+		return errors.New("no expiry time")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	tr := s.tasks[t.ID]
+	cur, err := tr.current(now)
+	if err != nil {
+		return err
+	}
+	if cur == nil {
+		return agent.ErrNotFound
+	}
+	if cur.Version != t.Version {
+		return &agent.ConflictError{Current: cur}
+	}
+	ttl := ttlOf(until)
+	tr.meta.ttl = ttl
+	for seq, r := range tr.items {
+		if live(r.ttl, now) {
+			tr.items[seq] = record{r.data, ttl}
+		}
+	}
+	for id, r := range tr.reqs {
+		if live(r.ttl, now) {
+			tr.reqs[id] = record{r.data, ttl}
+		}
+	}
+	for _, log := range tr.events {
+		for first, r := range log {
+			if r.ttl == 0 || (live(r.ttl, now) && r.ttl > ttl) {
+				log[first] = record{r.data, ttl}
+			}
+		}
+	}
+	if ss := s.sessions[t.SessionID]; ss != nil {
+		if e, ok := ss.index[t.ID]; ok && live(e.ttl, now) {
+			e.ttl = ttl
+			ss.index[t.ID] = e
+		}
+	}
+	return nil
+}
