@@ -47,6 +47,14 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ExpiredIsAbsent", testExpired},
 		{"NoAliasing", testNoAliasing},
 		{"ConcurrentWriters", testConcurrentWriters},
+		{"Idempotency", testIdem},
+		{"IdempotencyConcurrent", testIdemConcurrent},
+		{"Events", testEvents},
+		{"EventsRetried", testEventsRetried},
+		{"EventsBig", testEventsBig},
+		{"EventsExpired", testEventsExpired},
+		{"DeleteTask", testDeleteTask},
+		{"ExpireTask", testExpireTask},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

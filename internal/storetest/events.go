@@ -1,0 +1,103 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+)
+
+// events returns the events from..to, their data tagged (and padded to pad
+// bytes when pad > 0).
+func events(from, to int64, tag string, pad int) []agent.StoredEvent {
+	var out []agent.StoredEvent
+	for i := from; i <= to; i++ {
+		delta := fmt.Sprintf("%s %d", tag, i)
+		if pad > 0 {
+			delta += strings.Repeat("é", pad/2)
+		}
+		out = append(out, agent.StoredEvent{ID: i, Name: "answer", Data: fmt.Appendf(nil, `{"delta":%q}`, delta)})
+	}
+	return out
+}
+
+func appendEvents(tb testing.TB, s agent.Store, taskID, rid string, evs []agent.StoredEvent, expires time.Time) {
+	tb.Helper()
+	if err := s.AppendEvents(context.Background(), taskID, rid, evs, expires); err != nil {
+		tb.Fatalf("AppendEvents(%d..%d): %v", evs[0].ID, evs[len(evs)-1].ID, err)
+	}
+}
+
+func wantEvents(tb testing.TB, s agent.Store, taskID, rid string, after int64, want []agent.StoredEvent) {
+	tb.Helper()
+	got, err := s.ListEvents(context.Background(), taskID, rid, after)
+	if err != nil {
+		tb.Fatalf("ListEvents(after %d): %v", after, err)
+	}
+	if diff := cmp.Diff(want, got, opts); diff != "" {
+		tb.Errorf("ListEvents(after %d) (-want +got):\n%s", after, diff)
+	}
+}
+
+func testEvents(t *testing.T, s agent.Store) {
+	tid, rid, other := id(), id(), id()
+	exp := time.Now().Add(agent.EventLogTTL)
+	appendEvents(t, s, tid, rid, events(1, 5, "a", 0), exp)
+	appendEvents(t, s, tid, rid, events(6, 9, "a", 0), exp)
+	appendEvents(t, s, tid, rid, events(10, 14, "a", 0), exp)
+	appendEvents(t, s, tid, other, events(1, 3, "b", 0), exp)
+
+	all := events(1, 14, "a", 0)
+	for _, after := range []int64{0, 3, 5, 9, 13} {
+		wantEvents(t, s, tid, rid, after, all[after:])
+	}
+	wantEvents(t, s, tid, rid, 14, nil)
+	wantEvents(t, s, tid, rid, 99, nil)
+	wantEvents(t, s, tid, other, 0, events(1, 3, "b", 0))
+	wantEvents(t, s, tid, id(), 0, nil)
+	wantEvents(t, s, id(), rid, 0, nil)
+}
+
+// testEventsRetried: appending a batch again, or again with more events (the
+// event log keeps a failed batch and adds to it), duplicates nothing.
+func testEventsRetried(t *testing.T, s agent.Store) {
+	tid, rid := id(), id()
+	exp := time.Now().Add(agent.EventLogTTL)
+	appendEvents(t, s, tid, rid, events(1, 4, "a", 0), exp)
+	appendEvents(t, s, tid, rid, events(5, 8, "a", 0), exp)
+	appendEvents(t, s, tid, rid, events(5, 8, "a", 0), exp)
+	wantEvents(t, s, tid, rid, 0, events(1, 8, "a", 0))
+	appendEvents(t, s, tid, rid, events(5, 11, "a", 0), exp)
+	wantEvents(t, s, tid, rid, 0, events(1, 11, "a", 0))
+	wantEvents(t, s, tid, rid, 6, events(7, 11, "a", 0))
+}
+
+// testEventsBig: a batch over 350 KB reads back whole (DynamoDB splits it).
+func testEventsBig(t *testing.T, s agent.Store) {
+	tid, rid := id(), id()
+	exp := time.Now().Add(agent.EventLogTTL)
+	appendEvents(t, s, tid, rid, events(1, 2, "small", 0), exp)
+	big := events(3, 42, "big", 30_000) // 40 events of 30 KB: 1.2 MB
+	appendEvents(t, s, tid, rid, big, exp)
+	appendEvents(t, s, tid, rid, events(43, 44, "small", 0), exp)
+	want := append(append(events(1, 2, "small", 0), big...), events(43, 44, "small", 0)...)
+	wantEvents(t, s, tid, rid, 0, want)
+	wantEvents(t, s, tid, rid, 20, want[20:])
+	wantEvents(t, s, tid, rid, 42, want[42:])
+	appendEvents(t, s, tid, rid, big, exp) // retried
+	wantEvents(t, s, tid, rid, 0, want)
+}
+
+// testEventsExpired: batches whose ttl has passed are absent.
+func testEventsExpired(t *testing.T, s agent.Store) {
+	tid, rid := id(), id()
+	appendEvents(t, s, tid, rid, events(1, 3, "a", 0), time.Now().Add(-time.Minute))
+	appendEvents(t, s, tid, rid, events(4, 5, "a", 0), time.Now().Add(time.Hour))
+	wantEvents(t, s, tid, rid, 0, events(4, 5, "a", 0))
+	wantEvents(t, s, tid, rid, 2, events(4, 5, "a", 0))
+}
