@@ -14,15 +14,20 @@
 //	                                                parts (N, only when split)
 //	TASK#<tid>      ITEM#<seq>#<n>                  data: part n (1 ≤ n < parts) of a split entry
 //	TASK#<tid>      REQ#<rid>                       data (the RequestRecord as JSON), request_id
+//	TASK#<tid>      EVT#<rid>#<first id, 10 digits> data (a JSON array of consecutive events), request_id,
+//	                                                first, last (N), ttl
 //	SESSION#<sid>   META                            owner, created_at
 //	SESSION#<sid>   TASK#<created_at>#<tid>         the session's index: agent, task_id, created_at
+//	IDEM#<key>      IDEM                            data (the IdemRecord as JSON), body_hash, task_id,
+//	                                                request_id, session_id, ttl
 //
 // Times in keys are UTC with nine fractional digits
 // (2006-01-02T15:04:05.000000000Z), so their lexical order is their order in
 // time (RFC3339Nano drops trailing zeros, which would break it).
 //
 // Every item of a Write carries ttl (epoch seconds, rounded up) when
-// Write.Expires is set; no other item has one. DynamoDB deletes expired items
+// Write.Expires is set; event-log items and idempotency records always carry
+// one, and ExpireTask sets it on every item of a task. DynamoDB deletes expired items
 // late, so every reader treats an item whose ttl has passed as absent, and the
 // write conditions treat an expired META or session as absent too.
 //
@@ -36,6 +41,10 @@
 // Task.WriteID, so the SDK's retries are idempotent; and when the condition
 // fails because an earlier try of the same write landed (the old META's
 // write_id is ours), Write returns nil instead of a conflict.
+//
+// Write.Idem is a Put of IDEM#<key> in the transaction that puts the META,
+// on condition attribute_not_exists(PK) OR ttl <= now; when that condition
+// fails the transaction writes nothing and Write returns ErrIdemExists.
 //
 // History entries whose JSON passes 300 KB are split into parts, each at most
 // 300 KB, cut at UTF-8 boundaries; a reader takes the head's part count and
@@ -55,4 +64,21 @@
 // cursor, like ListSessionTasks', is the last position returned as base64url
 // JSON; both lists read one more than the limit so that the last page carries
 // no cursor.
+//
+// # Event log
+//
+// AppendEvents cuts a batch into items of at most 350 KB, each keyed by its
+// first event's id, and puts them with BatchWriteItem (25 a call, unprocessed
+// items retried): the same batch appended again overwrites itself.
+// ListEvents is one consistent Query of EVT#<rid>#, the items ending at or
+// before the caller's id filtered out; events come back by id, each once.
+//
+// # Delete and retention
+//
+// DeleteTask deletes the META first (version-guarded, so the task is gone
+// at once, from GSI1 too), then the rest of the task with BatchWriteItem,
+// then the session index entry; a crash in between leaves invisible items,
+// which the next DeleteTask of the task sweeps. ExpireTask sets the ttl on
+// the META (version-guarded UpdateItem), then on every live item of the
+// task and on the session index entry; event items keep a sooner ttl.
 package dynamo
