@@ -44,7 +44,9 @@
 //
 // Write.Idem is a Put of IDEM#<key> in the transaction that puts the META,
 // on condition attribute_not_exists(PK) OR ttl <= now; when that condition
-// fails the transaction writes nothing and Write returns ErrIdemExists.
+// fails the transaction writes nothing and Write returns ErrIdemExists. A
+// split write's batches of entries carry a ConditionCheck of the key too, so
+// a refused write leaves nothing behind.
 //
 // History entries whose JSON passes 300 KB are split into parts, each at most
 // 300 KB, cut at UTF-8 boundaries; a reader takes the head's part count and

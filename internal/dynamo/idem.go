@@ -43,6 +43,16 @@ func (st *Store) idemPut(r *agent.IdemRecord, now int64) (action, error) {
 	}}, size: sizeOf(it)}, nil
 }
 
+// idemCheck holds when the key is free or expired.
+func (st *Store) idemCheck(k string, now int64) action {
+	cond := "attribute_not_exists(#pk) OR #ttl <= :now"
+	return action{item: types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: &st.table, Key: key(idemPK(k), idemSK), ConditionExpression: &cond,
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#ttl": attrTTL},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": n(now)},
+	}}, size: 200}
+}
+
 // GetIdem implements agent.Store: one consistent GetItem.
 func (st *Store) GetIdem(ctx context.Context, k string) (_ *agent.IdemRecord, err error) {
 	defer wrap(&err, "GetIdem", k)

@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -87,6 +88,26 @@ func TestIdemLayout(t *testing.T) {
 		if got := attr(it, name); got != w {
 			t.Errorf("IDEM %s = %q, want %q", name, got, w)
 		}
+	}
+
+	// A write split in several transactions, whose key is taken, writes nothing.
+	other := task.Clone()
+	other.ID, other.WriteID, other.NextSeq = uuid.NewString(), uuid.NewString(), 151
+	var many []agent.Item
+	for i := int64(1); i < 151; i++ {
+		many = append(many, agent.Item{Seq: i, RequestID: "r9", Role: agent.RoleTool})
+	}
+	taken := *rec
+	taken.TaskID = other.ID
+	err := s.Write(ctx, &agent.Write{Task: other, Items: many, Idem: &taken})
+	if !errors.Is(err, agent.ErrIdemExists) {
+		t.Fatalf("a split write with a taken key: got %v, want ErrIdemExists", err)
+	}
+	if raw := rawItems(t, client, table, "TASK#"+other.ID); len(raw) != 0 {
+		t.Errorf("a refused split write left %d items", len(raw))
+	}
+	if got := attr(rawItems(t, client, table, "IDEM#k1")["IDEM"], "task_id"); got != "S:"+task.ID {
+		t.Errorf("IDEM task_id after the refused write = %q, want the first task's", got)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -82,9 +83,15 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		ExpressionAttributeNames: condNames, ExpressionAttributeValues: condValues,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}, size: 200}
-	batches, final := pack(entries, final, check)
+	checks, batchAt := []action{check}, conditions{meta: 0, session: -1, idem: -1}
+	if w.Idem != nil {
+		// A batch of entries lands only if the key is free, too.
+		batchAt.idem = len(checks)
+		checks = append(checks, st.idemCheck(w.Idem.Key, now))
+	}
+	batches, final := pack(entries, final, checks)
 	for i, b := range batches {
-		landed, err := st.transact(ctx, w, b, conditions{meta: 0, session: -1, idem: -1}, i)
+		landed, err := st.transact(ctx, w, b, batchAt, i)
 		if err != nil || landed {
 			return err
 		}
@@ -94,25 +101,27 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 }
 
 // pack splits a write into transactions: batches of entries, each led by the
-// META check, then the final transaction (META first) with what remains.
-func pack(entries, final []action, check action) ([][]action, []action) {
+// checks (the META's, the idempotency key's), then the final transaction
+// (META first) with what remains.
+func pack(entries, final []action, checks []action) ([][]action, []action) {
 	entrySize, finalSize := sizeOfAll(entries), sizeOfAll(final)
 	if len(entries)+len(final) <= maxActions && entrySize+finalSize <= maxTxBytes {
 		return nil, append(final, entries...)
 	}
 	var batches [][]action
-	cur, curSize := []action{check}, check.size
+	checkSize := sizeOfAll(checks)
+	cur, curSize := slices.Clone(checks), checkSize
 	for _, a := range entries {
 		if len(cur) == maxActions || curSize+a.size > maxTxBytes {
 			batches = append(batches, cur)
-			cur, curSize = []action{check}, check.size
+			cur, curSize = slices.Clone(checks), checkSize
 		}
 		cur, curSize = append(cur, a), curSize+a.size
 	}
-	if rest := cur[1:]; len(rest)+len(final) <= maxActions && curSize-check.size+finalSize <= maxTxBytes {
+	if rest := cur[len(checks):]; len(rest)+len(final) <= maxActions && curSize-checkSize+finalSize <= maxTxBytes {
 		return batches, append(final, rest...)
 	}
-	if len(cur) > 1 {
+	if len(cur) > len(checks) {
 		batches = append(batches, cur)
 	}
 	return batches, final
