@@ -1,7 +1,9 @@
 // Package memstore is an in-memory agent.Store with exactly the semantics of
 // the DynamoDB store (internal/dynamo): version-guarded META writes, WriteID
 // recognition of a retried write that had landed, session ownership, entries
-// at or past NextSeq invisible, ttl treated as absence once passed. It keeps
+// at or past NextSeq invisible, ttl treated as absence once passed,
+// idempotency records bound atomically with their write, event batches keyed
+// by their first id, version-guarded DeleteTask and ExpireTask. It keeps
 // every record as JSON, like DynamoDB does, so a caller never aliases stored
 // state and both stores round-trip values the same way. The conformance suite
 // internal/storetest runs against both.
