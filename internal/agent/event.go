@@ -36,8 +36,23 @@ type SinkFunc func(Event)
 // Emit calls f.
 func (f SinkFunc) Emit(e Event) { f(e) }
 
-// Discard is a Sink that drops events.
-var Discard Sink = SinkFunc(func(Event) {})
+type discard struct{}
+
+func (discard) Emit(Event) {}
+
+// Discard is a Sink that drops events: a JSON-mode client.
+var Discard Sink = discard{}
+
+// teeSink sends events to the client and to the event log.
+type teeSink struct {
+	client Sink
+	log    *eventLog
+}
+
+func (t teeSink) Emit(e Event) {
+	t.log.add(e)
+	t.client.Emit(e)
+}
 
 // RequestResult is the outcome of a request (DESIGN §3).
 type RequestResult struct {

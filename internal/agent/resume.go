@@ -113,7 +113,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		// this pause; another is not_paused.
 		if past := decisionOf(a.Decisions, *in.Body.Round); past != nil {
 			if d, err := e.decide(ag, in, pendingOf(past), *in.Body.Round, now); err == nil && sameDecision(past, d) {
-				return e.follower(ag, t.ID, a.ID, 0), nil
+				return e.follower(ag, t.ID, a.ID, *in.Body.Round), nil
 			}
 		}
 		return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; it is paused in round %d", *in.Body.Round, a.ID, a.Round)
@@ -164,10 +164,7 @@ func (e *Engine) resumeEnded(ctx context.Context, ag *Agent, t *Task, in ResumeI
 		if err != nil || !sameDecision(last, d) {
 			return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, in.RequestID)
 		}
-		res, lastID := resultOfRecord(ag, t, rec), rec.LastEventID
-		return &Run{e: e, agent: ag, reqID: rec.RequestID, taskID: t.ID, follow: func(ctx context.Context, sink Sink) *RequestResult {
-			return e.replayOutcome(ctx, t.ID, res, lastID, sink)
-		}}, nil
+		return e.follower(ag, t.ID, rec.RequestID, last.Round), nil
 	}
 	return nil, Errorf(CodeRequestNotFound, "no request %s in task %s", in.RequestID, t.ID)
 }
@@ -400,8 +397,12 @@ func replaceItems(items, repl []Item) []Item {
 // request (a duplicate in flight) and answers it.
 func (e *Engine) follower(ag *Agent, taskID, rid string, round int) *Run {
 	return &Run{e: e, agent: ag, reqID: rid, taskID: taskID, follow: func(ctx context.Context, sink Sink) *RequestResult {
-		res, last := e.waitOutcome(ctx, ag, taskID, rid, round)
-		return e.replayOutcome(ctx, taskID, res, last, sink)
+		if sink != Discard {
+			f := &Follower{e: e, agent: ag, taskID: taskID, rid: rid, legRound: round}
+			f.Stream(ctx, sink)
+		}
+		res, _ := e.waitOutcome(ctx, ag, taskID, rid, round)
+		return res
 	}}
 }
 

@@ -27,9 +27,9 @@ type Run struct {
 	canceled *cancelInfo
 	// follow, when set, makes the run a follower: it waits for another
 	// invocation's outcome instead of running (duplicates in flight).
-	follow func(ctx context.Context, sink Sink) *RequestResult
-	eventID  int64          // the last event id of the request
-	final    *ActiveRequest // the active request as it was when committed
+	follow  func(ctx context.Context, sink Sink) *RequestResult
+	eventID int64          // the last event id of the request
+	final   *ActiveRequest // the active request as it was when committed
 
 	// outcome
 	status     Status
@@ -65,7 +65,9 @@ func (r *Run) Execute(ctx context.Context, sink Sink) *RequestResult {
 	if r.follow != nil {
 		return r.follow(ctx, sink)
 	}
-	r.sink = sink
+	elog := newEventLog(r.e.Store, r.taskID, r.reqID, r.e.log().Error)
+	defer elog.close(context.WithoutCancel(ctx))
+	r.sink = teeSink{client: sink, log: elog}
 	a := r.task.Active
 	r.emit(EventRequestStarted, map[string]any{
 		"session_id": r.task.SessionID, "task_id": r.task.ID, "request_id": a.ID,

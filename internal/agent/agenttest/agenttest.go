@@ -120,7 +120,9 @@ func CallTools(stop string, calls ...agent.Block) Turn {
 
 // FailWith fails the model call with err.
 func FailWith(err error) Turn {
-	return func(context.Context, *agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error) { return nil, err }
+	return func(context.Context, *agent.ModelRequest, func(agent.Delta)) (*agent.ModelResponse, error) {
+		return nil, err
+	}
 }
 
 // Use is a tool_use block.

@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// StoredEvent is an event as the event log keeps it.
+type StoredEvent struct {
+	ID   int64           `json:"id"`
+	Name string          `json:"name"`
+	Data json.RawMessage `json:"data"`
+}
+
+// EventLogTTL is how long a request's events are kept after its last one.
+const EventLogTTL = 24 * time.Hour
+
+// EventFlushInterval is the most often a streaming request's events are
+// written (DESIGN §4: at most every 250 ms, and once at the end).
+var EventFlushInterval = 250 * time.Millisecond
+
+// eventLog buffers a leg's events and writes them in batches.
+type eventLog struct {
+	store   Store
+	taskID  string
+	rid     string
+	mu      sync.Mutex
+	pending []StoredEvent
+	stop    chan struct{}
+	done    chan struct{}
+	log     func(msg string, args ...any)
+	flushMu sync.Mutex
+}
+
+func newEventLog(s Store, taskID, rid string, log func(string, ...any)) *eventLog {
+	l := &eventLog{store: s, taskID: taskID, rid: rid, stop: make(chan struct{}), done: make(chan struct{}), log: log}
+	go l.loop()
+	return l
+}
+
+func (l *eventLog) add(e Event) {
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		data = []byte(`{}`)
+	}
+	l.mu.Lock()
+	l.pending = append(l.pending, StoredEvent{ID: e.ID, Name: e.Name, Data: data})
+	l.mu.Unlock()
+}
+
+func (l *eventLog) loop() {
+	defer close(l.done)
+	t := time.NewTicker(EventFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.flush(context.Background())
+		}
+	}
+}
+
+// flush writes what is buffered, as one batch.
+func (l *eventLog) flush(ctx context.Context) {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	batch := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	if err := l.store.AppendEvents(ctx, l.taskID, l.rid, batch, time.Now().Add(EventLogTTL)); err != nil {
+		l.log("writing events failed", "task_id", l.taskID, "request_id", l.rid, "first", batch[0].ID, "err", err)
+		// Keep them for the next flush.
+		l.mu.Lock()
+		l.pending = append(batch, l.pending...)
+		l.mu.Unlock()
+	}
+}
+
+// close stops the timer and writes the rest.
+func (l *eventLog) close(ctx context.Context) {
+	close(l.stop)
+	<-l.done
+	l.flush(ctx)
+}

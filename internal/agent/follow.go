@@ -1,0 +1,146 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// FollowPoll bounds how often a follower reads the event log.
+var FollowPoll = 100 * time.Millisecond
+
+// terminalGrace is how long a follower of an ended request waits for its
+// final event to reach the log before answering it from the request's record.
+const terminalGrace = 2 * time.Second
+
+// Follower replays a request's events after an id, then follows them live
+// until the next request_complete or error (DESIGN §3 Server-Sent Events).
+type Follower struct {
+	e      *Engine
+	agent  *Agent
+	taskID string
+	rid    string
+	after  int64
+	// legRound, when > 0, starts at the resume leg of that round instead.
+	legRound int
+}
+
+// OpenEvents checks a GET …/events call: ids (400), agent, task, request
+// (404), owner (401), and an expired log (410 events_expired).
+func (e *Engine) OpenEvents(ctx context.Context, agentName, userID, taskID, requestID string, after int64) (*Follower, error) {
+	var err error
+	if taskID, err = ParseID("task_id", taskID); err != nil {
+		return nil, err
+	}
+	if requestID, err = ParseID("request_id", requestID); err != nil {
+		return nil, err
+	}
+	t, err := e.ownedMeta(ctx, agentName, userID, taskID)
+	if err != nil {
+		return nil, err
+	}
+	ag, _ := e.Agents.Get(agentName)
+	f := &Follower{e: e, agent: ag, taskID: taskID, rid: requestID, after: after}
+	if t.Active != nil && t.Active.ID == requestID {
+		return f, nil
+	}
+	rec, err := e.findRecord(ctx, taskID, requestID)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, Errorf(CodeRequestNotFound, "no request %s in task %s", requestID, taskID)
+	}
+	if after < rec.LastEventID && e.now().After(rec.UpdatedAt.Add(EventLogTTL)) {
+		return nil, Errorf(CodeEventsExpired, "the events of request %s expired %s after it ended", requestID, EventLogTTL)
+	}
+	return f, nil
+}
+
+func (e *Engine) findRecord(ctx context.Context, taskID, rid string) (*RequestRecord, error) {
+	recs, err := e.Store.ListRequests(ctx, taskID)
+	if err != nil {
+		return nil, fmt.Errorf("list requests of %s: %w", taskID, err)
+	}
+	for i := range recs {
+		if recs[i].RequestID == rid {
+			return &recs[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// Stream sends the events to sink until the next request_complete or error,
+// or until ctx ends.
+func (f *Follower) Stream(ctx context.Context, sink Sink) {
+	after := f.after
+	started := f.legRound == 0
+	var endedAt time.Time
+	poll := FollowPoll
+	for {
+		evs, err := f.e.Store.ListEvents(ctx, f.taskID, f.rid, after)
+		if err != nil && ctx.Err() == nil {
+			f.e.log().Error("reading events failed", "task_id", f.taskID, "request_id", f.rid, "err", err)
+		}
+		for _, ev := range evs {
+			after = ev.ID
+			if !started {
+				started = isLegStart(ev, f.legRound)
+				if !started {
+					continue
+				}
+			}
+			sink.Emit(Event{ID: ev.ID, Name: ev.Name, Data: json.RawMessage(ev.Data)})
+			if ev.Name == EventRequestComplete || ev.Name == EventError {
+				return
+			}
+		}
+		meta, err := f.e.Store.GetTask(ctx, f.taskID)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return
+		case err != nil:
+		case meta.Active != nil && meta.Active.ID == f.rid:
+			endedAt = time.Time{}
+			if meta.Active.Status == StatusRunning && !f.e.now().Before(meta.Active.LeaseUntil) {
+				sink.Emit(Event{ID: after + 1, Name: EventError, Data: map[string]string{
+					"code": CodeRequestLost, "message": "the request stopped without finishing (its lease expired)", "request_id": f.rid}})
+				return
+			}
+		default:
+			// The request ended: its last events reach the log right after
+			// its commit. Past a grace, answer from its record.
+			if endedAt.IsZero() {
+				endedAt = time.Now()
+			} else if time.Since(endedAt) > terminalGrace {
+				rec, err := f.e.findRecord(ctx, f.taskID, f.rid)
+				if err == nil && rec != nil && rec.LastEventID > after {
+					res := resultOfRecord(f.agent, meta, rec)
+					f.e.replayOutcome(ctx, f.taskID, res, rec.LastEventID, sink)
+				}
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(poll):
+		}
+		if poll < 500*time.Millisecond {
+			poll += poll / 2
+		}
+	}
+}
+
+func isLegStart(ev StoredEvent, round int) bool {
+	if ev.Name != EventRequestStarted {
+		return false
+	}
+	var d struct {
+		Kind  string `json:"kind"`
+		Round int    `json:"round"`
+	}
+	return json.Unmarshal(ev.Data, &d) == nil && d.Kind == KindResume && d.Round == round
+}
