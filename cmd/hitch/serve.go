@@ -218,4 +218,3 @@ func splitList(s string) []string {
 	}
 	return out
 }
-
