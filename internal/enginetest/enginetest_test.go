@@ -1,13 +1,31 @@
 package enginetest_test
 
 import (
+	"context"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/ddblocal"
+	"github.com/hitch-agents/hitch/internal/dynamo"
 	"github.com/hitch-agents/hitch/internal/enginetest"
 	"github.com/hitch-agents/hitch/internal/memstore"
 )
 
+func TestMain(m *testing.M) { ddblocal.Main(m) }
+
 func TestMemory(t *testing.T) {
 	enginetest.Run(t, func(testing.TB) agent.Store { return memstore.New() })
+}
+
+func TestDynamoDB(t *testing.T) {
+	enginetest.Run(t, func(tb testing.TB) agent.Store {
+		client := ddblocal.Client(tb)
+		table := "hitch-" + uuid.NewString()
+		if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
+			tb.Fatal(err)
+		}
+		return dynamo.New(client, table)
+	})
 }
