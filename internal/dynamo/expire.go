@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -28,10 +27,10 @@ const expireWorkers = 8
 // when it comes sooner (DESIGN §4: 24 h after the request's last event).
 func (st *Store) ExpireTask(ctx context.Context, t *agent.Task, until time.Time) (err error) {
 	defer wrap(&err, "ExpireTask", t.ID)
-	if until.IsZero() {
-		return errors.New("no expiry time")
+	ttl := int64(0) // zero: remove the ttl (a finished task takes a new request)
+	if !until.IsZero() {
+		ttl = ttlOf(until)
 	}
-	ttl := ttlOf(until)
 	keys, err := st.taskKeys(ctx, t.ID)
 	if err != nil {
 		return err
@@ -39,7 +38,11 @@ func (st *Store) ExpireTask(ctx context.Context, t *agent.Task, until time.Time)
 	now := st.now().Unix()
 	cond, names, values := versionCondition(t.Version, now)
 	update := "SET #ttl = :t"
-	values[":t"] = n(ttl)
+	if ttl == 0 {
+		update = "REMOVE #ttl"
+	} else {
+		values[":t"] = n(ttl)
+	}
 	_, err = st.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &st.table, Key: key(taskPK(t.ID), metaSK), UpdateExpression: &update,
 		ConditionExpression: &cond, ExpressionAttributeNames: names, ExpressionAttributeValues: values,
@@ -70,11 +73,18 @@ func (st *Store) ExpireTask(ctx context.Context, t *agent.Task, until time.Time)
 func (st *Store) setTTL(ctx context.Context, k item, ttl, now int64) error {
 	cond := "attribute_exists(#pk) AND (attribute_not_exists(#ttl) OR #ttl > :now)"
 	values := map[string]types.AttributeValue{":t": n(ttl), ":now": n(now)}
-	if isEvent(str(k, attrSK)) {
+	update := "SET #ttl = :t"
+	switch {
+	case isEvent(str(k, attrSK)) && ttl == 0:
+		return nil // the event log keeps its own 24 h
+	case isEvent(str(k, attrSK)):
 		cond = "attribute_exists(#pk) AND (attribute_not_exists(#ttl) OR (#ttl > :now AND #ttl > :t))"
+	case ttl == 0:
+		update = "REMOVE #ttl"
+		delete(values, ":t")
 	}
 	_, err := st.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &st.table, Key: k, UpdateExpression: aws.String("SET #ttl = :t"), ConditionExpression: &cond,
+		TableName: &st.table, Key: k, UpdateExpression: &update, ConditionExpression: &cond,
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#ttl": attrTTL}, ExpressionAttributeValues: values,
 	})
 	var ccf *types.ConditionalCheckFailedException

@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/hitch-agents/hitch/internal/agent"
@@ -51,9 +50,6 @@ func (s *Store) ExpireTask(ctx context.Context, t *agent.Task, until time.Time) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if until.IsZero() {
-		return errors.New("no expiry time")
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -68,7 +64,10 @@ func (s *Store) ExpireTask(ctx context.Context, t *agent.Task, until time.Time) 
 	if cur.Version != t.Version {
 		return &agent.ConflictError{Current: cur}
 	}
-	ttl := ttlOf(until)
+	ttl := int64(0) // zero: remove the ttl
+	if !until.IsZero() {
+		ttl = ttlOf(until)
+	}
 	tr.meta.ttl = ttl
 	for seq, r := range tr.items {
 		if live(r.ttl, now) {
@@ -82,7 +81,7 @@ func (s *Store) ExpireTask(ctx context.Context, t *agent.Task, until time.Time) 
 	}
 	for _, log := range tr.events {
 		for first, r := range log {
-			if r.ttl == 0 || (live(r.ttl, now) && r.ttl > ttl) {
+			if ttl != 0 && (r.ttl == 0 || (live(r.ttl, now) && r.ttl > ttl)) {
 				log[first] = record{r.data, ttl}
 			}
 		}

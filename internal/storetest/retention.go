@@ -127,3 +127,24 @@ func testExpireTask(t *testing.T, s agent.Store) {
 		t.Errorf("GetTask(the other task): %v", err)
 	}
 }
+
+// testExpireTaskCleared: a zero time removes the ttl again (a finished task
+// that takes a new request keeps its history).
+func testExpireTaskCleared(t *testing.T, s agent.Store) {
+	ctx := context.Background()
+	task := fullTask(t, s, id())
+	until := time.Now().Add(time.Second)
+	if err := s.ExpireTask(ctx, task, until); err != nil {
+		t.Fatalf("ExpireTask: %v", err)
+	}
+	if err := s.ExpireTask(ctx, task, time.Time{}); err != nil {
+		t.Fatalf("ExpireTask(zero): %v", err)
+	}
+	time.Sleep(time.Until(until.Truncate(time.Second).Add(time.Second + 100*time.Millisecond)))
+	if _, items := mustLoad(t, s, task.ID); len(items) != 3 {
+		t.Errorf("LoadTask after a cleared ttl: %d items, want 3", len(items))
+	}
+	if got, err := s.ListRequests(ctx, task.ID); err != nil || len(got) != 1 {
+		t.Errorf("ListRequests after a cleared ttl = %v, %v; want 1", got, err)
+	}
+}

@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"EventsExpired", testEventsExpired},
 		{"DeleteTask", testDeleteTask},
 		{"ExpireTask", testExpireTask},
+		{"ExpireTaskCleared", testExpireTaskCleared},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
