@@ -229,6 +229,7 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 	a.LastEventID += 2 // cancelled, request_complete
 	rec := recordOf(a, StatusCanceled, ci.at)
 	next.Active, next.Status = nil, StatusCanceled
+	next.RetainUntil = e.retainUntil()
 	next.UpdatedAt, next.Version, next.WriteID = ci.at, t.Version+1, e.newID()
 	if err := e.Store.Write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{rec}}); err != nil {
 		var ce *ConflictError
@@ -237,7 +238,15 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 		}
 		return nil, fmt.Errorf("cancel %s: %w", t.ID, err)
 	}
-	return resultOfRecord(ag, next, &rec), nil
+	e.retainFinished(ctx, next)
+	res := resultOfRecord(ag, next, &rec)
+	ev := map[string]string{"by": ci.by}
+	if ci.reason != "" {
+		ev["reason"] = ci.reason
+	}
+	e.logEvents(ctx, t.ID, a.ID, Event{ID: a.LastEventID - 1, Name: EventCancelled, Data: ev},
+		Event{ID: a.LastEventID, Name: EventRequestComplete, Data: res})
+	return res, nil
 }
 
 func cancelMessage(ci cancelInfo) string {

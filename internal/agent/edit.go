@@ -12,6 +12,7 @@ type EditInput struct {
 	Agent, UserID, TaskID, RequestID string
 	Items                            []InputItem
 	Deadline                         time.Time
+	Idem                             *Idempotency
 }
 
 // StartEdit supersedes every entry from the edited request's first entry on
@@ -28,14 +29,26 @@ func (e *Engine) StartEdit(ctx context.Context, in EditInput) (*Run, error) {
 	if in.RequestID, err = ParseID("request_id", in.RequestID); err != nil {
 		return nil, err
 	}
+	if in.Idem != nil {
+		if err := CheckIdempotencyKey(in.Idem.Key); err != nil {
+			return nil, err
+		}
+	}
 	ag, ok := e.Agents.Get(in.Agent)
 	if !ok {
 		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", in.Agent)
 	}
 	for attempt := 0; ; attempt++ {
+		rec, err := e.lookupIdem(ctx, in.UserID, ag.Name, "edit", in.Idem)
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil {
+			return e.follower(ag, rec.TaskID, rec.RequestID, 0), nil
+		}
 		run, err := e.tryEdit(ctx, ag, in, content)
 		var ce *ConflictError
-		if errors.As(err, &ce) && attempt < 3 {
+		if (errors.As(err, &ce) || errors.Is(err, ErrIdemExists)) && attempt < 3 {
 			continue
 		}
 		return run, err
@@ -83,7 +96,11 @@ func (e *Engine) tryEdit(ctx context.Context, ag *Agent, in EditInput, content [
 		ID: rid, Kind: KindEdit, Status: StatusRunning, ClaimToken: e.newID(),
 		LeaseUntil: lease, CreatedAt: now, FirstSeq: user.Seq,
 	}
-	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records}
+	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records,
+		Idem: e.newIdem(in.UserID, ag.Name, "edit", in.Idem, t.ID, t.SessionID, rid, 0)}
+	if err := e.clearRetention(ctx, t, next); err != nil {
+		return nil, err
+	}
 	if err := e.Store.Write(ctx, w); err != nil {
 		var ce *ConflictError
 		if errors.As(err, &ce) {
@@ -91,5 +108,6 @@ func (e *Engine) tryEdit(ctx context.Context, ag *Agent, in EditInput, content [
 		}
 		return nil, fmt.Errorf("claim edit of %s: %w", t.ID, err)
 	}
+	e.logSettled(ctx, t.ID, records)
 	return e.newRun(ag, next, append(items, w.Items...), deadline), nil
 }

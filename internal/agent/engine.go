@@ -74,6 +74,8 @@ type InvokeInput struct {
 	Metadata  map[string]string
 	// Deadline is the caller's deadline (the Lambda's), if any.
 	Deadline time.Time
+	// Idem, when set, makes the call idempotent (DESIGN §3 Idempotency-Key).
+	Idem *Idempotency
 }
 
 // legDeadline is when a leg started now must stop (wall clock), and its
@@ -112,18 +114,32 @@ func (e *Engine) StartInvoke(ctx context.Context, in InvokeInput) (*Run, error) 
 			return nil, err
 		}
 	}
+	if in.Idem != nil {
+		if err := CheckIdempotencyKey(in.Idem.Key); err != nil {
+			return nil, err
+		}
+	}
 	ag, ok := e.Agents.Get(in.Agent)
 	if !ok {
 		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", in.Agent)
 	}
-	if in.TaskID == "" {
-		return e.createTask(ctx, ag, in, content)
-	}
 	for attempt := 0; ; attempt++ {
-		run, err := e.claimFollowOn(ctx, ag, in, content)
+		rec, err := e.lookupIdem(ctx, in.UserID, ag.Name, "invoke", in.Idem)
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil {
+			return e.follower(ag, rec.TaskID, rec.RequestID, 0), nil
+		}
+		var run *Run
+		if in.TaskID == "" {
+			run, err = e.createTask(ctx, ag, in, content)
+		} else {
+			run, err = e.claimFollowOn(ctx, ag, in, content)
+		}
 		var ce *ConflictError
-		if errors.As(err, &ce) && attempt < 3 {
-			continue // the task changed between our read and our claim: look again
+		if (errors.As(err, &ce) || errors.Is(err, ErrIdemExists)) && attempt < 3 {
+			continue // the task or the key changed under us: look again
 		}
 		return run, err
 	}
@@ -149,7 +165,7 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 	user := Item{Seq: 1, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: content}
 	w := &Write{Task: t, Items: []Item{user}, Session: &SessionLink{
 		SessionID: sid, UserID: in.UserID, TaskID: t.ID, Agent: ag.Name, CreatedAt: now,
-	}}
+	}, Idem: e.newIdem(in.UserID, ag.Name, "invoke", in.Idem, t.ID, sid, rid, 0)}
 	if err := e.Store.Write(ctx, w); err != nil {
 		if errors.Is(err, ErrSessionOwner) {
 			return nil, Errorf(CodeNotOwner, "session %s belongs to another user", sid)
@@ -218,7 +234,11 @@ func (e *Engine) claimFollowOn(ctx context.Context, ag *Agent, in InvokeInput, c
 		ID: rid, Kind: KindInvoke, Status: StatusRunning, ClaimToken: e.newID(),
 		LeaseUntil: lease, CreatedAt: now, FirstSeq: user.Seq,
 	}
-	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records}
+	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records,
+		Idem: e.newIdem(in.UserID, ag.Name, "invoke", in.Idem, t.ID, t.SessionID, rid, 0)}
+	if err := e.clearRetention(ctx, t, next); err != nil {
+		return nil, err
+	}
 	if err := e.Store.Write(ctx, w); err != nil {
 		var ce *ConflictError
 		if errors.As(err, &ce) {
@@ -226,6 +246,7 @@ func (e *Engine) claimFollowOn(ctx context.Context, ag *Agent, in InvokeInput, c
 		}
 		return nil, fmt.Errorf("claim task %s: %w", t.ID, err)
 	}
+	e.logSettled(ctx, t.ID, records)
 	history := append(items, w.Items...)
 	return e.newRun(ag, next, history, deadline), nil
 }
@@ -289,6 +310,7 @@ func (e *Engine) expireRound(next *Task, items []Item, now time.Time) ([]Item, [
 		d.Calls = append(d.Calls, CallDecision{ToolCallID: p.ToolCallID, Action: "reject", Reason: msg})
 	}
 	a.Decisions = append(a.Decisions, d)
+	a.LastEventID++ // the error event, logged once the expiry is written
 	rec := recordOf(a, StatusFailed, now)
 	rec.Error = &ErrorInfo{Code: CodeApprovalExpired, Message: msg}
 	next.Active = nil

@@ -90,3 +90,30 @@ func (l *eventLog) close(ctx context.Context) {
 	<-l.done
 	l.flush(ctx)
 }
+
+// logEvents writes events that no leg emits (a cancel of a paused request,
+// an applied expiry) to the request's log, best effort.
+func (e *Engine) logEvents(ctx context.Context, taskID, rid string, evs ...Event) {
+	batch := make([]StoredEvent, 0, len(evs))
+	for _, ev := range evs {
+		data, err := json.Marshal(ev.Data)
+		if err != nil {
+			data = []byte(`{}`)
+		}
+		batch = append(batch, StoredEvent{ID: ev.ID, Name: ev.Name, Data: data})
+	}
+	if err := e.Store.AppendEvents(ctx, taskID, rid, batch, time.Now().Add(EventLogTTL)); err != nil {
+		e.log().Warn("writing events failed", "task_id", taskID, "request_id", rid, "err", err)
+	}
+}
+
+// logSettled logs the final event of requests a claim settled: an applied
+// expiry ends its request with an error event.
+func (e *Engine) logSettled(ctx context.Context, taskID string, recs []RequestRecord) {
+	for _, r := range recs {
+		if r.Error != nil && r.Error.Code == CodeApprovalExpired {
+			e.logEvents(ctx, taskID, r.RequestID, Event{ID: r.LastEventID, Name: EventError,
+				Data: map[string]string{"code": r.Error.Code, "message": r.Error.Message, "request_id": r.RequestID}})
+		}
+	}
+}

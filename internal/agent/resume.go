@@ -67,6 +67,7 @@ type ResumeInput struct {
 	Agent, UserID, TaskID, RequestID string
 	Body                             ResumeRequest
 	Deadline                         time.Time
+	Idem                             *Idempotency
 }
 
 // StartResume decides a paused request's round and claims it (DESIGN §3 the
@@ -83,14 +84,28 @@ func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (*Run, error) 
 	if in.RequestID, err = ParseID("request_id", in.RequestID); err != nil {
 		return nil, err
 	}
+	if in.Idem != nil {
+		if err := CheckIdempotencyKey(in.Idem.Key); err != nil {
+			return nil, err
+		}
+	}
 	ag, ok := e.Agents.Get(in.Agent)
 	if !ok {
 		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", in.Agent)
 	}
 	for attempt := 0; ; attempt++ {
+		rec, err := e.lookupIdem(ctx, in.UserID, ag.Name, "resume", in.Idem)
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil && in.Body.Round == nil {
+			// The retry decides the round its first send decided.
+			round := rec.Round
+			in.Body.Round = &round
+		}
 		run, err := e.tryResume(ctx, ag, in)
 		var ce *ConflictError
-		if errors.As(err, &ce) && attempt < 5 {
+		if (errors.As(err, &ce) || errors.Is(err, ErrIdemExists)) && attempt < 5 {
 			continue // the task changed between our read and our claim: look again
 		}
 		return run, err
@@ -121,9 +136,12 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		next := t.Clone()
 		extra, recs, _ := e.expireRound(next, items, now)
 		next.Version, next.WriteID, next.UpdatedAt = t.Version+1, e.newID(), now
+		next.RetainUntil = e.retainUntil()
 		if err := e.Store.Write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: recs}); err != nil {
 			return nil, fmt.Errorf("expire round of %s: %w", t.ID, err)
 		}
+		e.retainFinished(ctx, next)
+		e.logSettled(ctx, t.ID, recs)
 		return nil, Errorf(CodeApprovalExpired, "the approval of round %d expired at %s", a.Round, recs[0].Error.Message[len("approval expired at "):])
 	case a.Status == StatusPaused:
 		return e.claimResume(ctx, ag, t, items, in, now)
@@ -305,7 +323,8 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	next.Status, next.UpdatedAt = StatusRunning, now
 	next.Version, next.WriteID = t.Version+1, e.newID()
 	edited := editItems(items, a.ID, d)
-	w := &Write{Task: next, PrevVersion: t.Version, Items: edited}
+	w := &Write{Task: next, PrevVersion: t.Version, Items: edited,
+		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
 	if err := e.Store.Write(ctx, w); err != nil {
 		var ce *ConflictError
 		if errors.As(err, &ce) {

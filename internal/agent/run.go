@@ -291,13 +291,10 @@ func (r *Run) endReason() string {
 	return r.stopReason
 }
 
-// commit writes the request's end: remaining entries, its record, the idle META.
+// commit writes the request's end: remaining entries, its record, the idle
+// META; then, with retention configured, the task's ttl.
 func (r *Run) commit(ctx context.Context) error {
 	now := r.e.now()
-	var expires time.Time
-	if r.e.RetentionDays > 0 {
-		expires = now.AddDate(0, 0, r.e.RetentionDays)
-	}
 	active := *r.task.Active
 	// The record counts the final event (request_complete or error) too.
 	active.LastEventID = r.eventID + 1
@@ -309,13 +306,15 @@ func (r *Run) commit(ctx context.Context) error {
 		rec.StopReason = &sr
 	}
 	rec.Error = r.failure
-	return r.write(ctx, func(t *Task) {
+	err := r.write(ctx, func(t *Task) {
 		t.Active = nil
 		t.Status = r.status
-		if !expires.IsZero() {
-			t.RetainUntil = expires.Unix()
-		}
-	}, []RequestRecord{rec}, expires)
+		t.RetainUntil = r.e.retainUntil()
+	}, []RequestRecord{rec}, time.Time{})
+	if err == nil {
+		r.e.retainFinished(ctx, r.task)
+	}
+	return err
 }
 
 func (r *Run) result() *RequestResult {

@@ -82,7 +82,9 @@ type IdemRecord struct {
 	TaskID    string    `json:"task_id"`
 	RequestID string    `json:"request_id"`
 	SessionID string    `json:"session_id"`
-	Expires   time.Time `json:"expires"`
+	// Round is the round a resume decided.
+	Round   int       `json:"round,omitempty"`
+	Expires time.Time `json:"expires"`
 }
 
 // ListQuery selects tasks for a list.

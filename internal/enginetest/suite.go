@@ -37,6 +37,14 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"CancelDeadRequest", testCancelDeadRequest},
 		{"EditThenFollowOn", testEditThenFollowOn},
 		{"EditRefusals", testEditRefusals},
+		{"ReconnectAtEveryEvent", testReconnectEverywhere},
+		{"FollowLive", testFollowLive},
+		{"RequestLost", testRequestLost},
+		{"EventsRefusals", testEventsRefusals},
+		{"IdempotentInvokes", testIdempotentInvokes},
+		{"IdempotentResume", testIdempotentResume},
+		{"Delete", testDelete},
+		{"Retention", testRetention},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, New(t, newStore(t)))

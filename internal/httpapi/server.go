@@ -104,10 +104,10 @@ func (s *Server) Handler() http.Handler {
 		"POST /agents/{agent}/tasks/{task_id}/requests/{request_id}/edit":   s.edit,
 		"POST /agents/{agent}/tasks/{task_id}/requests/{request_id}/resume": s.resume,
 		"POST /agents/{agent}/tasks/{task_id}/cancel":                       s.cancel,
-		"DELETE /agents/{agent}/tasks/{task_id}":                            s.notImplemented("delete"),
+		"DELETE /agents/{agent}/tasks/{task_id}":                            s.deleteTask,
 		"GET /agents/{agent}/tasks/{task_id}":                               s.getTask,
 		"GET /agents/{agent}/tasks":                                         s.listTasks,
-		"GET /agents/{agent}/tasks/{task_id}/requests/{request_id}/events":  s.notImplemented("events"),
+		"GET /agents/{agent}/tasks/{task_id}/requests/{request_id}/events":  s.events,
 		"GET /agents/{agent}/sessions/{session_id}/tasks":                   s.listSessionTasks,
 		"GET /agents": s.listAgents,
 		"GET /health": s.health,
@@ -174,12 +174,6 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 		return "", agent.Errorf(agent.CodeUnauthenticated, "a valid bearer token is required")
 	}
 	return user, nil
-}
-
-func (s *Server) notImplemented(feature string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, s.log(), agent.Errorf(agent.CodeNotImplemented, "%s has not landed in this version of Hitch", feature))
-	}
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

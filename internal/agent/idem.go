@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// IdemTTL is how long an Idempotency-Key stays bound.
+const IdemTTL = 24 * time.Hour
+
+// Idempotency is an Idempotency-Key and the hash of what it was sent with.
+type Idempotency struct {
+	Key string
+	// BodyHash identifies the call: the route's path ids and the body,
+	// JSON-canonicalised (BodyHash).
+	BodyHash string
+}
+
+// BodyHash hashes a call for idempotency: its path ids and its body, equal
+// after JSON canonicalisation.
+func BodyHash(pathIDs []string, body []byte) string {
+	h := sha256.New()
+	for _, id := range pathIDs {
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+	}
+	h.Write(canonicalJSON(body))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// CheckIdempotencyKey validates a key: 1–255 printable ASCII characters.
+func CheckIdempotencyKey(k string) error {
+	if len(k) == 0 || len(k) > 255 {
+		return Errorf(CodeInvalidIdempotencyKey, "Idempotency-Key must be 1 to 255 printable ASCII characters")
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return Errorf(CodeInvalidIdempotencyKey, "Idempotency-Key must be 1 to 255 printable ASCII characters")
+		}
+	}
+	return nil
+}
+
+// idemKey scopes a key to (user, agent, route).
+func idemKey(user, agentName, route, key string) string {
+	sum := sha256.Sum256([]byte(user + "\x00" + agentName + "\x00" + route + "\x00" + key))
+	return hex.EncodeToString(sum[:])
+}
+
+// lookupIdem finds a key's binding: nil when the key is free; 422 when it
+// was bound with another call.
+func (e *Engine) lookupIdem(ctx context.Context, user, agentName, route string, id *Idempotency) (*IdemRecord, error) {
+	if id == nil {
+		return nil, nil
+	}
+	rec, err := e.Store.GetIdem(ctx, idemKey(user, agentName, route, id.Key))
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get idempotency record: %w", err)
+	}
+	if rec.BodyHash != id.BodyHash {
+		return nil, Errorf(CodeIdempotencyKeyReused, "this Idempotency-Key was used with another request in the last %s", IdemTTL)
+	}
+	return rec, nil
+}
+
+// newIdem is the record a created request binds its key with. Its expiry
+// is a ttl, judged by the stores on the wall clock.
+func (e *Engine) newIdem(user, agentName, route string, id *Idempotency, taskID, sessionID, rid string, round int) *IdemRecord {
+	if id == nil {
+		return nil
+	}
+	return &IdemRecord{Key: idemKey(user, agentName, route, id.Key), BodyHash: id.BodyHash, TaskID: taskID,
+		SessionID: sessionID, RequestID: rid, Round: round, Expires: time.Now().Add(IdemTTL)}
+}

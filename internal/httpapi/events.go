@@ -1,0 +1,57 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/sse"
+)
+
+// events is GET /agents/{agent}/tasks/{task_id}/requests/{request_id}/events:
+// the request's events after Last-Event-ID (or ?after=), then live until the
+// next request_complete or error.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	after, err := lastEventID(r)
+	if err != nil {
+		writeError(w, s.log(), err)
+		return
+	}
+	f, err := s.Engine.OpenEvents(r.Context(), r.PathValue("agent"), userOf(r), r.PathValue("task_id"), r.PathValue("request_id"), after)
+	if err != nil {
+		writeError(w, s.log(), err)
+		return
+	}
+	sse.SetHeaders(w.Header())
+	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
+	sw := sse.NewWriter(w, 0, s.Keepalive, s.log())
+	// A follower stops when its client goes away: it runs nothing.
+	f.Stream(r.Context(), sw)
+	sw.Close()
+}
+
+func lastEventID(r *http.Request) (int64, error) {
+	v := r.Header.Get("Last-Event-ID")
+	name := "Last-Event-ID"
+	if q := r.URL.Query().Get("after"); q != "" {
+		v, name = q, "after"
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, agent.Errorf(agent.CodeInvalidLastEventID, "%s must be a non-negative event id", name)
+	}
+	return n, nil
+}
+
+// deleteTask is DELETE /agents/{agent}/tasks/{task_id}: 204.
+func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request) {
+	if err := s.Engine.DeleteTask(r.Context(), r.PathValue("agent"), userOf(r), r.PathValue("task_id")); err != nil {
+		writeError(w, s.log(), err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
