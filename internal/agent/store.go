@@ -77,11 +77,11 @@ type Store interface {
 // IdemRecord binds an Idempotency-Key to the request it created.
 type IdemRecord struct {
 	// Key is the hash of (user, agent, route, key): IDEM#<Key>.
-	Key       string    `json:"key"`
-	BodyHash  string    `json:"body_hash"`
-	TaskID    string    `json:"task_id"`
-	RequestID string    `json:"request_id"`
-	SessionID string    `json:"session_id"`
+	Key       string `json:"key"`
+	BodyHash  string `json:"body_hash"`
+	TaskID    string `json:"task_id"`
+	RequestID string `json:"request_id"`
+	SessionID string `json:"session_id"`
 	// Round is the round a resume decided.
 	Round   int       `json:"round,omitempty"`
 	Expires time.Time `json:"expires"`
