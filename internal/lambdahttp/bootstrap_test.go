@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -40,7 +39,11 @@ func buildEcho(tb testing.TB) string {
 			return
 		}
 		echoBinary.path = filepath.Join(dir, "bootstrap")
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			echoBinary.err = err
+			return
+		}
 		cmd := exec.Command(goTool, "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w",
 			"-o", echoBinary.path, "./testdata/echo")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
