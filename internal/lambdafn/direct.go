@@ -44,8 +44,9 @@ func Direct(e *agent.Engine) lambdahttp.DirectFunc {
 		if p.UserID == "" {
 			return nil, lambdahttp.Refusal(agent.CodeUnauthenticated, "user_id is required")
 		}
-		if p.IdempotencyKey != "" && !validIdempotencyKey(p.IdempotencyKey) {
-			return nil, lambdahttp.Refusal(agent.CodeInvalidIdempotencyKey, "idempotency_key must be 1 to 255 printable ASCII characters")
+		var idem *agent.Idempotency
+		if p.IdempotencyKey != "" {
+			idem = &agent.Idempotency{Key: p.IdempotencyKey, BodyHash: p.bodyHash()}
 		}
 		deadline, _ := ctx.Deadline()
 		// The request outlives its caller: the commit happens even if the
@@ -53,7 +54,7 @@ func Direct(e *agent.Engine) lambdahttp.DirectFunc {
 		wctx := context.WithoutCancel(ctx)
 		run, err := e.StartInvoke(wctx, agent.InvokeInput{
 			Agent: p.Agent, UserID: p.UserID, SessionID: p.SessionID, TaskID: p.TaskID,
-			Items: p.Items, Metadata: p.Metadata, Deadline: deadline,
+			Items: p.Items, Metadata: p.Metadata, Deadline: deadline, Idem: idem,
 		})
 		if err != nil {
 			var ae *agent.Error
@@ -67,15 +68,20 @@ func Direct(e *agent.Engine) lambdahttp.DirectFunc {
 	}
 }
 
-// validIdempotencyKey: 1–255 printable ASCII characters (DESIGN §3).
-func validIdempotencyKey(k string) bool {
-	if len(k) == 0 || len(k) > 255 {
-		return false
+// bodyHash identifies the call for its idempotency key as the HTTP invoke
+// body it stands for: the same key and message over HTTP or direct are one
+// call.
+func (p *DirectPayload) bodyHash() string {
+	body := map[string]any{"items": p.Items}
+	if p.SessionID != "" {
+		body["session_id"] = p.SessionID
 	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x20 || k[i] > 0x7e {
-			return false
-		}
+	if p.TaskID != "" {
+		body["task_id"] = p.TaskID
 	}
-	return true
+	if len(p.Metadata) > 0 {
+		body["metadata"] = p.Metadata
+	}
+	b, _ := json.Marshal(body)
+	return agent.BodyHash([]string{"", ""}, b)
 }

@@ -178,3 +178,22 @@ func TestDirectBusyTask(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestDirectIdempotencyKey(t *testing.T) {
+	direct, model := newDirect(t)
+	model.Add(agenttest.Say("paid"))
+	payload := `{"agent":"assistant","user_id":"u1","items":[{"content":"pay invoice 7"}],"idempotency_key":"exec-1:Pay"}`
+	first, err := call(t, direct, payload)
+	if err != nil || first.Status != agent.StatusCompleted {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	again, err := call(t, direct, payload)
+	if err != nil || again.RequestID != first.RequestID || again.Output != "paid" {
+		t.Fatalf("retry: %+v %v, want the first request's outcome", again, err)
+	}
+	if n := model.NCalls(); n != 1 {
+		t.Errorf("the model ran %d times", n)
+	}
+	_, err = call(t, direct, `{"agent":"assistant","user_id":"u1","items":[{"content":"pay invoice 8"}],"idempotency_key":"exec-1:Pay"}`)
+	wantRefusal(t, err, "Hitch.idempotency_key_reused")
+}
