@@ -88,7 +88,6 @@ const (
 	CodeModelError            = "model_error"
 	CodeContextWindowExceeded = "context_window_exceeded"
 	CodeDeadlineExceeded      = "deadline_exceeded"
-	CodeNotImplemented        = "not_implemented"
 	CodeLeaseExpired          = "lease_expired"
 	CodeRequestLost           = "request_lost"
 	CodeOutcomeUnknown        = "outcome_unknown"

@@ -51,7 +51,6 @@ var statusOf = map[string]int{
 	agent.CodeModelError:            http.StatusBadGateway,
 	agent.CodeContextWindowExceeded: http.StatusBadGateway,
 	agent.CodeDeadlineExceeded:      http.StatusGatewayTimeout,
-	agent.CodeNotImplemented:        http.StatusNotImplemented,
 	// A request lost to an expired lease is reported like an internal failure.
 	agent.CodeLeaseExpired:   http.StatusInternalServerError,
 	agent.CodeRequestLost:    http.StatusInternalServerError,

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hitch-agents/hitch/internal/ddblocal"
+)
+
+func TestMain(m *testing.M) { ddblocal.Main(m) }
+
+// lockedBuffer collects the server's output safely.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startServe runs `hitch serve` with the example agent copied into a
+// temporary directory, and returns its base URL and the sandbox.
+func startServe(t *testing.T, extra ...string) (string, string, *lockedBuffer) {
+	t.Helper()
+	dir := t.TempDir()
+	def, err := os.ReadFile(filepath.Join("..", "..", "agents", "assistant.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "assistant.yaml"), def, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	logs := &lockedBuffer{}
+	args := append([]string{"--addr", "127.0.0.1:0", "--agents", dir}, extra...)
+	go func() { done <- serve(ctx, args, io.Discard, logs, ready) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("serve: %v\n%s", err, logs)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return "http://" + addr, filepath.Join(dir, "sandbox"), logs
+}
+
+func call(t *testing.T, method, url, user, body string, hdr ...string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if user != "" {
+		req.Header.Set("Authorization", "Bearer "+user)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func decode(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return m
+}
+
+// The README's walk-through, against `hitch serve` as `make run` starts it.
+func testWalkThrough(t *testing.T, base, sandbox string) {
+	if code, body := call(t, "GET", base+"/health", "", ""); code != 200 || !strings.Contains(string(body), "ok") {
+		t.Fatalf("health: %d %s", code, body)
+	}
+	code, body := call(t, "POST", base+"/agents/assistant/invoke", "alice", `{"items":[{"content_type":"text","content":"Hello there"}],"metadata":{"ticket":"ACME-42"}}`)
+	first := decode(t, body)
+	if code != 200 || first["output"] != "echo: Hello there" {
+		t.Fatalf("invoke: %d %s", code, body)
+	}
+	tid := first["task_id"].(string)
+	code, body = call(t, "POST", base+"/agents/assistant/invoke", "alice", `{"task_id":"`+tid+`","items":[{"content":"/call get_time {\"zone\": \"Europe/Paris\"}"}]}`)
+	if code != 200 || !strings.Contains(decode(t, body)["output"].(string), "results: get_time success:") {
+		t.Fatalf("follow-on with a tool: %d %s", code, body)
+	}
+	code, body = call(t, "POST", base+"/agents/assistant/invoke", "alice", `{"items":[{"content":"/think let me see\nhi"}]}`, "Accept", "text/event-stream")
+	if code != 200 || !strings.Contains(string(body), "event: thinking") || !strings.Contains(string(body), "event: request_complete") {
+		t.Fatalf("SSE: %d %s", code, body)
+	}
+	// Human in the loop: delete a file, after approval.
+	if err := os.MkdirAll(sandbox, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sandbox, "old.log"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, body = call(t, "POST", base+"/agents/assistant/invoke", "alice", `{"items":[{"content":"/call delete_file {\"path\": \"old.log\"}"}]}`)
+	paused := decode(t, body)
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("pause: %d %s", code, body)
+	}
+	if _, err := os.Stat(filepath.Join(sandbox, "old.log")); err != nil {
+		t.Fatalf("the file went before the approval: %v", err)
+	}
+	code, body = call(t, "POST", base+paused["resume_url"].(string), "alice", `{"action":"approve"}`, "Accept", "text/event-stream")
+	if code != 200 || !strings.Contains(string(body), "event: approved") || !strings.Contains(string(body), "deleted old.log") {
+		t.Fatalf("approve: %d %s", code, body)
+	}
+	if _, err := os.Stat(filepath.Join(sandbox, "old.log")); !os.IsNotExist(err) {
+		t.Errorf("the file is still there: %v", err)
+	}
+	code, body = call(t, "GET", base+"/agents/assistant/tasks?status=Completed", "alice", "")
+	if code != 200 || len(decode(t, body)["tasks"].([]any)) != 3 {
+		t.Errorf("list: %d %s", code, body)
+	}
+	code, body = call(t, "GET", base+"/agents/assistant/tasks/"+tid, "bob", "")
+	if code != 401 {
+		t.Errorf("bob reads alice's task: %d %s", code, body)
+	}
+}
+
+func TestServeMemory(t *testing.T) {
+	base, sandbox, logs := startServe(t)
+	testWalkThrough(t, base, sandbox)
+	if !strings.Contains(logs.String(), "DEV MODE") {
+		t.Errorf("dev auth is not logged:\n%s", logs)
+	}
+}
+
+func TestServeDynamoDB(t *testing.T) {
+	endpoint := ddblocal.Start(t)
+	base, sandbox, _ := startServe(t, "--store", "dynamodb", "--dynamodb-endpoint", endpoint, "--table", "serve-test", "--create-table")
+	testWalkThrough(t, base, sandbox)
+}
+
+func TestServeFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--store", "postgres"},
+		{"--model", "gpt"},
+		{"--agents", "/nonexistent"},
+		{"extra"},
+	} {
+		if err := serve(context.Background(), args, io.Discard, io.Discard, nil); err == nil {
+			t.Errorf("serve %v started", args)
+		}
+	}
+	if err := run(context.Background(), []string{"frobnicate"}, io.Discard, io.Discard); err == nil {
+		t.Error("an unknown command ran")
+	}
+}
+
+// Ending serve's context (SIGINT, SIGTERM) shuts it down cleanly: it stops
+// listening and returns nil. (http.Server.Shutdown waits for the handlers,
+// which return only after their request's commit.)
+func TestShutdown(t *testing.T) {
+	dir := t.TempDir()
+	def, _ := os.ReadFile(filepath.Join("..", "..", "agents", "assistant.yaml"))
+	_ = os.WriteFile(filepath.Join(dir, "assistant.yaml"), def, 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, []string{"--addr", "127.0.0.1:0", "--agents", dir}, io.Discard, io.Discard, ready) }()
+	base := "http://" + <-ready
+	code, _ := call(t, "POST", base+"/agents/assistant/invoke", "alice", `{"items":[{"content":"hi"}]}`)
+	cancel()
+	if err := <-done; err != nil || code != 200 {
+		t.Fatalf("shutdown: %v (invoke %d)", err, code)
+	}
+	if _, err := http.Get(base + "/health"); err == nil {
+		t.Error("still serving after shutdown")
+	}
+}
