@@ -29,30 +29,12 @@ func (e *Engine) StartEdit(ctx context.Context, in EditInput) (*Run, error) {
 	if in.RequestID, err = ParseID("request_id", in.RequestID); err != nil {
 		return nil, err
 	}
-	if in.Idem != nil {
-		if err := CheckIdempotencyKey(in.Idem.Key); err != nil {
-			return nil, err
+	return e.startLoop(ctx, in.UserID, in.Agent, "edit", in.Idem, func(ag *Agent, bound *IdemRecord) (*Run, error) {
+		if bound != nil {
+			return e.follower(ag, bound.TaskID, bound.RequestID, 0), nil
 		}
-	}
-	ag, ok := e.Agents.Get(in.Agent)
-	if !ok {
-		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", in.Agent)
-	}
-	for attempt := 0; ; attempt++ {
-		rec, err := e.lookupIdem(ctx, in.UserID, ag.Name, "edit", in.Idem)
-		if err != nil {
-			return nil, err
-		}
-		if rec != nil {
-			return e.follower(ag, rec.TaskID, rec.RequestID, 0), nil
-		}
-		run, err := e.tryEdit(ctx, ag, in, content)
-		var ce *ConflictError
-		if (errors.As(err, &ce) || errors.Is(err, ErrIdemExists)) && attempt < 3 {
-			continue
-		}
-		return run, err
-	}
+		return e.tryEdit(ctx, ag, in, content)
+	})
 }
 
 func (e *Engine) tryEdit(ctx context.Context, ag *Agent, in EditInput, content []Block) (*Run, error) {

@@ -114,35 +114,15 @@ func (e *Engine) StartInvoke(ctx context.Context, in InvokeInput) (*Run, error) 
 			return nil, err
 		}
 	}
-	if in.Idem != nil {
-		if err := CheckIdempotencyKey(in.Idem.Key); err != nil {
-			return nil, err
+	return e.startLoop(ctx, in.UserID, in.Agent, "invoke", in.Idem, func(ag *Agent, bound *IdemRecord) (*Run, error) {
+		switch {
+		case bound != nil:
+			return e.follower(ag, bound.TaskID, bound.RequestID, 0), nil
+		case in.TaskID == "":
+			return e.createTask(ctx, ag, in, content)
 		}
-	}
-	ag, ok := e.Agents.Get(in.Agent)
-	if !ok {
-		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", in.Agent)
-	}
-	for attempt := 0; ; attempt++ {
-		rec, err := e.lookupIdem(ctx, in.UserID, ag.Name, "invoke", in.Idem)
-		if err != nil {
-			return nil, err
-		}
-		if rec != nil {
-			return e.follower(ag, rec.TaskID, rec.RequestID, 0), nil
-		}
-		var run *Run
-		if in.TaskID == "" {
-			run, err = e.createTask(ctx, ag, in, content)
-		} else {
-			run, err = e.claimFollowOn(ctx, ag, in, content)
-		}
-		var ce *ConflictError
-		if (errors.As(err, &ce) || errors.Is(err, ErrIdemExists)) && attempt < 3 {
-			continue // the task or the key changed under us: look again
-		}
-		return run, err
-	}
+		return e.claimFollowOn(ctx, ag, in, content)
+	})
 }
 
 func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, content []Block) (*Run, error) {

@@ -79,3 +79,33 @@ func (e *Engine) newIdem(user, agentName, route string, id *Idempotency, taskID,
 	return &IdemRecord{Key: idemKey(user, agentName, route, id.Key), BodyHash: id.BodyHash, TaskID: taskID,
 		SessionID: sessionID, RequestID: rid, Round: round, Expires: time.Now().Add(IdemTTL)}
 }
+
+// startLoop is the common start of a call that creates or continues a
+// request: the key's format (400), the agent (404), the key's binding (a
+// retry follows the request it bound; another body is 422), then try, again
+// while it loses a race (the task changed between its read and its claim, or
+// the key was bound meanwhile).
+func (e *Engine) startLoop(ctx context.Context, user, agentName, route string, id *Idempotency,
+	try func(ag *Agent, bound *IdemRecord) (*Run, error)) (*Run, error) {
+	if id != nil {
+		if err := CheckIdempotencyKey(id.Key); err != nil {
+			return nil, err
+		}
+	}
+	ag, ok := e.Agents.Get(agentName)
+	if !ok {
+		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", agentName)
+	}
+	for attempt := 0; ; attempt++ {
+		bound, err := e.lookupIdem(ctx, user, ag.Name, route, id)
+		if err != nil {
+			return nil, err
+		}
+		run, err := try(ag, bound)
+		var ce *ConflictError
+		if (errors.As(err, &ce) || errors.Is(err, ErrIdemExists)) && attempt < 5 {
+			continue
+		}
+		return run, err
+	}
+}

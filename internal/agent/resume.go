@@ -84,32 +84,14 @@ func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (*Run, error) 
 	if in.RequestID, err = ParseID("request_id", in.RequestID); err != nil {
 		return nil, err
 	}
-	if in.Idem != nil {
-		if err := CheckIdempotencyKey(in.Idem.Key); err != nil {
-			return nil, err
-		}
-	}
-	ag, ok := e.Agents.Get(in.Agent)
-	if !ok {
-		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", in.Agent)
-	}
-	for attempt := 0; ; attempt++ {
-		rec, err := e.lookupIdem(ctx, in.UserID, ag.Name, "resume", in.Idem)
-		if err != nil {
-			return nil, err
-		}
-		if rec != nil && in.Body.Round == nil {
+	return e.startLoop(ctx, in.UserID, in.Agent, "resume", in.Idem, func(ag *Agent, bound *IdemRecord) (*Run, error) {
+		if bound != nil && in.Body.Round == nil {
 			// The retry decides the round its first send decided.
-			round := rec.Round
+			round := bound.Round
 			in.Body.Round = &round
 		}
-		run, err := e.tryResume(ctx, ag, in)
-		var ce *ConflictError
-		if (errors.As(err, &ce) || errors.Is(err, ErrIdemExists)) && attempt < 5 {
-			continue // the task changed between our read and our claim: look again
-		}
-		return run, err
-	}
+		return e.tryResume(ctx, ag, in)
+	})
 }
 
 func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run, error) {

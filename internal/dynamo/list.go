@@ -1,10 +1,7 @@
 package dynamo
 
 import (
-	"cmp"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"slices"
 	"time"
 
@@ -23,7 +20,7 @@ var allStatuses = []agent.Status{agent.StatusRunning, agent.StatusPaused, agent.
 // status, the five statuses' queries merged.
 func (st *Store) ListUserTasks(ctx context.Context, q agent.ListQuery) (_ []agent.TaskSummary, _ string, err error) {
 	defer wrap(&err, "ListUserTasks", q.UserID+","+q.Agent)
-	after, err := decodeCursor(q.Cursor)
+	after, err := agent.ParseCursor(q.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
@@ -60,8 +57,8 @@ func (st *Store) userTasks(ctx context.Context, q agent.ListQuery, status agent.
 		Limit:                     aws.Int32(int32(want)),
 	}
 	if after != nil {
-		in.ExclusiveStartKey = item{attrGSI1PK: s(pk), attrGSI1SK: s(gsi1SK(status, after.at, after.id)),
-			attrPK: s(taskPK(after.id)), attrSK: s(metaSK)}
+		in.ExclusiveStartKey = item{attrGSI1PK: s(pk), attrGSI1SK: s(gsi1SK(status, after.At, after.ID)),
+			attrPK: s(taskPK(after.ID)), attrSK: s(metaSK)}
 	}
 	now := st.now().Unix()
 	var out []positioned
@@ -76,7 +73,7 @@ func (st *Store) userTasks(ctx context.Context, q agent.ListQuery, status agent.
 				return nil, err
 			}
 			if t != nil && t.Status == status && t.UserID == q.UserID && t.Agent == q.Agent {
-				out = append(out, positioned{position{t.UpdatedAt, t.ID}, t.Summary()})
+				out = append(out, positioned{position{At: t.UpdatedAt, ID: t.ID}, t.Summary()})
 			}
 		}
 		if len(out) >= want || len(res.LastEvaluatedKey) == 0 {
@@ -90,7 +87,7 @@ func (st *Store) userTasks(ctx context.Context, q agent.ListQuery, status agent.
 // created first, this agent's tasks only, each read from its META.
 func (st *Store) ListSessionTasks(ctx context.Context, q agent.ListQuery) (_ []agent.TaskSummary, _ string, err error) {
 	defer wrap(&err, "ListSessionTasks", q.SessionID+","+q.Agent)
-	after, err := decodeCursor(q.Cursor)
+	after, err := agent.ParseCursor(q.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
@@ -109,7 +106,7 @@ func (st *Store) ListSessionTasks(ctx context.Context, q agent.ListQuery) (_ []a
 		Limit:                     aws.Int32(int32(want)),
 	}
 	if after != nil {
-		in.ExclusiveStartKey = key(sessionPK(q.SessionID), indexSK(after.at, after.id))
+		in.ExclusiveStartKey = key(sessionPK(q.SessionID), indexSK(after.At, after.ID))
 	}
 	now := st.now().Unix()
 	var all []positioned
@@ -138,7 +135,7 @@ func (st *Store) ListSessionTasks(ctx context.Context, q agent.ListQuery) (_ []a
 		}
 		for _, id := range ids {
 			if t := tasks[id]; t != nil && t.Agent == q.Agent && (q.UserID == "" || t.UserID == q.UserID) {
-				all = append(all, positioned{position{created[id], id}, t.Summary()})
+				all = append(all, positioned{position{At: created[id], ID: id}, t.Summary()})
 			}
 		}
 		if len(res.LastEvaluatedKey) == 0 {
@@ -187,61 +184,23 @@ func (st *Store) getTasks(ctx context.Context, ids []string, now int64) (map[str
 }
 
 // position is a list's sort position: newest (time, then id) first.
-type position struct {
-	at time.Time
-	id string
-}
+type position = agent.ListPosition
 
 type positioned struct {
 	pos position
 	sum agent.TaskSummary
 }
 
-func (p position) compare(q position) int {
-	return cmp.Or(p.at.Compare(q.at), cmp.Compare(p.id, q.id))
-}
-
 // page sorts newest first and cuts at limit; the cursor is the last position
 // returned when more follow.
 func page(all []positioned, limit int) ([]agent.TaskSummary, string) {
-	slices.SortFunc(all, func(a, b positioned) int { return b.pos.compare(a.pos) })
+	slices.SortFunc(all, func(a, b positioned) int { return b.pos.Compare(a.pos) })
 	out := []agent.TaskSummary{}
 	for i, p := range all {
 		if i == limit {
-			return out, all[i-1].pos.encode()
+			return out, all[i-1].pos.Cursor()
 		}
 		out = append(out, p.sum)
 	}
 	return out, ""
-}
-
-// cursor is the opaque cursor's JSON: the last position returned.
-type cursor struct {
-	At string `json:"at"`
-	ID string `json:"id"`
-}
-
-func (p position) encode() string {
-	b, _ := json.Marshal(cursor{p.at.UTC().Format(timeKey), p.id})
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeCursor(c string) (*position, error) {
-	if c == "" {
-		return nil, nil
-	}
-	bad := agent.Errorf(agent.CodeInvalidQuery, "The cursor is not one this list returned.")
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return nil, bad
-	}
-	var cur cursor
-	if err := json.Unmarshal(b, &cur); err != nil || cur.ID == "" {
-		return nil, bad
-	}
-	at, err := time.Parse(timeKey, cur.At)
-	if err != nil {
-		return nil, bad
-	}
-	return &position{at, cur.ID}, nil
 }

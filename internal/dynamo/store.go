@@ -51,7 +51,7 @@ const (
 )
 
 // timeKey formats times in keys: fixed width, so lexical order is time order.
-const timeKey = "2006-01-02T15:04:05.000000000Z"
+const timeKey = agent.ListTimeKey
 
 func taskPK(id string) string        { return "TASK#" + id }
 func itemSK(seq int64) string        { return fmt.Sprintf("ITEM#%010d", seq) }

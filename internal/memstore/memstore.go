@@ -340,7 +340,7 @@ func (s *Store) ListUserTasks(ctx context.Context, q agent.ListQuery) (_ []agent
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
-	after, err := decodeCursor(q.Cursor)
+	after, err := agent.ParseCursor(q.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
@@ -356,7 +356,7 @@ func (s *Store) ListUserTasks(ctx context.Context, q agent.ListQuery) (_ []agent
 		if t == nil || t.UserID != q.UserID || t.Agent != q.Agent || (q.Status != "" && t.Status != q.Status) {
 			continue
 		}
-		all = append(all, positioned{position{t.UpdatedAt, t.ID}, t.Summary()})
+		all = append(all, positioned{position{At: t.UpdatedAt, ID: t.ID}, t.Summary()})
 	}
 	out, next := page(all, after, q.Limit)
 	return out, next, nil
@@ -368,7 +368,7 @@ func (s *Store) ListSessionTasks(ctx context.Context, q agent.ListQuery) (_ []ag
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
-	after, err := decodeCursor(q.Cursor)
+	after, err := agent.ParseCursor(q.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
@@ -391,7 +391,7 @@ func (s *Store) ListSessionTasks(ctx context.Context, q agent.ListQuery) (_ []ag
 		if t == nil || (q.UserID != "" && t.UserID != q.UserID) {
 			continue
 		}
-		all = append(all, positioned{position{e.created, id}, t.Summary()})
+		all = append(all, positioned{position{At: e.created, ID: id}, t.Summary()})
 	}
 	out, next := page(all, after, q.Limit)
 	return out, next, nil
@@ -407,14 +407,14 @@ func page(all []positioned, after *position, limit int) ([]agent.TaskSummary, st
 	if limit <= 0 {
 		limit = defaultLimit
 	}
-	slices.SortFunc(all, func(a, b positioned) int { return b.pos.compare(a.pos) })
+	slices.SortFunc(all, func(a, b positioned) int { return b.pos.Compare(a.pos) })
 	out := []agent.TaskSummary{}
 	for i, p := range all {
-		if after != nil && p.pos.compare(*after) >= 0 {
+		if after != nil && p.pos.Compare(*after) >= 0 {
 			continue
 		}
 		if len(out) == limit {
-			return out, all[i-1].pos.encode()
+			return out, all[i-1].pos.Cursor()
 		}
 		out = append(out, p.sum)
 	}
