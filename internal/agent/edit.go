@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 )
 
@@ -55,41 +53,10 @@ func (e *Engine) tryEdit(ctx context.Context, ag *Agent, in EditInput, content [
 	if by, sup := t.IsSuperseded(first); sup {
 		return nil, Errorf(CodeRequestSuperseded, "request %s was superseded by %s; edit that one instead", in.RequestID, by)
 	}
-	now := e.now()
-	next := t.Clone()
-	var extra []Item
-	var records []RequestRecord
-	if t.Active != nil {
-		extra, records, err = e.settleActive(ag, next, items, now)
-		if err != nil {
-			return nil, err
-		}
-	}
-	deadline, lease := e.legDeadline(in.Deadline)
-	rid := e.newID()
-	// The range covers the entries up to the new user message, including
-	// any the settling above adds.
-	next.Superseded = append(next.Superseded, SeqRange{From: first, To: next.NextSeq, SupersededBy: rid})
-	user := Item{Seq: next.NextSeq, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: content}
-	next.Status, next.UpdatedAt = StatusRunning, now
-	next.Version, next.WriteID = t.Version+1, e.newID()
-	next.NextSeq++
-	next.Active = &ActiveRequest{
-		ID: rid, Kind: KindEdit, Status: StatusRunning, ClaimToken: e.newID(),
-		LeaseUntil: lease, CreatedAt: now, FirstSeq: user.Seq,
-	}
-	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records,
-		Idem: e.newIdem(in.UserID, ag.Name, "edit", in.Idem, t.ID, t.SessionID, rid, 0)}
-	if err := e.clearRetention(ctx, t, next); err != nil {
-		return nil, err
-	}
-	if err := e.Store.Write(ctx, w); err != nil {
-		var ce *ConflictError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("claim edit of %s: %w", t.ID, err)
-	}
-	e.logSettled(ctx, t.ID, records)
-	return e.newRun(ag, next, append(items, w.Items...), deadline), nil
+	return e.claimNew(ctx, ag, t, items, newRequest{kind: KindEdit, route: "edit", user: in.UserID, content: content,
+		deadline: in.Deadline, idem: in.Idem}, func(next *Task, rid string) {
+		// The range covers the entries up to the new user message, including
+		// any that settling the active request adds.
+		next.Superseded = append(next.Superseded, SeqRange{From: first, To: next.NextSeq, SupersededBy: rid})
+	})
 }

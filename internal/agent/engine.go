@@ -182,18 +182,7 @@ func (e *Engine) claimFollowOn(ctx context.Context, ag *Agent, in InvokeInput, c
 	if in.SessionID != "" && in.SessionID != t.SessionID {
 		return nil, Errorf(CodeSessionMismatch, "task %s belongs to session %s, not %s", t.ID, t.SessionID, in.SessionID)
 	}
-	now := e.now()
-	next := t.Clone()
-	var extra []Item
-	var records []RequestRecord
-	if t.Active != nil {
-		var err error
-		extra, records, err = e.settleActive(ag, next, items, now)
-		if err != nil {
-			return nil, err
-		}
-	}
-	md := maps.Clone(next.Metadata)
+	md := maps.Clone(t.Metadata)
 	if md == nil {
 		md = map[string]string{}
 	}
@@ -201,21 +190,45 @@ func (e *Engine) claimFollowOn(ctx context.Context, ag *Agent, in InvokeInput, c
 	if err := CheckMetadata(md); err != nil {
 		return nil, Errorf(CodeInvalidMetadata, "merged with the task's metadata: %s", err.(*Error).Message)
 	}
-	deadline, lease := e.legDeadline(in.Deadline)
+	return e.claimNew(ctx, ag, t, items, newRequest{kind: KindInvoke, route: "invoke", user: in.UserID, content: content,
+		deadline: in.Deadline, idem: in.Idem}, func(next *Task, _ string) { next.Metadata = md })
+}
+
+// newRequest is a new request (a follow-on message or an edit) on a task.
+type newRequest struct {
+	kind, route, user string
+	content           []Block
+	deadline          time.Time
+	idem              *Idempotency
+}
+
+// claimNew settles the task's active request (409 if it is live), then
+// claims the task for a new request with its user message, in one write.
+// shape changes next (the new request's id given) before it is written.
+func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item, nr newRequest, shape func(next *Task, rid string)) (*Run, error) {
+	now := e.now()
+	next := t.Clone()
+	var extra []Item
+	var records []RequestRecord
+	if t.Active != nil {
+		var err error
+		if extra, records, err = e.settleActive(ag, next, items, now); err != nil {
+			return nil, err
+		}
+	}
+	deadline, lease := e.legDeadline(nr.deadline)
 	rid := e.newID()
-	user := Item{Seq: next.NextSeq, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: content}
-	next.Metadata = md
-	next.Status = StatusRunning
-	next.UpdatedAt = now
-	next.Version = t.Version + 1
-	next.WriteID = e.newID()
+	shape(next, rid)
+	user := Item{Seq: next.NextSeq, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: nr.content}
+	next.Status, next.UpdatedAt = StatusRunning, now
+	next.Version, next.WriteID = t.Version+1, e.newID()
 	next.NextSeq++
 	next.Active = &ActiveRequest{
-		ID: rid, Kind: KindInvoke, Status: StatusRunning, ClaimToken: e.newID(),
+		ID: rid, Kind: nr.kind, Status: StatusRunning, ClaimToken: e.newID(),
 		LeaseUntil: lease, CreatedAt: now, FirstSeq: user.Seq,
 	}
 	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records,
-		Idem: e.newIdem(in.UserID, ag.Name, "invoke", in.Idem, t.ID, t.SessionID, rid, 0)}
+		Idem: e.newIdem(nr.user, ag.Name, nr.route, nr.idem, t.ID, t.SessionID, rid, 0)}
 	if err := e.clearRetention(ctx, t, next); err != nil {
 		return nil, err
 	}
@@ -224,11 +237,10 @@ func (e *Engine) claimFollowOn(ctx context.Context, ag *Agent, in InvokeInput, c
 		if errors.As(err, &ce) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("claim task %s: %w", t.ID, err)
+		return nil, fmt.Errorf("claim task %s for a new %s: %w", t.ID, nr.kind, err)
 	}
 	e.logSettled(ctx, t.ID, records)
-	history := append(items, w.Items...)
-	return e.newRun(ag, next, history, deadline), nil
+	return e.newRun(ag, next, append(items, w.Items...), deadline), nil
 }
 
 // settleActive deals with the task's active request before a new one is
