@@ -8,4 +8,3 @@ const defaultLimit = 20
 
 // position is a list's sort position (agent.ListPosition).
 type position = agent.ListPosition
-
