@@ -77,6 +77,9 @@ func (r *Run) Execute(ctx context.Context, sink Sink) *RequestResult {
 	defer cancel()
 	legCtx, stopWatch := r.watchCancel(legCtx)
 	defer stopWatch()
+	if r.takeover && r.answered() {
+		return r.finish(ctx)
+	}
 	if r.decided != nil {
 		r.runDecided(legCtx)
 		if r.interrupted(legCtx) {
@@ -269,9 +272,11 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 	if err := r.commit(cctx); err != nil {
 		r.e.log().Error("commit failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
 		r.fail(CodeInternal, "the request's outcome could not be saved")
-		// Best effort: record the request Failed so the task is usable again;
-		// if this fails too, the lease's expiry recovers the task.
-		if err := r.commit(cctx); err != nil {
+		// Best effort: save what the leg did and release the claim, so that
+		// a retry takes the request over at once (a resume continues it; a
+		// new message records it Failed). If this fails too, the lease's
+		// expiry recovers the task.
+		if err := r.release(cctx); err != nil {
 			r.e.log().Error("release after a failed commit failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
 		}
 	}
@@ -289,6 +294,17 @@ func (r *Run) endReason() string {
 		return r.failure.Code
 	}
 	return r.stopReason
+}
+
+// release saves the leg's entries (every call with its result) and ends the
+// claim's lease now, leaving the request Running for a takeover.
+func (r *Run) release(ctx context.Context) error {
+	return r.write(ctx, func(t *Task) {
+		t.Status = StatusRunning
+		t.Active.Status = StatusRunning
+		t.Active.LeaseUntil = r.e.now()
+		t.Active.LastEventID = r.eventID + 1 // the error event that follows
+	}, nil, time.Time{})
 }
 
 // commit writes the request's end: remaining entries, its record, the idle
@@ -353,4 +369,19 @@ func (r *Run) legKind() string {
 		return r.kind
 	}
 	return r.task.Active.Kind
+}
+
+// answered tells whether the request's last saved entry is the model's final
+// answer (a leg that died after it, before its commit): the request is then
+// done, and the model is not asked again.
+func (r *Run) answered() bool {
+	if len(r.history) == 0 {
+		return false
+	}
+	last := r.history[len(r.history)-1]
+	if last.RequestID != r.reqID || last.Role != RoleAssistant || len(last.ToolUses()) > 0 {
+		return false
+	}
+	r.output, r.status, r.stopReason = last.Text(), StatusCompleted, StopEndTurn
+	return true
 }
