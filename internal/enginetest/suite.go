@@ -3,6 +3,8 @@ package enginetest
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +28,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"RoundsAndStaleApproveAll", testRounds},
 		{"AnswerTable", testAnswerTable},
 		{"FiftyConcurrentApprovals", testFiftyApprovals},
+		{"FiftyApprovalsAppendOnce", testFiftyAppends},
 		{"ApprovalsRaceRejections", testApproveRejectRace},
 		{"Expiry", testExpiry},
 		{"ExpiredPauseYieldsToAMessage", testExpiredFollowOn},
@@ -414,5 +417,37 @@ func testTakeover(t *testing.T, env *Env) {
 	want := "g1=error:outcome_unknown: the request was interrupted while this call ran; it may or may not have run, and it was not run again; r1=success:retry did sync"
 	if got != want {
 		t.Errorf("results sent to the model:\n got %s\nwant %s", got, want)
+	}
+}
+
+// testFiftyAppends: fifty concurrent approvals of an append_file call; the
+// file gets its line once.
+func testFiftyAppends(t *testing.T, env *Env) {
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, agenttest.Use("a1", "append_file", `{"path":"audit.log","content":"approved once\n"}`)))
+	res, _ := env.Invoke(t, "", "append a line")
+	if res.Status != agent.StatusPaused {
+		t.Fatalf("%+v", res)
+	}
+	env.Model.Add(agenttest.Say("appended"))
+	const n = 50
+	var wg sync.WaitGroup
+	outs := make([]*agent.RequestResult, n)
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], _, errs[i] = env.Resume(res, "alice", Approve())
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < n; i++ {
+		if errs[i] != nil || outs[i].Status != agent.StatusCompleted || outs[i].Output != "appended" {
+			t.Fatalf("approval %d: %+v %v", i, outs[i], errs[i])
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(env.Sandbox, "audit.log"))
+	if err != nil || string(b) != "approved once\n" {
+		t.Fatalf("audit.log = %q, %v; want the line once", b, err)
 	}
 }
