@@ -80,7 +80,9 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall) {
 	a.Pending = pending
 	a.Status = StatusPaused
 	r.task.Status = StatusPaused
-	err := r.write(ctx, func(t *Task) {
+	wctx, cancel := writeContext(ctx)
+	defer cancel()
+	err := r.write(wctx, func(t *Task) {
 		// approval_required and request_complete follow this write.
 		t.Active.LastEventID = r.eventID + 2
 		t.Active.ClaimToken = ""

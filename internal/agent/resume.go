@@ -156,12 +156,17 @@ func (e *Engine) resumeEnded(ctx context.Context, ag *Agent, t *Task, in ResumeI
 			continue
 		}
 		last := lastOf(rec.Decisions)
-		if last == nil || last.Approver == ApproverExpiry || rec.Status == StatusCanceled ||
-			(in.Body.Round != nil && *in.Body.Round != last.Round) {
+		if in.Body.Round != nil {
+			last = decisionOf(rec.Decisions, *in.Body.Round)
+		}
+		if last == nil || last.Approver == ApproverExpiry || rec.Status == StatusCanceled {
 			return nil, Errorf(CodeNotPaused, "request %s is not paused", in.RequestID)
 		}
 		d, err := e.decide(ag, in, pendingOf(last), last.Round, e.now())
 		if err != nil || !sameDecision(last, d) {
+			if final := lastOf(rec.Decisions); last.Round < final.Round {
+				return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise, and the request has ended", last.Round, in.RequestID)
+			}
 			return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, in.RequestID)
 		}
 		return e.follower(ag, t.ID, rec.RequestID, last.Round), nil

@@ -193,7 +193,15 @@ func (r *Run) add(role string, content []Block) Item {
 
 // save writes the unsaved entries with the META (an iteration write).
 func (r *Run) save(ctx context.Context) error {
-	return r.write(ctx, func(t *Task) {}, nil, time.Time{})
+	wctx, cancel := writeContext(ctx)
+	defer cancel()
+	return r.write(wctx, func(t *Task) {}, nil, time.Time{})
+}
+
+// writeContext detaches a write from the leg's cancellation and deadline:
+// a write that has started must be able to land (30 s at most).
+func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 }
 
 // write persists the unsaved entries and the META changed by mutate, guarded
@@ -267,7 +275,7 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 		r.emit(EventCancelled, ev)
 	}
 	// The commit must land even if the leg's deadline passed.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cctx, cancel := writeContext(ctx)
 	defer cancel()
 	if err := r.commit(cctx); err != nil {
 		r.e.log().Error("commit failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
