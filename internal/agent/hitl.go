@@ -94,6 +94,17 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall) {
 		r.fail(CodeInternal, "the request could not be saved")
 		return
 	}
+	if na := r.task.Active; na.CancelRequested {
+		// A cancel landed while the pause was written (the write rebased on
+		// its flag): the request ends Canceled now instead of waiting.
+		r.mu.Lock()
+		r.canceled = &cancelInfo{by: na.CanceledBy, reason: na.CancelReason, at: na.CanceledAt}
+		r.mu.Unlock()
+		na.Status, na.Pending = StatusRunning, nil
+		r.task.Status = StatusRunning
+		r.status = StatusCanceled
+		return
+	}
 	r.status = StatusPaused
 	calls := make([]map[string]any, 0, len(pending))
 	for _, p := range pending {

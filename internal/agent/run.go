@@ -126,6 +126,9 @@ func (r *Run) loop(ctx context.Context) {
 			r.emit(EventToolCall, map[string]any{"id": u.ID, "name": u.Name, "input": rawOrEmpty(u.Input)})
 		}
 		if resp.StopReason == StopToolUse && len(uses) > 0 {
+			if r.interrupted(ctx) {
+				return
+			}
 			if pending := r.needApproval(uses); len(pending) > 0 {
 				r.pause(ctx, pending)
 				return
