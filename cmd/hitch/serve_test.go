@@ -189,7 +189,9 @@ func TestShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, []string{"--addr", "127.0.0.1:0", "--agents", dir}, io.Discard, io.Discard, ready) }()
+	go func() {
+		done <- serve(ctx, []string{"--addr", "127.0.0.1:0", "--agents", dir}, io.Discard, io.Discard, ready)
+	}()
 	base := "http://" + <-ready
 	code, _ := call(t, "POST", base+"/agents/assistant/invoke", "alice", `{"items":[{"content":"hi"}]}`)
 	cancel()
