@@ -221,6 +221,10 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 	next := t.Clone()
 	a := next.Active
 	a.CancelRequested, a.CanceledBy, a.CanceledAt, a.CancelReason = true, ci.by, ci.at, ci.reason
+	if a.Status == StatusRunning {
+		// A dead leg may have logged events past what META knows.
+		a.LastEventID = e.lastLogged(ctx, t.ID, t.Active)
+	}
 	var extra []Item
 	if closing := danglingResults(items, a.ID, cancelMessage(ci)); len(closing) > 0 {
 		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: ci.at, Content: closing})

@@ -212,7 +212,7 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	var records []RequestRecord
 	if t.Active != nil {
 		var err error
-		if extra, records, err = e.settleActive(ag, next, items, now); err != nil {
+		if extra, records, err = e.settleActive(ctx, ag, next, items, now); err != nil {
 			return nil, err
 		}
 	}
@@ -247,7 +247,7 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 // claimed: a live one refuses (409); a dead one (lease expired) is recorded
 // Failed lease_expired with its dangling calls closed; an expired pause is
 // applied. It changes next and returns the items and records to write.
-func (e *Engine) settleActive(ag *Agent, next *Task, items []Item, now time.Time) ([]Item, []RequestRecord, error) {
+func (e *Engine) settleActive(ctx context.Context, ag *Agent, next *Task, items []Item, now time.Time) ([]Item, []RequestRecord, error) {
 	a := next.Active
 	switch {
 	case a.Status == StatusPaused && !roundExpired(a, now):
@@ -264,6 +264,9 @@ func (e *Engine) settleActive(ag *Agent, next *Task, items []Item, now time.Time
 		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: now, Content: closing})
 		next.NextSeq++
 	}
+	// Its leg may have logged events past what META knows: the error event
+	// logSettled writes comes after them.
+	a.LastEventID = e.lastLogged(ctx, next.ID, a) + 1
 	rec := recordOf(a, StatusFailed, now)
 	rec.Error = &ErrorInfo{Code: CodeLeaseExpired, Message: "the request stopped without finishing (its lease expired); it was recorded as failed"}
 	next.Active = nil

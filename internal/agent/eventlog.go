@@ -108,12 +108,27 @@ func (e *Engine) logEvents(ctx context.Context, taskID, rid string, evs ...Event
 }
 
 // logSettled logs the final event of requests a claim settled: an applied
-// expiry ends its request with an error event.
+// expiry, or a dead request recorded Failed, ends with an error event.
 func (e *Engine) logSettled(ctx context.Context, taskID string, recs []RequestRecord) {
 	for _, r := range recs {
-		if r.Error != nil && r.Error.Code == CodeApprovalExpired {
+		if r.Error != nil && (r.Error.Code == CodeApprovalExpired || r.Error.Code == CodeLeaseExpired) {
 			e.logEvents(ctx, taskID, r.RequestID, Event{ID: r.LastEventID, Name: EventError,
 				Data: map[string]string{"code": r.Error.Code, "message": r.Error.Message, "request_id": r.RequestID}})
 		}
 	}
+}
+
+// lastLogged is the id of the last event of the request: META's count, or
+// further if a leg that died had logged more (the log flushes on its own).
+func (e *Engine) lastLogged(ctx context.Context, taskID string, a *ActiveRequest) int64 {
+	last := a.LastEventID
+	evs, err := e.Store.ListEvents(ctx, taskID, a.ID, last)
+	if err != nil {
+		e.log().Warn("reading the event log failed", "task_id", taskID, "request_id", a.ID, "err", err)
+		return last
+	}
+	for _, ev := range evs {
+		last = max(last, ev.ID)
+	}
+	return last
 }

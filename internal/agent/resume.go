@@ -332,6 +332,7 @@ func (e *Engine) takeOver(ctx context.Context, ag *Agent, t *Task, items []Item,
 	next := t.Clone()
 	deadline, lease := e.legDeadline(in.Deadline)
 	next.Active.ClaimToken, next.Active.LeaseUntil = e.newID(), lease
+	next.Active.LastEventID = e.lastLogged(ctx, t.ID, t.Active)
 	next.UpdatedAt, next.Version, next.WriteID = now, t.Version+1, e.newID()
 	if err := e.Store.Write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
 		var ce *ConflictError

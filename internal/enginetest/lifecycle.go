@@ -275,3 +275,31 @@ func testRetention(t *testing.T, env *Env) {
 		t.Errorf("history: %d items, %v", len(items), err)
 	}
 }
+
+// testDeadLegEvents: a leg that died had logged events META never counted;
+// the request recorded Failed lease_expired ends its log after them.
+func testDeadLegEvents(t *testing.T, env *Env) {
+	ctx := context.Background()
+	run, err := env.E.StartInvoke(ctx, agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "doomed"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged []agent.StoredEvent
+	for id := int64(1); id <= 5; id++ {
+		logged = append(logged, agent.StoredEvent{ID: id, Name: agent.EventAnswer, Data: json.RawMessage(`{"delta":"x"}`)})
+	}
+	if err := env.Store.AppendEvents(ctx, run.TaskID(), run.RequestID(), logged, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	env.Advance(5 * time.Minute)
+	env.Model.Add(agenttest.Say("next"))
+	env.Invoke(t, run.TaskID(), "after the crash")
+	dead := &agent.RequestResult{TaskID: run.TaskID(), RequestID: run.RequestID()}
+	got := env.follow(t, dead, 5)
+	if len(got) != 1 || got[0].ID != 6 || got[0].Name != agent.EventError {
+		t.Fatalf("after the dead leg's events: %v", sig(got))
+	}
+	if all := env.follow(t, dead, 0); len(all) != 6 {
+		t.Errorf("the whole log: %v", sig(all))
+	}
+}

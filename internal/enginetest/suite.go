@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ReconnectAtEveryEvent", testReconnectEverywhere},
 		{"FollowLive", testFollowLive},
 		{"RequestLost", testRequestLost},
+		{"DeadLegEvents", testDeadLegEvents},
 		{"EventsRefusals", testEventsRefusals},
 		{"IdempotentInvokes", testIdempotentInvokes},
 		{"IdempotentResume", testIdempotentResume},
