@@ -29,7 +29,7 @@ func (e *Engine) StartEdit(ctx context.Context, in EditInput) (*Run, error) {
 	}
 	return e.startLoop(ctx, in.UserID, in.Agent, "edit", in.Idem, func(ag *Agent, bound *IdemRecord) (*Run, error) {
 		if bound != nil {
-			return e.follower(ag, bound.TaskID, bound.RequestID, 0), nil
+			return e.boundFollower(ctx, ag, bound, in.Deadline)
 		}
 		return e.tryEdit(ctx, ag, in, content)
 	})

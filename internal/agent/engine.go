@@ -117,7 +117,7 @@ func (e *Engine) StartInvoke(ctx context.Context, in InvokeInput) (*Run, error) 
 	return e.startLoop(ctx, in.UserID, in.Agent, "invoke", in.Idem, func(ag *Agent, bound *IdemRecord) (*Run, error) {
 		switch {
 		case bound != nil:
-			return e.follower(ag, bound.TaskID, bound.RequestID, 0), nil
+			return e.boundFollower(ctx, ag, bound, in.Deadline)
 		case in.TaskID == "":
 			return e.createTask(ctx, ag, in, content)
 		}

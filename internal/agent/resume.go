@@ -110,7 +110,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		// this pause; another is not_paused.
 		if past := decisionOf(a.Decisions, *in.Body.Round); past != nil {
 			if d, err := e.decide(ag, in, pendingOf(past), *in.Body.Round, now); err == nil && sameDecision(past, d) {
-				return e.follower(ag, t.ID, a.ID, *in.Body.Round), nil
+				return e.follower(ag, t.ID, a.ID, *in.Body.Round, in.Deadline), nil
 			}
 		}
 		return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; it is paused in round %d", *in.Body.Round, a.ID, a.Round)
@@ -138,7 +138,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, a.ID)
 	}
 	if now.Before(a.LeaseUntil) {
-		return e.follower(ag, t.ID, a.ID, last.Round), nil
+		return e.follower(ag, t.ID, a.ID, last.Round, in.Deadline), nil
 	}
 	// The resume that claimed it died: take it over.
 	return e.takeOver(ctx, ag, t, items, in, now)
@@ -169,7 +169,7 @@ func (e *Engine) resumeEnded(ctx context.Context, ag *Agent, t *Task, in ResumeI
 			}
 			return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, in.RequestID)
 		}
-		return e.follower(ag, t.ID, rec.RequestID, last.Round), nil
+		return e.follower(ag, t.ID, rec.RequestID, last.Round, in.Deadline), nil
 	}
 	return nil, Errorf(CodeRequestNotFound, "no request %s in task %s", in.RequestID, t.ID)
 }
@@ -402,8 +402,12 @@ func replaceItems(items, repl []Item) []Item {
 
 // follower is a run that waits for another invocation's outcome of the
 // request (a duplicate in flight) and answers it.
-func (e *Engine) follower(ag *Agent, taskID, rid string, round int) *Run {
+func (e *Engine) follower(ag *Agent, taskID, rid string, round int, callerDeadline time.Time) *Run {
+	deadline, _ := e.legDeadline(callerDeadline)
 	return &Run{e: e, agent: ag, reqID: rid, taskID: taskID, follow: func(ctx context.Context, sink Sink) *RequestResult {
+		// A follower stops with its caller's deadline, like a leg.
+		ctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
 		if sink != Discard {
 			f := &Follower{e: e, agent: ag, taskID: taskID, rid: rid, legRound: round}
 			f.Stream(ctx, sink)
@@ -413,12 +417,27 @@ func (e *Engine) follower(ag *Agent, taskID, rid string, round int) *Run {
 	}}
 }
 
+// boundFollower follows the request an Idempotency-Key was bound to: 404
+// if its task was deleted since.
+func (e *Engine) boundFollower(ctx context.Context, ag *Agent, bound *IdemRecord, callerDeadline time.Time) (*Run, error) {
+	if _, err := e.Store.GetTask(ctx, bound.TaskID); errors.Is(err, ErrNotFound) {
+		return nil, Errorf(CodeTaskNotFound, "the task this Idempotency-Key created (%s) was deleted", bound.TaskID)
+	} else if err != nil {
+		return nil, fmt.Errorf("get task %s: %w", bound.TaskID, err)
+	}
+	return e.follower(ag, bound.TaskID, bound.RequestID, 0, callerDeadline), nil
+}
+
 // waitOutcome polls until the request ends or pauses in a later round. It
 // returns the outcome and the id of the request's last event.
 func (e *Engine) waitOutcome(ctx context.Context, ag *Agent, taskID, rid string, round int) (*RequestResult, int64) {
 	poll := 50 * time.Millisecond
 	for {
 		t, err := e.Store.GetTask(ctx, taskID)
+		if errors.Is(err, ErrNotFound) {
+			return &RequestResult{TaskID: taskID, RequestID: rid, Status: StatusFailed,
+				Error: &ErrorInfo{Code: CodeTaskNotFound, Message: "the task was deleted"}, Source: ag.Source()}, 0
+		}
 		if err == nil {
 			a := t.Active
 			switch {

@@ -243,6 +243,20 @@ func testDelete(t *testing.T, env *Env) {
 	if len(list) != 0 {
 		t.Errorf("the list still has it: %+v", list)
 	}
+	// A retry with the Idempotency-Key of a deleted task's request: 404.
+	idem := &agent.Idempotency{Key: "k-del", BodyHash: "h"}
+	env.Model.Add(agenttest.Say("keyed"))
+	keyed, err := env.E.StartInvoke(ctx, agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "keyed"}}, Idem: idem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyed.Execute(ctx, nil)
+	if err := env.E.DeleteTask(ctx, "acc", "alice", keyed.TaskID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.E.StartInvoke(ctx, agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "keyed"}}, Idem: idem}); Code(err) != agent.CodeTaskNotFound {
+		t.Errorf("a keyed retry after the delete: %v", err)
+	}
 	paused, _ := env.Pause(t)
 	if err := env.E.DeleteTask(ctx, "acc", "alice", paused.TaskID); Code(err) != agent.CodeTaskPaused {
 		t.Errorf("delete of a paused task: %v", err)
