@@ -125,6 +125,8 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		e.retainFinished(ctx, next)
 		e.logSettled(ctx, t.ID, recs)
 		return nil, Errorf(CodeApprovalExpired, "the approval of round %d expired at %s", a.Round, recs[0].Error.Message[len("approval expired at "):])
+	case a.Status == StatusPaused && a.CancelRequested:
+		return nil, Errorf(CodeNotPaused, "request %s is being canceled", a.ID)
 	case a.Status == StatusPaused:
 		return e.claimResume(ctx, ag, t, items, in, now)
 	}

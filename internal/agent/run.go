@@ -281,6 +281,20 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 	cctx, cancel := writeContext(ctx)
 	defer cancel()
 	if err := r.commit(cctx); err != nil {
+		var ce *ConflictError
+		if errors.As(err, &ce) && ce.Current != nil && (ce.Current.Active == nil || ce.Current.Active.ID != r.reqID) {
+			// Another call ended the request meanwhile (a cancel of what it
+			// saw paused): its record is the outcome.
+			if res := r.e.endedResult(cctx, r.agent, r.taskID, r.reqID); res != nil {
+				r.e.log().Warn("the request was ended by another call", "task_id", r.taskID, "request_id", r.reqID, "status", res.Status)
+				if res.Status == StatusFailed && res.Error != nil {
+					r.emit(EventError, map[string]string{"code": res.Error.Code, "message": res.Error.Message, "request_id": res.RequestID})
+				} else {
+					r.emit(EventRequestComplete, res)
+				}
+				return res
+			}
+		}
 		r.e.log().Error("commit failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
 		r.fail(CodeInternal, "the request's outcome could not be saved")
 		// Best effort: save what the leg did and release the claim, so that
