@@ -477,11 +477,8 @@ func (e *Engine) replayOutcome(ctx context.Context, taskID string, res *RequestR
 	if sink == nil {
 		sink = Discard
 	}
-	if res.Status == StatusFailed && res.Error != nil {
-		sink.Emit(Event{ID: last, Name: EventError, Data: map[string]string{"code": res.Error.Code, "message": res.Error.Message, "request_id": res.RequestID}})
-	} else {
-		sink.Emit(Event{ID: last, Name: EventRequestComplete, Data: res})
-	}
+	name, data := terminalEvent(res)
+	sink.Emit(Event{ID: last, Name: name, Data: data})
 	return res
 }
 

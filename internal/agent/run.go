@@ -287,11 +287,7 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 			// saw paused): its record is the outcome.
 			if res := r.e.endedResult(cctx, r.agent, r.taskID, r.reqID); res != nil {
 				r.e.log().Warn("the request was ended by another call", "task_id", r.taskID, "request_id", r.reqID, "status", res.Status)
-				if res.Status == StatusFailed && res.Error != nil {
-					r.emit(EventError, map[string]string{"code": res.Error.Code, "message": res.Error.Message, "request_id": res.RequestID})
-				} else {
-					r.emit(EventRequestComplete, res)
-				}
+				r.emit(terminalEvent(res))
 				return res
 			}
 		}
@@ -306,12 +302,17 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 		}
 	}
 	res := r.result()
-	if r.status == StatusFailed {
-		r.emit(EventError, map[string]string{"code": r.failure.Code, "message": r.failure.Message, "request_id": res.RequestID})
-	} else {
-		r.emit(EventRequestComplete, res)
-	}
+	r.emit(terminalEvent(res))
 	return res
+}
+
+// terminalEvent is the event that ends a leg: error for a Failed request,
+// else request_complete with the RequestResult.
+func terminalEvent(res *RequestResult) (string, any) {
+	if res.Status == StatusFailed && res.Error != nil {
+		return EventError, map[string]string{"code": res.Error.Code, "message": res.Error.Message, "request_id": res.RequestID}
+	}
+	return EventRequestComplete, res
 }
 
 func (r *Run) endReason() string {
