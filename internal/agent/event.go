@@ -68,6 +68,8 @@ type RequestResult struct {
 	Error            *ErrorInfo    `json:"error,omitempty"`
 	Usage            Usage         `json:"usage"`
 	Source           string        `json:"source"`
+	// RetryAfter (seconds) is the Retry-After of a throttled request.
+	RetryAfter int `json:"-"`
 }
 
 // PendingView is a pending approval as clients see it.

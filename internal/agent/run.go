@@ -33,6 +33,7 @@ type Run struct {
 
 	// outcome
 	status     Status
+	retryAfter int // seconds, for throttled
 	stopReason string
 	output     string
 	failure    *ErrorInfo
@@ -162,6 +163,7 @@ func (r *Run) modelFailure(ctx context.Context, err error) {
 	case r.interrupted(ctx):
 	case errors.As(err, &me):
 		r.fail(me.Code, me.Message)
+		r.retryAfter = me.RetryAfter
 	default:
 		r.e.log().Error("model call failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
 		r.fail(CodeModelError, "the model call failed")
@@ -367,6 +369,7 @@ func (r *Run) result() *RequestResult {
 	res := &RequestResult{
 		SessionID: r.task.SessionID, TaskID: r.task.ID, Status: r.status,
 		Output: r.output, StopReason: r.stopReason, Error: r.failure, Source: r.agent.Source(),
+		RetryAfter: r.retryAfter,
 	}
 	if a != nil {
 		res.RequestID, res.Usage, res.Round = a.ID, a.Usage, a.Round

@@ -198,7 +198,7 @@ func TestFailedOutcomeStatus(t *testing.T) {
 		status int
 		code   string
 	}{
-		{&agent.Error{Code: agent.CodeThrottled, Message: "slow down"}, 429, "throttled"},
+		{&agent.Error{Code: agent.CodeThrottled, Message: "slow down", RetryAfter: 7}, 429, "throttled"},
 		{&agent.Error{Code: agent.CodeModelError, Message: "bad"}, 502, "model_error"},
 		{&agent.Error{Code: agent.CodeContextWindowExceeded, Message: "big"}, 502, "context_window_exceeded"},
 	} {
@@ -213,8 +213,8 @@ func TestFailedOutcomeStatus(t *testing.T) {
 			if body["status"] != "Failed" || r.code() != tc.code {
 				t.Errorf("body = %s", r.body)
 			}
-			if tc.code == "throttled" && r.header.Get("Retry-After") == "" {
-				t.Error("no Retry-After")
+			if tc.code == "throttled" && r.header.Get("Retry-After") != "7" {
+				t.Errorf("Retry-After = %q, want the model's 7", r.header.Get("Retry-After"))
 			}
 			// SSE: the leg ends with an error event.
 			e.model.Add(agenttest.FailWith(tc.err))

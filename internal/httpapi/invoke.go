@@ -95,6 +95,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, r *http.Req
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	_, _ = w.Write([]byte(" "))
 	_ = rc.Flush()
 	tick := time.NewTicker(wait)
 	defer tick.Stop()
@@ -119,7 +120,7 @@ func writeResult(w http.ResponseWriter, res *agent.RequestResult) {
 	if res.Status == agent.StatusFailed && res.Error != nil {
 		status = StatusOf(res.Error.Code)
 		if res.Error.Code == agent.CodeThrottled {
-			w.Header().Set("Retry-After", strconv.Itoa(1))
+			w.Header().Set("Retry-After", strconv.Itoa(max(res.RetryAfter, 1)))
 		}
 	}
 	writeJSON(w, status, res)
