@@ -32,7 +32,9 @@ func (e *Engine) DeleteTask(ctx context.Context, agentName, userID, taskID strin
 		case errors.As(err, &ce) && attempt < 3:
 			continue
 		case errors.Is(err, ErrNotFound):
-			return Errorf(CodeTaskNotFound, "no task %s", taskID)
+			// It existed a moment ago: this delete's own retry, or another
+			// delete, removed it. Either way it is gone.
+			return nil
 		}
 		return fmt.Errorf("delete task %s: %w", t.ID, err)
 	}

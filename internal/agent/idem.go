@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -30,6 +31,31 @@ func BodyHash(pathIDs []string, body []byte) string {
 	}
 	h.Write(canonicalJSON(body))
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// MessageHash hashes an invoke's message for idempotency, the same whether
+// it came over HTTP or in a direct invocation: content types defaulted,
+// empty fields left out.
+func MessageHash(sessionID, taskID string, items []InputItem, md map[string]string) string {
+	norm := make([]InputItem, len(items))
+	for i, it := range items {
+		if it.ContentType == "" {
+			it.ContentType = BlockText
+		}
+		norm[i] = it
+	}
+	body := map[string]any{"items": norm}
+	if sessionID != "" {
+		body["session_id"] = sessionID
+	}
+	if taskID != "" {
+		body["task_id"] = taskID
+	}
+	if len(md) > 0 {
+		body["metadata"] = md
+	}
+	b, _ := json.Marshal(body)
+	return BodyHash(nil, b)
 }
 
 // CheckIdempotencyKey validates a key: 1–255 printable ASCII characters.

@@ -23,7 +23,7 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request) {
 	deadline, _ := r.Context().Deadline()
 	run, err := s.Engine.StartEdit(ctx, agent.EditInput{
 		Agent: r.PathValue("agent"), UserID: userOf(r), TaskID: r.PathValue("task_id"),
-		RequestID: r.PathValue("request_id"), Items: msg.Items, Deadline: deadline, Idem: idempotency(r, body),
+		RequestID: r.PathValue("request_id"), Items: msg.Items, Deadline: deadline, Idem: idempotency(r, callHash(r, body)),
 	})
 	if err != nil {
 		writeError(w, s.log(), err)

@@ -344,6 +344,8 @@ func TestRefusals(t *testing.T) {
 		{"list: limit 101", "GET", "/agents/acc/tasks?limit=101", "alice", "", 400, "invalid_query", nil},
 		{"list: bad status", "GET", "/agents/acc/tasks?status=Done", "alice", "", 400, "invalid_query", nil},
 		{"list: bad cursor", "GET", "/agents/acc/tasks?cursor=not-a-cursor", "alice", "", 400, "invalid_query", nil},
+		{"list: bad cursor before unknown agent", "GET", "/agents/nobody/tasks?cursor=not-a-cursor", "alice", "", 400, "invalid_query", nil},
+		{"session: bad cursor before unknown session", "GET", "/agents/acc/sessions/" + agent.NewID() + "/tasks?cursor=zz", "alice", "", 400, "invalid_query", nil},
 		{"session: unknown", "GET", "/agents/acc/sessions/" + agent.NewID() + "/tasks", "alice", "", 404, "session_not_found", nil},
 		{"session: bad id", "GET", "/agents/acc/sessions/abc/tasks", "alice", "", 400, "invalid_id", nil},
 		{"session: another user", "GET", "/agents/acc/sessions/" + sid + "/tasks", "mallory", "", 401, "not_owner", nil},

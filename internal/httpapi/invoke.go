@@ -37,7 +37,8 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	deadline, _ := r.Context().Deadline()
 	run, err := s.Engine.StartInvoke(ctx, agent.InvokeInput{
 		Agent: r.PathValue("agent"), UserID: userOf(r), SessionID: msg.SessionID, TaskID: msg.TaskID,
-		Items: msg.Items, Metadata: msg.Metadata, Deadline: deadline, Idem: idempotency(r, body),
+		Items: msg.Items, Metadata: msg.Metadata, Deadline: deadline,
+		Idem: idempotency(r, agent.MessageHash(msg.SessionID, msg.TaskID, msg.Items, msg.Metadata)),
 	})
 	if err != nil {
 		writeError(w, s.log(), err)
@@ -126,12 +127,16 @@ func writeResult(w http.ResponseWriter, res *agent.RequestResult) {
 	writeJSON(w, status, res)
 }
 
-// idempotency reads the Idempotency-Key header: the key and the hash of the
-// call (its path ids and body). The engine validates the key.
-func idempotency(r *http.Request, body []byte) *agent.Idempotency {
+// idempotency reads the Idempotency-Key header, with the hash of the call
+// it is sent with. The engine validates the key.
+func idempotency(r *http.Request, hash string) *agent.Idempotency {
 	if _, ok := r.Header["Idempotency-Key"]; !ok {
 		return nil
 	}
-	ids := []string{r.PathValue("task_id"), r.PathValue("request_id")}
-	return &agent.Idempotency{Key: r.Header.Get("Idempotency-Key"), BodyHash: agent.BodyHash(ids, body)}
+	return &agent.Idempotency{Key: r.Header.Get("Idempotency-Key"), BodyHash: hash}
+}
+
+// callHash hashes an edit or a resume: the path's ids and the body.
+func callHash(r *http.Request, body []byte) string {
+	return agent.BodyHash([]string{r.PathValue("task_id"), r.PathValue("request_id")}, body)
 }

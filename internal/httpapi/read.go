@@ -58,6 +58,10 @@ const (
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	lq := agent.ListQuery{Agent: r.PathValue("agent"), UserID: userOf(r), Cursor: q.Get("cursor")}
+	if _, err := agent.ParseCursor(lq.Cursor); err != nil {
+		writeError(w, s.log(), err)
+		return
+	}
 	var err error
 	if lq.Limit, err = intParam(q.Get("limit"), "limit", defaultListLimit, 1, maxListLimit); err != nil {
 		writeError(w, s.log(), err)
@@ -88,6 +92,10 @@ func (s *Server) listSessionTasks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lq := agent.ListQuery{Agent: r.PathValue("agent"), UserID: userOf(r), SessionID: sid, Cursor: q.Get("cursor")}
+	if _, err := agent.ParseCursor(lq.Cursor); err != nil {
+		writeError(w, s.log(), err)
+		return
+	}
 	if lq.Limit, err = intParam(q.Get("limit"), "limit", defaultListLimit, 1, maxListLimit); err != nil {
 		writeError(w, s.log(), err)
 		return

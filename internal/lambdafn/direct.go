@@ -69,19 +69,7 @@ func Direct(e *agent.Engine) lambdahttp.DirectFunc {
 }
 
 // bodyHash identifies the call for its idempotency key as the HTTP invoke
-// body it stands for: the same key and message over HTTP or direct are one
-// call.
+// it stands for: the same key and message over HTTP or direct are one call.
 func (p *DirectPayload) bodyHash() string {
-	body := map[string]any{"items": p.Items}
-	if p.SessionID != "" {
-		body["session_id"] = p.SessionID
-	}
-	if p.TaskID != "" {
-		body["task_id"] = p.TaskID
-	}
-	if len(p.Metadata) > 0 {
-		body["metadata"] = p.Metadata
-	}
-	b, _ := json.Marshal(body)
-	return agent.BodyHash([]string{"", ""}, b)
+	return agent.MessageHash(p.SessionID, p.TaskID, p.Items, p.Metadata)
 }
