@@ -104,6 +104,22 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 	if a == nil || a.ID != in.RequestID {
 		return e.resumeEnded(ctx, ag, t, in)
 	}
+	if in.Body.Round == nil && len(in.Body.Decisions) > 0 && !decidesPending(a, in.Body.Decisions) {
+		// Decisions bind by their calls: they name the round they decide.
+		if r := roundOfCalls(a.Decisions, in.Body.Decisions); r > 0 {
+			in.Body.Round = &r
+		}
+	}
+	if in.Body.Round != nil && a.Status == StatusRunning && *in.Body.Round < a.Round {
+		// A past round while a later one runs: the same decision follows
+		// the request; another is not_paused.
+		if past := decisionOf(a.Decisions, *in.Body.Round); past != nil {
+			if d, err := e.decide(ag, in, pendingOf(past), past.Round, now); err == nil && sameDecision(past, d) {
+				return e.follower(ag, t.ID, a.ID, past.Round, in.Deadline), nil
+			}
+		}
+		return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; it is running round %d", *in.Body.Round, a.ID, a.Round)
+	}
 	switch {
 	case a.Status == StatusPaused && in.Body.Round != nil && *in.Body.Round < a.Round:
 		// A past round: the same decision is a retry whose leg ended in
@@ -501,4 +517,29 @@ func resultOfRecord(ag *Agent, t *Task, rec *RequestRecord) *RequestResult {
 		res.StopReason = *rec.StopReason
 	}
 	return res
+}
+
+// decidesPending tells whether the decisions name a call pending now.
+func decidesPending(a *ActiveRequest, ds []DecisionInput) bool {
+	for _, d := range ds {
+		for _, p := range a.Pending {
+			if p.ToolCallID == d.ToolCallID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// roundOfCalls finds the round whose decision decided the calls the
+// decisions name; 0 if none.
+func roundOfCalls(decided []Decision, ds []DecisionInput) int {
+	for _, past := range decided {
+		for _, c := range past.Calls {
+			if c.ToolCallID == ds[0].ToolCallID {
+				return past.Round
+			}
+		}
+	}
+	return 0
 }

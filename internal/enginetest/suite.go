@@ -229,6 +229,11 @@ func testRounds(t *testing.T, env *Env) {
 	if _, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: "reject", Round: Round(1)}); Code(err) != agent.CodeNotPaused {
 		t.Fatalf("a past round's other decision: %v", err)
 	}
+	// Decisions bind by their calls: round 1's, sent again without a round.
+	byCall, _, err := env.Resume(res, "alice", agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: "g1", Action: "approve"}}})
+	if err != nil || byCall.Status != agent.StatusPaused || byCall.Round != 2 {
+		t.Fatalf("round 1's decisions again: %+v %v", byCall, err)
+	}
 	env.Model.Add(agenttest.Say("both done"))
 	out, _, err = env.Resume(res, "alice", agent.ResumeRequest{Action: "approve", Round: Round(2)})
 	if err != nil || out.Status != agent.StatusCompleted {
