@@ -178,7 +178,7 @@ func (e *Engine) tryCancel(ctx context.Context, ag *Agent, in CancelInput) (*Can
 	if !na.CancelRequested {
 		na.CancelRequested, na.CanceledBy, na.CanceledAt, na.CancelReason = true, ci.by, ci.at, ci.reason
 		next.Version, next.WriteID = t.Version+1, e.newID()
-		if err := e.Store.Write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
+		if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
 			var ce *ConflictError
 			if errors.As(err, &ce) {
 				return nil, err
@@ -235,7 +235,7 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 	next.Active, next.Status = nil, StatusCanceled
 	next.RetainUntil = e.retainUntil()
 	next.UpdatedAt, next.Version, next.WriteID = ci.at, t.Version+1, e.newID()
-	if err := e.Store.Write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{rec}}); err != nil {
+	if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{rec}}); err != nil {
 		var ce *ConflictError
 		if errors.As(err, &ce) {
 			return nil, err

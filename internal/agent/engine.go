@@ -146,7 +146,7 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 	w := &Write{Task: t, Items: []Item{user}, Session: &SessionLink{
 		SessionID: sid, UserID: in.UserID, TaskID: t.ID, Agent: ag.Name, CreatedAt: now,
 	}, Idem: e.newIdem(in.UserID, ag.Name, "invoke", in.Idem, t.ID, sid, rid, 0)}
-	if err := e.Store.Write(ctx, w); err != nil {
+	if err := e.write(ctx, w); err != nil {
 		if errors.Is(err, ErrSessionOwner) {
 			return nil, Errorf(CodeNotOwner, "session %s belongs to another user", sid)
 		}
@@ -232,7 +232,7 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	if err := e.clearRetention(ctx, t, next); err != nil {
 		return nil, err
 	}
-	if err := e.Store.Write(ctx, w); err != nil {
+	if err := e.write(ctx, w); err != nil {
 		var ce *ConflictError
 		if errors.As(err, &ce) {
 			return nil, err

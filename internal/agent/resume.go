@@ -135,7 +135,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		extra, recs, _ := e.expireRound(next, items, now)
 		next.Version, next.WriteID, next.UpdatedAt = t.Version+1, e.newID(), now
 		next.RetainUntil = e.retainUntil()
-		if err := e.Store.Write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: recs}); err != nil {
+		if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: recs}); err != nil {
 			return nil, fmt.Errorf("expire round of %s: %w", t.ID, err)
 		}
 		e.retainFinished(ctx, next)
@@ -330,7 +330,7 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	edited := editItems(items, a.ID, d)
 	w := &Write{Task: next, PrevVersion: t.Version, Items: edited,
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
-	if err := e.Store.Write(ctx, w); err != nil {
+	if err := e.write(ctx, w); err != nil {
 		var ce *ConflictError
 		if errors.As(err, &ce) {
 			return nil, err
@@ -352,7 +352,7 @@ func (e *Engine) takeOver(ctx context.Context, ag *Agent, t *Task, items []Item,
 	next.Active.ClaimToken, next.Active.LeaseUntil = e.newID(), lease
 	next.Active.LastEventID = e.lastLogged(ctx, t.ID, t.Active)
 	next.UpdatedAt, next.Version, next.WriteID = now, t.Version+1, e.newID()
-	if err := e.Store.Write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
+	if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
 		var ce *ConflictError
 		if errors.As(err, &ce) {
 			return nil, err

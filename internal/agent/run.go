@@ -233,7 +233,7 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 		next.UpdatedAt = r.e.now()
 		next.Version = base.Version + 1
 		next.WriteID = r.e.newID()
-		err := r.e.Store.Write(ctx, &Write{Task: next, PrevVersion: base.Version, Items: r.unsaved, Requests: records, Expires: expires})
+		err := r.e.write(ctx, &Write{Task: next, PrevVersion: base.Version, Items: r.unsaved, Requests: records, Expires: expires})
 		var ce *ConflictError
 		if errors.As(err, &ce) && attempt < 3 && ce.Current != nil && ce.Current.Active != nil &&
 			ce.Current.Active.ClaimToken == r.task.Active.ClaimToken {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -114,4 +115,22 @@ type Write struct {
 	// Idem, when set, is put with the write (IDEM#<key>, ttl its Expires),
 	// on condition that the key is free or expired.
 	Idem *IdemRecord
+}
+
+// write applies w. An error that is neither a refusal nor a conflict may hide
+// a write that landed (a timeout after the store applied it, past the SDK's
+// own retries): the META tells, by its WriteID, and a landed write is a
+// success — never a second run, never a claim nobody holds.
+func (e *Engine) write(ctx context.Context, w *Write) error {
+	err := e.Store.Write(ctx, w)
+	if err == nil || errors.Is(err, ErrConflict) || errors.Is(err, ErrSessionOwner) || errors.Is(err, ErrIdemExists) {
+		return err
+	}
+	cctx, cancel := writeContext(ctx)
+	defer cancel()
+	if t, gerr := e.Store.GetTask(cctx, w.Task.ID); gerr == nil && t.WriteID == w.Task.WriteID {
+		e.log().Warn("a write answered an error but had landed", "task_id", w.Task.ID, "err", err)
+		return nil
+	}
+	return err
 }

@@ -31,13 +31,15 @@ type faults struct {
 	calls  int
 	failAt int
 	lost   bool
-	ops    []string
+	// final makes a lost answer an error the SDK does not retry.
+	final bool
+	ops   []string
 }
 
 func (f *faults) arm(failAt int, lost bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls, f.failAt, f.lost, f.ops = 0, failAt, lost, nil
+	f.calls, f.failAt, f.lost, f.final, f.ops = 0, failAt, lost, false, nil
 }
 
 func (f *faults) install(stack *middleware.Stack) error {
@@ -50,7 +52,7 @@ func (f *faults) install(stack *middleware.Stack) error {
 			f.mu.Lock()
 			f.calls++
 			hit := f.calls == f.failAt
-			lost := f.lost
+			lost, final := f.lost, f.final
 			f.ops = append(f.ops, op)
 			f.mu.Unlock()
 			if !hit {
@@ -62,6 +64,9 @@ func (f *faults) install(stack *middleware.Stack) error {
 			out, md, err := next.HandleDeserialize(ctx, in)
 			if err != nil {
 				return out, md, err
+			}
+			if final {
+				return out, md, errors.New("injected: the answer was lost after the call landed, not retried")
 			}
 			return out, md, &smithyhttp.ResponseError{
 				Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 500, Header: http.Header{}}},
@@ -144,5 +149,24 @@ func TestResumeEachCallFailing(t *testing.T) {
 				t.Errorf("guarded runs (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The claim lands but its answer is lost for good (no SDK retry): the engine
+// reads the task, sees its own write, and runs the request once.
+func TestResumeClaimLandedAnswerError(t *testing.T) {
+	env, f := faultyEnv(t)
+	res, _ := env.Pause(t)
+	env.Model.Add(agenttest.Say("done"))
+	f.arm(2, true)
+	f.mu.Lock()
+	f.final = true
+	f.mu.Unlock()
+	out, _, err := env.Resume(res, "alice", enginetest.Approve())
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	if diff := cmp.Diff([]string{"delete"}, env.Guarded.Runs()); diff != "" {
+		t.Errorf("guarded runs (-want +got):\n%s", diff)
 	}
 }
