@@ -43,6 +43,11 @@ func (e *Engine) OpenEvents(ctx context.Context, agentName, userID, taskID, requ
 	}
 	ag, _ := e.Agents.Get(agentName)
 	f := &Follower{e: e, agent: ag, taskID: taskID, rid: requestID, after: after}
+	// Batches expire one by one (24 h after each was written): a log that
+	// starts past after+1 lost its beginning.
+	if evs, err := e.Store.ListEvents(ctx, taskID, requestID, after); err == nil && len(evs) > 0 && evs[0].ID > after+1 {
+		return nil, Errorf(CodeEventsExpired, "the events of request %s after %d have expired (kept %s)", requestID, after, EventLogTTL)
+	}
 	if t.Active != nil && t.Active.ID == requestID {
 		return f, nil
 	}

@@ -128,6 +128,18 @@ func testEventsRefusals(t *testing.T, env *Env) {
 	if _, err := env.E.OpenEvents(ctx, "acc", "alice", res.TaskID, res.RequestID, 0); Code(err) != agent.CodeEventsExpired {
 		t.Errorf("after the log's ttl: %v", err)
 	}
+	// A log whose first batch expired while a later one lives: 410 too.
+	gap := []agent.StoredEvent{{ID: 9, Name: agent.EventAnswer, Data: json.RawMessage(`{"delta":"late"}`)}}
+	run, err := env.E.StartInvoke(ctx, agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Store.AppendEvents(ctx, run.TaskID(), run.RequestID(), gap, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.E.OpenEvents(ctx, "acc", "alice", run.TaskID(), run.RequestID(), 2); Code(err) != agent.CodeEventsExpired {
+		t.Errorf("a log with a hole at its start: %v", err)
+	}
 }
 
 func testIdempotentInvokes(t *testing.T, env *Env) {
