@@ -30,6 +30,15 @@ func (e *Engine) retainFinished(ctx context.Context, t *Task) {
 	until := time.Unix(t.RetainUntil, 0)
 	if err := e.Store.ExpireTask(ctx, t, until); err != nil {
 		e.log().Warn("setting the retention failed; the task is kept", "task_id", t.ID, "err", err)
+		return
+	}
+	// A new request may have claimed the task while the items were being
+	// marked, and cleared their ttl before some of ours landed: clear again
+	// (erring toward keeping the history).
+	if cur, err := e.Store.GetTask(ctx, t.ID); err == nil && cur.Version != t.Version {
+		if err := e.Store.ExpireTask(ctx, cur, time.Time{}); err != nil {
+			e.log().Warn("clearing a raced retention failed", "task_id", t.ID, "err", err)
+		}
 	}
 }
 
