@@ -1,6 +1,7 @@
 // Command hitch runs Hitch locally: `hitch serve` serves the API of DESIGN §3
 // with the same handlers the Lambda functions use, on the in-memory store or
-// DynamoDB, with the local model or Amazon Bedrock.
+// DynamoDB, with the local model or Amazon Bedrock; `hitch chat` talks to an
+// agent from the terminal.
 package main
 
 import (
@@ -16,6 +17,7 @@ const usage = `hitch runs stateful, human-in-the-loop LLM agents.
 
 Usage:
   hitch serve [flags]   serve the API locally (hitch serve -h for the flags)
+  hitch chat [flags]    talk to an agent from the terminal, approving its calls
 `
 
 func main() {
@@ -35,6 +37,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr, nil)
+	case "chat":
+		return chat(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -202,3 +202,47 @@ func TestShutdown(t *testing.T) {
 		t.Error("still serving after shutdown")
 	}
 }
+
+// hitch chat against hitch serve: a message, then a call that needs approval,
+// approved at the prompt.
+func TestChat(t *testing.T) {
+	base, sandbox, _ := startServe(t)
+	if err := os.MkdirAll(sandbox, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sandbox, "old.log"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := strings.NewReader("hello chat\n/call delete_file {\"path\": \"old.log\"}\ny\n/quit\n")
+	var out bytes.Buffer
+	if err := chat(context.Background(), []string{"--url", base, "--token", "carol"}, in, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"echo: hello chat", "→ delete_file {\"path\":\"old.log\"}", "needs approval: delete_file", "[approved by carol]", "← delete_file success: \"deleted old.log\""} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the chat does not show %q:\n%s", want, out.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(sandbox, "old.log")); !os.IsNotExist(err) {
+		t.Errorf("the file is still there: %v", err)
+	}
+}
+
+func TestChatReject(t *testing.T) {
+	base, sandbox, _ := startServe(t)
+	_ = os.MkdirAll(sandbox, 0o755)
+	if err := os.WriteFile(filepath.Join(sandbox, "keep.log"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := strings.NewReader("/call delete_file {\"path\": \"keep.log\"}\nn\n")
+	var out bytes.Buffer
+	if err := chat(context.Background(), []string{"--url", base}, in, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "[rejected by dev]") || !strings.Contains(out.String(), "delete_file error") {
+		t.Errorf("chat:\n%s", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(sandbox, "keep.log")); err != nil {
+		t.Errorf("a rejected delete ran: %v", err)
+	}
+}

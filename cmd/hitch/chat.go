@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// chat is a terminal client: each line is a message to one task, answers
+// stream as they come, and a call that needs approval is asked about.
+func chat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("hitch chat", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	base := fs.String("url", "http://127.0.0.1:8080", "the API's base URL")
+	agentName := fs.String("agent", "assistant", "the agent to talk to")
+	token := fs.String("token", "dev", "the bearer token (with dev auth: the user id)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c := &chatClient{ctx: ctx, base: strings.TrimRight(*base, "/"), agent: *agentName, token: *token,
+		in: bufio.NewScanner(stdin), out: stdout}
+	fmt.Fprintf(stdout, "hitch chat with %s at %s; /quit to leave\n", c.agent, c.base)
+	for {
+		fmt.Fprint(stdout, "> ")
+		if !c.in.Scan() {
+			return nil
+		}
+		line := strings.TrimSpace(c.in.Text())
+		switch {
+		case line == "":
+			continue
+		case line == "/quit":
+			return nil
+		}
+		// Lines may carry the local model's commands; "\n" starts a new line.
+		body := map[string]any{"items": []map[string]string{{"content": strings.ReplaceAll(line, `\n`, "\n")}}}
+		if c.taskID != "" {
+			body["task_id"] = c.taskID
+		}
+		if err := c.stream("/agents/"+c.agent+"/invoke", body); err != nil {
+			fmt.Fprintln(stdout, "error:", err)
+		}
+	}
+}
+
+type chatClient struct {
+	ctx                context.Context
+	base, agent, token string
+	in                 *bufio.Scanner
+	out                io.Writer
+	taskID             string
+}
+
+// stream posts body with Accept: text/event-stream and prints the events;
+// a pause asks for a decision and streams the resume.
+func (c *chatClient) stream(path string, body any) error {
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(c.ctx, "POST", c.base+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		return fmt.Errorf("%d %s: %s", resp.StatusCode, e.Error.Code, e.Error.Message)
+	}
+	var name string
+	var paused map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "event: "); ok {
+			name = v
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var d map[string]any
+		_ = json.Unmarshal([]byte(data), &d)
+		switch name {
+		case "request_started":
+			c.taskID, _ = d["task_id"].(string)
+		case "thinking":
+			fmt.Fprintf(c.out, "\x1b[2m%s\x1b[0m", d["delta"])
+		case "answer":
+			fmt.Fprint(c.out, d["delta"])
+		case "tool_call":
+			in, _ := json.Marshal(d["input"])
+			fmt.Fprintf(c.out, "\n→ %s %s\n", d["name"], in)
+		case "tool_result":
+			out, _ := json.Marshal(d["output"])
+			fmt.Fprintf(c.out, "← %s %s: %s\n", d["name"], d["status"], out)
+		case "approved", "rejected", "cancelled":
+			fmt.Fprintf(c.out, "[%s by %s]\n", name, d["by"])
+		case "error":
+			fmt.Fprintf(c.out, "\n[failed: %s: %s]\n", d["code"], d["message"])
+		case "request_complete":
+			fmt.Fprintln(c.out)
+			if d["status"] == "Paused" {
+				paused = d
+			}
+		}
+	}
+	if paused == nil {
+		return sc.Err()
+	}
+	return c.decide(paused)
+}
+
+// decide asks whether to approve the paused round, then resumes.
+func (c *chatClient) decide(paused map[string]any) error {
+	for _, p := range paused["pending_approvals"].([]any) {
+		pa := p.(map[string]any)
+		in, _ := json.Marshal(pa["input"])
+		fmt.Fprintf(c.out, "needs approval: %s %s (until %s)\n", pa["name"], in, pa["expires_at"])
+	}
+	fmt.Fprint(c.out, "approve? [y/N] ")
+	action := "reject"
+	if c.in.Scan() && strings.HasPrefix(strings.ToLower(strings.TrimSpace(c.in.Text())), "y") {
+		action = "approve"
+	}
+	body := map[string]any{"action": action, "round": paused["round"]}
+	if action == "reject" {
+		body["reason"] = "rejected in hitch chat"
+	}
+	return c.stream(paused["resume_url"].(string), body)
+}
