@@ -345,8 +345,9 @@ func recordOf(a *ActiveRequest, status Status, now time.Time) RequestRecord {
 		decisions = []Decision{}
 	}
 	rec := RequestRecord{
-		RequestID: a.ID, Kind: a.Kind, Status: status, CreatedAt: a.CreatedAt, UpdatedAt: now,
-		Usage: a.Usage, Decisions: decisions, Round: a.Round, FirstSeq: a.FirstSeq, LastEventID: a.LastEventID,
+		RequestView: RequestView{RequestID: a.ID, Kind: a.Kind, Status: status, CreatedAt: a.CreatedAt, UpdatedAt: now,
+			Usage: a.Usage, Decisions: decisions},
+		Round: a.Round, FirstSeq: a.FirstSeq, LastEventID: a.LastEventID,
 	}
 	if a.CanceledBy != "" {
 		by, at, reason := a.CanceledBy, a.CanceledAt, a.CancelReason

@@ -134,23 +134,11 @@ type CallDecision struct {
 	InputHash string `json:"input_hash"`
 }
 
-// RequestRecord is a request as GET task shows it; a finished request's record
-// is written once by the commit that ends it (REQ#).
+// RequestRecord is a finished request's record (REQ#), written once by the
+// commit that ends it: what GET task shows (RequestView) and what a replay of
+// its outcome needs.
 type RequestRecord struct {
-	RequestID    string     `json:"request_id"`
-	Kind         string     `json:"kind"`
-	Status       Status     `json:"status"`
-	CreatedAt    time.Time  `json:"created_at"`
-	UpdatedAt    time.Time  `json:"updated_at"`
-	Usage        Usage      `json:"usage"`
-	Error        *ErrorInfo `json:"error"`
-	StopReason   *string    `json:"stop_reason"`
-	SupersededBy *string    `json:"superseded_by"`
-	Decisions    []Decision `json:"decisions"`
-	CanceledBy   *string    `json:"canceled_by"`
-	CanceledAt   *time.Time `json:"canceled_at,omitempty"`
-	CancelReason *string    `json:"cancel_reason,omitempty"`
-	// Kept for replaying the outcome; not shown by GET task.
+	RequestView
 	Output      string `json:"output,omitempty"`
 	Round       int    `json:"round,omitempty"`
 	FirstSeq    int64  `json:"first_seq,omitempty"`

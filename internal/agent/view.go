@@ -110,7 +110,7 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 		}
 	}
 	for _, rec := range recs {
-		v.Requests = append(v.Requests, requestView(rec))
+		v.Requests = append(v.Requests, rec.RequestView)
 	}
 	if t.Active != nil && t.Active.Status == StatusPaused {
 		v.PendingApprovals = PendingViews(t.Active.Pending, e.now(), true)
@@ -231,12 +231,4 @@ type RequestView struct {
 	CanceledBy   *string    `json:"canceled_by"`
 	CanceledAt   *time.Time `json:"canceled_at,omitempty"`
 	CancelReason *string    `json:"cancel_reason,omitempty"`
-}
-
-func requestView(r RequestRecord) RequestView {
-	return RequestView{
-		RequestID: r.RequestID, Kind: r.Kind, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		Usage: r.Usage, Error: r.Error, StopReason: r.StopReason, SupersededBy: r.SupersededBy, Decisions: r.Decisions,
-		CanceledBy: r.CanceledBy, CanceledAt: r.CanceledAt, CancelReason: r.CancelReason,
-	}
 }

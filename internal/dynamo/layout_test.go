@@ -147,7 +147,7 @@ func TestLayoutAndCalls(t *testing.T) {
 	exp := time.Now().Add(time.Hour)
 	if err := s.Write(ctx, &agent.Write{Task: n, PrevVersion: 1, Expires: exp,
 		Items:    []agent.Item{{Seq: 3, RequestID: "r2", Role: agent.RoleUser}},
-		Requests: []agent.RequestRecord{{RequestID: "r1", Status: agent.StatusCompleted}}}); err != nil {
+		Requests: []agent.RequestRecord{{RequestView: agent.RequestView{RequestID: "r1", Status: agent.StatusCompleted}}}}); err != nil {
 		t.Fatal(err)
 	}
 	raw = rawItems(t, client, table, "TASK#"+task.ID)

@@ -121,7 +121,7 @@ func TestRetentionLayout(t *testing.T) {
 	link := &agent.SessionLink{SessionID: task.SessionID, UserID: "u1", TaskID: task.ID, Agent: "acc", CreatedAt: at}
 	if err := s.Write(ctx, &agent.Write{Task: task, Session: link,
 		Items:    []agent.Item{{Seq: 1, RequestID: "r1", Role: agent.RoleUser, Content: []agent.Block{img}}, {Seq: 2, RequestID: "r1", Role: agent.RoleAssistant}},
-		Requests: []agent.RequestRecord{{RequestID: "r1", Status: agent.StatusCompleted}}}); err != nil {
+		Requests: []agent.RequestRecord{{RequestView: agent.RequestView{RequestID: "r1", Status: agent.StatusCompleted}}}}); err != nil {
 		t.Fatal(err)
 	}
 	soon, later := time.Now().Add(time.Hour).Truncate(time.Second), time.Now().Add(48*time.Hour).Truncate(time.Second)

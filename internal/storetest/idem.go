@@ -78,7 +78,7 @@ func testIdem(t *testing.T, s agent.Store) {
 	n.NextSeq = 3
 	n.Status = agent.StatusCompleted
 	err = s.Write(ctx, &agent.Write{Task: n, PrevVersion: 1, Items: []agent.Item{textItem(2, "update")},
-		Requests: []agent.RequestRecord{{RequestID: id(), Status: agent.StatusCompleted, CreatedAt: base}},
+		Requests: []agent.RequestRecord{{RequestView: agent.RequestView{RequestID: id(), Status: agent.StatusCompleted, CreatedAt: base}}},
 		Idem:     idemFor(key, n, time.Now().Add(time.Hour))})
 	if !errors.Is(err, agent.ErrIdemExists) {
 		t.Fatalf("update with a taken key: got %v, want ErrIdemExists", err)

@@ -442,10 +442,10 @@ func testRequests(t *testing.T, s agent.Store) {
 	create(t, s, task)
 	stop := "end_turn"
 	reqs := []agent.RequestRecord{
-		{RequestID: id(), Kind: agent.KindInvoke, Status: agent.StatusCompleted, CreatedAt: base.Add(time.Hour), UpdatedAt: base.Add(time.Hour),
-			Usage: agent.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}, StopReason: &stop, Output: "done", Round: 1},
-		{RequestID: id(), Kind: agent.KindInvoke, Status: agent.StatusFailed, CreatedAt: base, UpdatedAt: base,
-			Error: &agent.ErrorInfo{Code: agent.CodeModelError, Message: "boom"}},
+		{RequestView: agent.RequestView{RequestID: id(), Kind: agent.KindInvoke, Status: agent.StatusCompleted, CreatedAt: base.Add(time.Hour), UpdatedAt: base.Add(time.Hour),
+			Usage: agent.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}, StopReason: &stop}, Output: "done", Round: 1},
+		{RequestView: agent.RequestView{RequestID: id(), Kind: agent.KindInvoke, Status: agent.StatusFailed, CreatedAt: base, UpdatedAt: base,
+			Error: &agent.ErrorInfo{Code: agent.CodeModelError, Message: "boom"}}},
 	}
 	n := next(task)
 	update(t, s, &agent.Write{Task: n, PrevVersion: 1, Requests: reqs})
@@ -614,7 +614,7 @@ func testExpired(t *testing.T, s agent.Store) {
 	task := newTask("u1", "acc", id())
 	task.NextSeq = 2
 	w := &agent.Write{Task: task, Session: link(task), Items: []agent.Item{textItem(1, "gone")},
-		Requests: []agent.RequestRecord{{RequestID: id(), Status: agent.StatusCompleted, CreatedAt: base}},
+		Requests: []agent.RequestRecord{{RequestView: agent.RequestView{RequestID: id(), Status: agent.StatusCompleted, CreatedAt: base}}},
 		Expires:  time.Now().Add(-time.Minute)}
 	if err := s.Write(ctx, w); err != nil {
 		t.Fatalf("write an expired task: %v", err)
