@@ -11,7 +11,6 @@ package sse
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -167,6 +166,3 @@ func (s *Writer) pump() {
 		}
 	}
 }
-
-// String describes the writer (for logs).
-func (s *Writer) String() string { return fmt.Sprintf("sse.Writer(detached=%v)", s.Detached()) }
