@@ -1,0 +1,85 @@
+package agent_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+)
+
+func item(seq int64, role string, content ...agent.Block) agent.Item {
+	return agent.Item{Seq: seq, Role: role, Content: content}
+}
+
+func result(id, status, text string) agent.Block {
+	return agent.Block{Type: agent.BlockToolResult, ToolUseID: id, Status: status, Content: []agent.Block{agent.TextBlock(text)}}
+}
+
+// shape renders messages as role: block summaries.
+func shape(msgs []agent.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		s := m.Role + ":"
+		for _, b := range m.Content {
+			switch b.Type {
+			case agent.BlockText:
+				s += " text(" + b.Text + ")"
+			case agent.BlockToolUse:
+				s += " use(" + b.ID + ")"
+			case agent.BlockToolResult:
+				s += " result(" + b.ToolUseID + "," + b.Status + ")"
+			default:
+				s += " " + b.Type
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestBuildMessages(t *testing.T) {
+	use := func(id string) agent.Block {
+		return agent.Block{Type: agent.BlockToolUse, ID: id, Name: "echo", Input: json.RawMessage(`{}`)}
+	}
+	for _, tc := range []struct {
+		name  string
+		task  *agent.Task
+		items []agent.Item
+		want  []string
+	}{
+		{"plain", nil, []agent.Item{item(1, "user", agent.TextBlock("hi")), item(2, "assistant", agent.TextBlock("yo")), item(3, "user", agent.TextBlock("again"))},
+			[]string{"user: text(hi)", "assistant: text(yo)", "user: text(again)"}},
+		{"a failed request's user message merges with the next", nil, []agent.Item{item(1, "user", agent.TextBlock("a")), item(2, "user", agent.TextBlock("b"))},
+			[]string{"user: text(a) text(b)"}},
+		{"tool results are user messages, merged with the next text", nil, []agent.Item{
+			item(1, "user", agent.TextBlock("go")), item(2, "assistant", use("t1")), item(3, "tool", result("t1", "success", "ok")), item(4, "user", agent.TextBlock("next"))},
+			[]string{"user: text(go)", "assistant: use(t1)", "user: result(t1,success) text(next)"}},
+		{"a call without its result gets one", nil, []agent.Item{
+			item(1, "user", agent.TextBlock("go")), item(2, "assistant", use("t1"), use("t2")), item(3, "tool", result("t1", "success", "ok")), item(4, "user", agent.TextBlock("next"))},
+			[]string{"user: text(go)", "assistant: use(t1) use(t2)", "user: result(t1,success) result(t2,error) text(next)"}},
+		{"a stray result is dropped", nil, []agent.Item{
+			item(1, "user", agent.TextBlock("go")), item(2, "tool", result("zz", "success", "ok"))},
+			[]string{"user: text(go)"}},
+		{"blank text and empty messages are dropped; it ends with the user", nil, []agent.Item{
+			item(1, "user", agent.TextBlock("go")), item(2, "assistant", agent.TextBlock("  ")), item(3, "assistant", agent.TextBlock("answer"))},
+			[]string{"user: text(go)", "assistant: text(answer)", "user: text((continue))"}},
+		{"superseded entries are left out", &agent.Task{Superseded: []agent.SeqRange{{From: 2, To: 4, SupersededBy: "r2"}}}, []agent.Item{
+			item(1, "user", agent.TextBlock("a")), item(2, "assistant", agent.TextBlock("old")), item(3, "user", agent.TextBlock("b")), item(4, "user", agent.TextBlock("b2"))},
+			[]string{"user: text(a) text(b2)"}},
+		{"it starts with the user", nil, []agent.Item{item(1, "assistant", agent.TextBlock("hello")), item(2, "user", agent.TextBlock("hi"))},
+			[]string{"user: text((the conversation continues))", "assistant: text(hello)", "user: text(hi)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msgs := agent.BuildMessages(tc.task, tc.items)
+			if diff := cmp.Diff(tc.want, shape(msgs)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if err := agenttest.CheckMessages(msgs); err != nil {
+				t.Errorf("Bedrock would refuse: %v", err)
+			}
+		})
+	}
+}
