@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hitch-agents/hitch/internal/ddblocal"
 )
 
@@ -159,7 +160,8 @@ func TestServeMemory(t *testing.T) {
 
 func TestServeDynamoDB(t *testing.T) {
 	endpoint := ddblocal.Start(t)
-	base, sandbox, _ := startServe(t, "--store", "dynamodb", "--dynamodb-endpoint", endpoint, "--table", "serve-test", "--create-table")
+	table := "serve-" + uuid.NewString() // a fresh table: the walk-through counts the user's tasks
+	base, sandbox, _ := startServe(t, "--store", "dynamodb", "--dynamodb-endpoint", endpoint, "--table", table, "--create-table")
 	testWalkThrough(t, base, sandbox)
 }
 
