@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/hitch-agents/hitch/agents"
@@ -133,7 +132,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		if err != nil {
 			return err
 		}
-		model = bedrock.New(bedrockruntime.NewFromConfig(cfg))
+		model = bedrock.New(bedrock.NewClient(cfg, ""))
 	}
 
 	authn := httpapi.Authenticator(httpapi.DevAuth)

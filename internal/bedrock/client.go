@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -59,4 +61,18 @@ func (s stableBody) Do(req *http.Request) (*http.Response, error) {
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	return s.c.Do(req)
+}
+
+// NewClient is the bedrockruntime client for real Bedrock (or, with an
+// endpoint, a server speaking its protocol) from an AWS configuration,
+// through HTTPClient. It has no client timeout: a model stream may last as
+// long as its request.
+func NewClient(cfg aws.Config, endpoint string) *bedrockruntime.Client {
+	httpClient := &http.Client{Transport: awshttp.NewBuildableClient().GetTransport()}
+	return bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) {
+		o.HTTPClient = HTTPClient(httpClient)
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
 }

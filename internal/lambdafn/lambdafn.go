@@ -13,13 +13,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -95,14 +93,7 @@ func NewClients(ctx context.Context, c Config) (Clients, error) {
 			o.BaseEndpoint = aws.String(c.DynamoDBEndpoint)
 		}
 	})
-	// No client timeout: a model stream may last as long as the function.
-	httpClient := &http.Client{Transport: awshttp.NewBuildableClient().GetTransport()}
-	br := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) {
-		o.HTTPClient = bedrock.HTTPClient(httpClient)
-		if c.BedrockEndpoint != "" {
-			o.BaseEndpoint = aws.String(c.BedrockEndpoint)
-		}
-	})
+	br := bedrock.NewClient(cfg, c.BedrockEndpoint)
 	return Clients{DynamoDB: ddb, Bedrock: br, Lambda: lambda.NewFromConfig(cfg)}, nil
 }
 
