@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/hitch-agents/hitch/agents"
 	"github.com/hitch-agents/hitch/internal/agent"
@@ -103,6 +104,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	}
 
 	env := catalog.Env{Files: true}
+	// Lambda function tools call AWS with the normal credential chain; an
+	// agent without them never uses the client.
+	if cfg, err := loadAWS(); err == nil {
+		env.Lambda = lambda.NewFromConfig(cfg)
+	} else {
+		log.Warn("no AWS configuration: agents with Lambda function tools will not load", "err", err)
+	}
 	var cat *catalog.Catalog
 	if c.agentsDir != "" {
 		cat, err = catalog.LoadDir(c.agentsDir, env)
