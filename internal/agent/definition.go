@@ -1,5 +1,7 @@
 package agent
 
+import "time"
+
 // Agent is a deployed agent: its definition (agents/*.yaml, loaded and
 // validated by internal/catalog) with its tools bound.
 type Agent struct {
@@ -47,3 +49,19 @@ const (
 	DefaultMaxIterations      = 10
 	DefaultMaxToolResultBytes = 65536
 )
+
+// longestApprovalTTL is the longest an approval of the agent's tools waits.
+func (a *Agent) longestApprovalTTL() time.Duration {
+	var longest time.Duration
+	for _, t := range a.Tools {
+		if !t.Policy.RequiresApproval {
+			continue
+		}
+		ttl := t.Policy.ApprovalTTL
+		if ttl <= 0 {
+			ttl = DefaultApprovalTTL
+		}
+		longest = max(longest, ttl)
+	}
+	return longest
+}

@@ -15,6 +15,9 @@ type StoredEvent struct {
 }
 
 // EventLogTTL is how long a request's events are kept after its last one.
+// A batch is written with this ttl plus the agent's longest approval wait
+// (the pause that may follow its leg); a cancel or an expiry that ends a
+// request late extends every batch of its log (Store.ExtendEvents).
 const EventLogTTL = 24 * time.Hour
 
 // EventFlushInterval is the most often a streaming request's events are
@@ -32,10 +35,13 @@ type eventLog struct {
 	done    chan struct{}
 	log     func(msg string, args ...any)
 	flushMu sync.Mutex
+	// ttl of each batch: EventLogTTL, plus the agent's longest approval
+	// wait, so that a leg's events outlive the pause that may follow it.
+	ttl time.Duration
 }
 
-func newEventLog(s Store, taskID, rid string, log func(string, ...any)) *eventLog {
-	l := &eventLog{store: s, taskID: taskID, rid: rid, stop: make(chan struct{}), done: make(chan struct{}), log: log}
+func newEventLog(s Store, taskID, rid string, ttl time.Duration, log func(string, ...any)) *eventLog {
+	l := &eventLog{store: s, taskID: taskID, rid: rid, ttl: ttl, stop: make(chan struct{}), done: make(chan struct{}), log: log}
 	go l.loop()
 	return l
 }
@@ -75,7 +81,7 @@ func (l *eventLog) flush(ctx context.Context) {
 	if len(batch) == 0 {
 		return
 	}
-	if err := l.store.AppendEvents(ctx, l.taskID, l.rid, batch, time.Now().Add(EventLogTTL)); err != nil {
+	if err := l.store.AppendEvents(ctx, l.taskID, l.rid, batch, time.Now().Add(l.ttl)); err != nil {
 		l.log("writing events failed", "task_id", l.taskID, "request_id", l.rid, "first", batch[0].ID, "err", err)
 		// Keep them for the next flush.
 		l.mu.Lock()
@@ -102,8 +108,13 @@ func (e *Engine) logEvents(ctx context.Context, taskID, rid string, evs ...Event
 		}
 		batch = append(batch, StoredEvent{ID: ev.ID, Name: ev.Name, Data: data})
 	}
-	if err := e.Store.AppendEvents(ctx, taskID, rid, batch, time.Now().Add(EventLogTTL)); err != nil {
+	expires := time.Now().Add(EventLogTTL)
+	if err := e.Store.AppendEvents(ctx, taskID, rid, batch, expires); err != nil {
 		e.log().Warn("writing events failed", "task_id", taskID, "request_id", rid, "err", err)
+		return
+	}
+	if err := e.Store.ExtendEvents(ctx, taskID, rid, expires); err != nil {
+		e.log().Warn("extending the event log failed", "task_id", taskID, "request_id", rid, "err", err)
 	}
 }
 

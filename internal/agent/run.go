@@ -66,7 +66,7 @@ func (r *Run) Execute(ctx context.Context, sink Sink) *RequestResult {
 	if r.follow != nil {
 		return r.follow(ctx, sink)
 	}
-	elog := newEventLog(r.e.Store, r.taskID, r.reqID, r.e.log().Error)
+	elog := newEventLog(r.e.Store, r.taskID, r.reqID, EventLogTTL+r.agent.longestApprovalTTL(), r.e.log().Error)
 	defer elog.close(context.WithoutCancel(ctx))
 	r.sink = teeSink{client: sink, log: elog}
 	a := r.task.Active

@@ -61,6 +61,11 @@ type Store interface {
 	// with the ttl expires, in as many BatchWriteItem calls as needed.
 	AppendEvents(ctx context.Context, taskID, requestID string, events []StoredEvent, expires time.Time) error
 
+	// ExtendEvents sets the ttl expires on the request's live event
+	// batches whose ttl comes sooner: a request's log lives 24 h after its
+	// last event, across its legs.
+	ExtendEvents(ctx context.Context, taskID, requestID string, expires time.Time) error
+
 	// ListEvents reads the request's events with an id above after, in
 	// order; expired batches are absent.
 	ListEvents(ctx context.Context, taskID, requestID string, after int64) ([]StoredEvent, error)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -127,4 +128,44 @@ func (st *Store) ListEvents(ctx context.Context, taskID, requestID string, after
 func orderEvents(events []agent.StoredEvent) []agent.StoredEvent {
 	slices.SortStableFunc(events, func(a, b agent.StoredEvent) int { return cmp.Compare(a.ID, b.ID) })
 	return slices.CompactFunc(events, func(a, b agent.StoredEvent) bool { return a.ID == b.ID })
+}
+
+// ExtendEvents implements agent.Store: one Query for the request's batches'
+// keys, then an UpdateItem for each live one whose ttl comes sooner.
+func (st *Store) ExtendEvents(ctx context.Context, taskID, requestID string, expires time.Time) (err error) {
+	defer wrap(&err, "ExtendEvents", taskID+","+requestID)
+	ttl := ttlOf(expires)
+	now := st.now().Unix()
+	keys, err := st.query(ctx, &dynamodb.QueryInput{
+		TableName:                &st.table,
+		KeyConditionExpression:   aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#sk": attrSK, "#ttl": attrTTL},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": s(taskPK(taskID)), ":prefix": s(eventPrefix(requestID)),
+		},
+		ProjectionExpression: aws.String("#pk, #sk, #ttl"),
+		ConsistentRead:       aws.Bool(true),
+	}, nil)
+	if err != nil {
+		return err
+	}
+	var stale []item
+	for _, it := range keys {
+		if t := num(it, attrTTL); t > now && t < ttl {
+			stale = append(stale, key(str(it, attrPK), str(it, attrSK)))
+		}
+	}
+	return parallel(ctx, stale, func(ctx context.Context, k item) error {
+		cond := "attribute_exists(#pk) AND #ttl > :now AND #ttl < :t"
+		_, err := st.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &st.table, Key: k, UpdateExpression: aws.String("SET #ttl = :t"), ConditionExpression: &cond,
+			ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#ttl": attrTTL},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":t": n(ttl), ":now": n(now)},
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return nil
+		}
+		return translate(err)
+	})
 }

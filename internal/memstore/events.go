@@ -81,3 +81,24 @@ func (s *Store) ListEvents(ctx context.Context, taskID, requestID string, after 
 	slices.SortStableFunc(out, func(a, b agent.StoredEvent) int { return cmp.Compare(a.ID, b.ID) })
 	return slices.CompactFunc(out, func(a, b agent.StoredEvent) bool { return a.ID == b.ID }), nil
 }
+
+// ExtendEvents implements agent.Store.
+func (s *Store) ExtendEvents(ctx context.Context, taskID, requestID string, expires time.Time) (err error) {
+	defer wrap(&err, "ExtendEvents", func() string { return taskID + "," + requestID })
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tr := s.tasks[taskID]
+	if tr == nil {
+		return nil
+	}
+	now, ttl := s.now(), ttlOf(expires)
+	for first, r := range tr.events[requestID] {
+		if live(r.ttl, now) && r.ttl != 0 && r.ttl < ttl {
+			tr.events[requestID][first] = record{r.data, ttl}
+		}
+	}
+	return nil
+}

@@ -101,3 +101,23 @@ func testEventsExpired(t *testing.T, s agent.Store) {
 	wantEvents(t, s, tid, rid, 0, events(4, 5, "a", 0))
 	wantEvents(t, s, tid, rid, 2, events(4, 5, "a", 0))
 }
+
+// testEventsExtended: extending moves every live batch's expiry to the
+// later time; an expired batch stays gone, a later one keeps its own.
+func testEventsExtended(t *testing.T, s agent.Store) {
+	ctx := context.Background()
+	tid, rid := id(), id()
+	soon := time.Now().Add(time.Second)
+	appendEvents(t, s, tid, rid, events(1, 2, "a", 0), time.Now().Add(-time.Minute))
+	appendEvents(t, s, tid, rid, events(3, 4, "a", 0), soon)
+	appendEvents(t, s, tid, rid, events(5, 6, "a", 0), soon)
+	appendEvents(t, s, tid, rid, events(7, 8, "a", 0), time.Now().Add(48*time.Hour))
+	if err := s.ExtendEvents(ctx, tid, rid, time.Now().Add(time.Hour)); err != nil {
+		t.Fatalf("ExtendEvents: %v", err)
+	}
+	if err := s.ExtendEvents(ctx, id(), rid, time.Now().Add(time.Hour)); err != nil {
+		t.Fatalf("ExtendEvents of an unknown task: %v", err)
+	}
+	time.Sleep(time.Until(soon.Truncate(time.Second).Add(time.Second + 100*time.Millisecond)))
+	wantEvents(t, s, tid, rid, 0, events(3, 8, "a", 0))
+}

@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"EventsRetried", testEventsRetried},
 		{"EventsBig", testEventsBig},
 		{"EventsExpired", testEventsExpired},
+		{"EventsExtended", testEventsExtended},
 		{"DeleteTask", testDeleteTask},
 		{"ExpireTask", testExpireTask},
 		{"ExpireTaskCleared", testExpireTaskCleared},
