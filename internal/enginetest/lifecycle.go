@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -151,38 +150,19 @@ func testIdempotentInvokes(t *testing.T, env *Env) {
 	})
 	body := []byte(`{"items":[{"content":"do it once"}]}`)
 	idem := &agent.Idempotency{Key: "order-42", BodyHash: agent.BodyHash(nil, body)}
-	const n = 20
-	results := make([]*agent.RequestResult, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	first := sameOutcome(t, 20, func() { time.Sleep(200 * time.Millisecond); close(release) },
+		func() (*agent.RequestResult, error) {
 			run, err := env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "do it once"}}, Idem: idem})
 			if err != nil {
-				errs[i] = err
-				return
+				return nil, err
 			}
-			results[i] = run.Execute(context.Background(), agent.Discard)
-		}()
-	}
-	time.Sleep(200 * time.Millisecond)
-	close(release)
-	wg.Wait()
-	for i := 0; i < n; i++ {
-		if errs[i] != nil {
-			t.Fatalf("invoke %d: %v", i, errs[i])
-		}
-		if diff := cmp.Diff(results[0], results[i]); diff != "" {
-			t.Fatalf("invoke %d answered another outcome (-first +this):\n%s", i, diff)
-		}
-	}
+			return run.Execute(context.Background(), agent.Discard), nil
+		})
 	if c := env.Model.NCalls(); c != 1 {
 		t.Errorf("the model was called %d times", c)
 	}
-	if results[0].Status != agent.StatusCompleted || results[0].Output != "once" {
-		t.Errorf("outcome %+v", results[0])
+	if first.Status != agent.StatusCompleted || first.Output != "once" {
+		t.Errorf("outcome %+v", first)
 	}
 	// The same key with another body: 422, nothing runs.
 	other := &agent.Idempotency{Key: "order-42", BodyHash: agent.BodyHash(nil, []byte(`{"items":[{"content":"something else"}]}`))}
@@ -191,7 +171,7 @@ func testIdempotentInvokes(t *testing.T, env *Env) {
 	}
 	// Another user's key is another key.
 	run, err := env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "bob", Items: []agent.InputItem{{Content: "something else"}}, Idem: other})
-	if err != nil || run.RequestID() == results[0].RequestID {
+	if err != nil || run.RequestID() == first.RequestID {
 		t.Fatalf("bob's key: %v", err)
 	}
 	env.Model.Add(agenttest.Say("bob"))

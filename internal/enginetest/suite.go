@@ -269,30 +269,13 @@ func testFiftyApprovals(t *testing.T, env *Env) {
 	res, _ := env.Pause(t)
 	env.Guarded.Block = make(chan struct{})
 	env.Model.Add(agenttest.Say("done once"))
-	const n = 50
-	outs := make([]*agent.RequestResult, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[i], _, errs[i] = env.Resume(res, "alice", Approve())
-		}()
-	}
-	time.Sleep(50 * time.Millisecond)
-	close(env.Guarded.Block)
-	wg.Wait()
-	for i := 0; i < n; i++ {
-		if errs[i] != nil {
-			t.Fatalf("approval %d: %v", i, errs[i])
-		}
-		if diff := cmp.Diff(outs[0], outs[i]); diff != "" {
-			t.Fatalf("approval %d answered another outcome (-first +this):\n%s", i, diff)
-		}
-	}
-	if outs[0].Status != agent.StatusCompleted || outs[0].Output != "done once" {
-		t.Errorf("outcome = %+v", outs[0])
+	first := sameOutcome(t, 50, func() { time.Sleep(50 * time.Millisecond); close(env.Guarded.Block) },
+		func() (*agent.RequestResult, error) {
+			out, _, err := env.Resume(res, "alice", Approve())
+			return out, err
+		})
+	if first.Status != agent.StatusCompleted || first.Output != "done once" {
+		t.Errorf("outcome = %+v", first)
 	}
 	if diff := cmp.Diff([]string{"delete"}, env.Guarded.Runs()); diff != "" {
 		t.Errorf("the tool ran (-want +got):\n%s", diff)
@@ -435,25 +418,40 @@ func testFiftyAppends(t *testing.T, env *Env) {
 		t.Fatalf("%+v", res)
 	}
 	env.Model.Add(agenttest.Say("appended"))
-	const n = 50
-	var wg sync.WaitGroup
-	outs := make([]*agent.RequestResult, n)
-	errs := make([]error, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[i], _, errs[i] = env.Resume(res, "alice", Approve())
-		}()
-	}
-	wg.Wait()
-	for i := 0; i < n; i++ {
-		if errs[i] != nil || outs[i].Status != agent.StatusCompleted || outs[i].Output != "appended" {
-			t.Fatalf("approval %d: %+v %v", i, outs[i], errs[i])
-		}
+	first := sameOutcome(t, 50, nil, func() (*agent.RequestResult, error) {
+		out, _, err := env.Resume(res, "alice", Approve())
+		return out, err
+	})
+	if first.Status != agent.StatusCompleted || first.Output != "appended" {
+		t.Fatalf("outcome = %+v", first)
 	}
 	b, err := os.ReadFile(filepath.Join(env.Sandbox, "audit.log"))
 	if err != nil || string(b) != "approved once\n" {
 		t.Fatalf("audit.log = %q, %v; want the line once", b, err)
 	}
+}
+
+// sameOutcome makes n calls at once, then release (if any), and checks that
+// every call answered, and answered the same outcome; it returns it.
+func sameOutcome(t *testing.T, n int, release func(), call func() (*agent.RequestResult, error)) *agent.RequestResult {
+	t.Helper()
+	outs := make([]*agent.RequestResult, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Go(func() { outs[i], errs[i] = call() })
+	}
+	if release != nil {
+		release()
+	}
+	wg.Wait()
+	for i := 0; i < n; i++ {
+		if errs[i] != nil {
+			t.Fatalf("call %d: %v", i, errs[i])
+		}
+		if diff := cmp.Diff(outs[0], outs[i]); diff != "" {
+			t.Fatalf("call %d answered another outcome (-first +this):\n%s", i, diff)
+		}
+	}
+	return outs[0]
 }
