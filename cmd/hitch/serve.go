@@ -46,6 +46,7 @@ type serveConfig struct {
 	requiredScope    string
 	retentionDays    int
 	shutdownDeadline time.Duration
+	debugAddr        string
 }
 
 func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
@@ -67,6 +68,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.requiredScope, "required-scope", "", "the scope or role tokens must carry (with --issuer)")
 	fs.IntVar(&c.retentionDays, "retention-days", 0, "days after which a finished task's items expire (0: kept)")
 	fs.DurationVar(&c.shutdownDeadline, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for running requests")
+	fs.StringVar(&c.debugAddr, "debug-addr", "", "loopback address serving Go's pprof profiles (/debug/pprof/), e.g. 127.0.0.1:6060; off when empty")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -90,6 +92,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if c.debugAddr != "" {
+		stop, err := serveDebug(c.debugAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	var awsCfg *aws.Config
 	loadAWS := func() (aws.Config, error) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -171,6 +172,8 @@ func TestServeFlags(t *testing.T) {
 		{"--model", "gpt"},
 		{"--agents", "/nonexistent"},
 		{"extra"},
+		{"--debug-addr", "0.0.0.0:0"},
+		{"--debug-addr", "nonsense"},
 	} {
 		if err := serve(context.Background(), args, io.Discard, io.Discard, nil); err == nil {
 			t.Errorf("serve %v started", args)
@@ -246,5 +249,23 @@ func TestChatReject(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(sandbox, "keep.log")); err != nil {
 		t.Errorf("a rejected delete ran: %v", err)
+	}
+}
+
+// --debug-addr serves Go's profiles on a loopback address.
+func TestServeDebugAddr(t *testing.T) {
+	_, _, logs := startServe(t, "--debug-addr", "127.0.0.1:0")
+	m := regexp.MustCompile(`"addr":"(http://127\.0\.0\.1:\d+/debug/pprof/)"`).FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no pprof address logged:\n%s", logs)
+	}
+	resp, err := http.Get(m[1] + "goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine profile") {
+		t.Errorf("GET pprof goroutine = %d %.200s", resp.StatusCode, body)
 	}
 }
