@@ -44,13 +44,13 @@ func (s *Server) log() *slog.Logger {
 
 // v1Names are the 1.0 method names by their 0.3 names, and back.
 var v1Names = map[string]string{
-	"message/send":                       "SendMessage",
-	"message/stream":                     "SendStreamingMessage",
-	"tasks/get":                          "GetTask",
-	"tasks/cancel":                       "CancelTask",
-	"tasks/resubscribe":                  "SubscribeToTask",
-	"tasks/list":                         "ListTasks",
-	"agent/getAuthenticatedExtendedCard": "GetExtendedAgentCard",
+	"message/send":                        "SendMessage",
+	"message/stream":                      "SendStreamingMessage",
+	"tasks/get":                           "GetTask",
+	"tasks/cancel":                        "CancelTask",
+	"tasks/resubscribe":                   "SubscribeToTask",
+	"tasks/list":                          "ListTasks",
+	"agent/getAuthenticatedExtendedCard":  "GetExtendedAgentCard",
 	"tasks/pushNotificationConfig/get":    "GetTaskPushNotificationConfig",
 	"tasks/pushNotificationConfig/set":    "CreateTaskPushNotificationConfig",
 	"tasks/pushNotificationConfig/list":   "ListTaskPushNotificationConfigs",

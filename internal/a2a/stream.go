@@ -88,4 +88,3 @@ func (c *converter) status(state a2a.TaskState, msg *a2a.Message) *a2a.TaskStatu
 	return &a2a.TaskStatusUpdateEvent{TaskID: a2a.TaskID(c.rid), ContextID: c.taskID,
 		Status: a2a.TaskStatus{State: state, Message: msg, Timestamp: &now}}
 }
-
