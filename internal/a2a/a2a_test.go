@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -421,5 +422,44 @@ func TestRPCErrors(t *testing.T) {
 	}
 	if status, _ := rpc("Basic xyz", "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`); status != 401 {
 		t.Errorf("a bad token = %d, want 401", status)
+	}
+}
+
+// The official A2A JavaScript SDK's client (tools/a2a-js, installed by `make
+// tools`) drives a whole flow — card, send, stream, an approval through
+// input-required, cancel, resubscribe after a drop — over 1.0 and over 0.3.
+func TestJSClient(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join("..", "..", "tools", "a2a-js", "flow.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@a2a-js", "sdk", "package.json"))
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the A2A JS client is not installed (make tools): %v", err)
+		}
+		t.Skipf("the A2A JS client is not installed (make tools): %v", err)
+	}
+	for _, protocol := range []string{"1.0", "0.3"} {
+		t.Run(protocol, func(t *testing.T) {
+			s := startStack(t)
+			target := filepath.Join(s.sandbox, "js-"+protocol+".txt")
+			if err := os.WriteFile(target, []byte("x\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, node, script, s.url, "assistant", "alice", protocol).CombinedOutput()
+			t.Logf("node flow.mjs (%s):\n%s", protocol, out)
+			if err != nil || !strings.Contains(string(out), "ALL OK "+protocol) {
+				t.Fatalf("the JS client's flow failed: %v", err)
+			}
+			if _, err := os.Stat(target); !os.IsNotExist(err) {
+				t.Errorf("the approved delete did not delete %s: %v", target, err)
+			}
+		})
 	}
 }
