@@ -174,7 +174,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		LegTimeout: c.requestTimeout, RetentionDays: c.retentionDays,
 	}
 	api := &httpapi.Server{Engine: engine, Auth: authn, Log: log, MaxBody: c.maxBody,
-		A2A: &a2a.Server{Engine: engine, Log: log}, A2ADefaultAgent: c.a2aDefaultAgent}
+		A2A: &a2a.Server{Engine: engine, Log: log, Detach: true}, A2ADefaultAgent: c.a2aDefaultAgent}
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {

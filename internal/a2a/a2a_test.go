@@ -52,7 +52,11 @@ type stack struct {
 	sandbox string
 }
 
-func startStack(tb testing.TB) *stack {
+func startStack(tb testing.TB) *stack { return startStackWith(tb, false) }
+
+// startStackWith starts the stack; detach is hitch serve's setting (true) or
+// Lambda's (false).
+func startStackWith(tb testing.TB, detach bool) *stack {
 	tb.Helper()
 	dir := tb.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "assistant.yaml"), []byte(agentYAML), 0o644); err != nil {
@@ -73,7 +77,7 @@ func startStack(tb testing.TB) *stack {
 	tb.Cleanup(stop)
 	log := slog.New(slog.DiscardHandler)
 	e := &agent.Engine{Store: memstore.New(), Model: model, Agents: cat, Log: log, LegTimeout: time.Minute}
-	api := &httpapi.Server{Engine: e, Auth: httpapi.DevAuth, Log: log, A2A: &hitcha2a.Server{Engine: e, Log: log}}
+	api := &httpapi.Server{Engine: e, Auth: httpapi.DevAuth, Log: log, A2A: &hitcha2a.Server{Engine: e, Log: log, Detach: detach}}
 	srv := httptest.NewServer(api.Handler())
 	tb.Cleanup(srv.Close)
 	return &stack{url: srv.URL, sandbox: sandbox}
@@ -461,5 +465,32 @@ func TestJSClient(t *testing.T) {
 				t.Errorf("the approved delete did not delete %s: %v", target, err)
 			}
 		})
+	}
+}
+
+// returnImmediately answers the working task at once. Under hitch serve
+// (detach) the request goes on after the answer; on Lambda the call ends only
+// once the request has ended, so the invocation outlives it.
+func TestReturnImmediately(t *testing.T) {
+	for _, detach := range []bool{true, false} {
+		s := startStackWith(t, detach)
+		c := s.client(t, "alice")
+		res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{
+			Message: text("quick"), Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+		if err != nil {
+			t.Fatalf("detach=%v: %v", detach, err)
+		}
+		task := res.(*a2a.Task)
+		if task.Status.State != a2a.TaskStateWorking {
+			t.Errorf("detach=%v: answered %s, want working", detach, task.Status.State)
+		}
+		got, err := c.GetTask(context.Background(), &a2a.GetTaskRequest{ID: task.ID})
+		for i := 0; detach && err == nil && got.Status.State == a2a.TaskStateWorking && i < 100; i++ {
+			time.Sleep(20 * time.Millisecond)
+			got, err = c.GetTask(context.Background(), &a2a.GetTaskRequest{ID: task.ID})
+		}
+		if err != nil || got.Status.State != a2a.TaskStateCompleted || artifactText(got) != "echo: quick" {
+			t.Errorf("detach=%v: then GetTask = %+v, %v", detach, got, err)
+		}
 	}
 }

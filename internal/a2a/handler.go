@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -23,6 +24,37 @@ type handler struct {
 	user     string
 	log      *slog.Logger
 	deadline time.Time
+	// runs counts the requests this call started that have not ended or
+	// paused yet, so that a caller that must outlive them (a Lambda
+	// invocation) can wait; once it waits (closed), nothing more starts.
+	mu     sync.Mutex
+	closed bool
+	runs   sync.WaitGroup
+}
+
+// track registers a request about to start; false once the call is over.
+func (h *handler) track() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.runs.Add(1)
+	return true
+}
+
+// wait returns when every request the call started has ended or paused.
+func (h *handler) wait() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.runs.Wait()
+}
+
+// execute runs a started request to its end or pause.
+func (h *handler) execute(ctx context.Context, run *agent.Run, sink agent.Sink) *agent.RequestResult {
+	defer h.runs.Done()
+	return run.Execute(context.WithoutCancel(ctx), sink)
 }
 
 var _ a2asrv.RequestHandler = (*handler)(nil)
@@ -116,7 +148,20 @@ func (h *handler) taskOf(f *found, historyLength *int) (*a2a.Task, error) {
 
 // start claims the request a message makes: a new task, a follow-on (its
 // contextId names the task) or, on an input-required task, a resume.
+//
+// A request it starts is tracked: the caller must execute it.
 func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest) (*agent.Run, error) {
+	if !h.track() {
+		return nil, protoErr(a2a.ErrInternalError, agent.CodeInternal, "the call ended before the request started")
+	}
+	run, err := h.claim(ctx, req)
+	if err != nil {
+		h.runs.Done()
+	}
+	return run, err
+}
+
+func (h *handler) claim(ctx context.Context, req *a2a.SendMessageRequest) (*agent.Run, error) {
 	if req.Message == nil {
 		return nil, invalidParams(agent.CodeInvalidItems, "params.message is required")
 	}
@@ -181,10 +226,10 @@ func (h *handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 	}
 	bg := context.WithoutCancel(ctx)
 	if req.Config != nil && req.Config.ReturnImmediately {
-		go run.Execute(bg, agent.Discard)
+		go h.execute(bg, run, agent.Discard)
 		return workingTask(run), nil
 	}
-	res := run.Execute(bg, agent.Discard)
+	res := h.execute(bg, run, agent.Discard)
 	t := taskOfResult(res, time.Now().UTC())
 	if req.Config == nil || req.Config.HistoryLength == nil || *req.Config.HistoryLength > 0 {
 		if f, err := h.find(bg, t.ID); err == nil {
@@ -213,21 +258,19 @@ func (h *handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 			yield(nil, err)
 			return
 		}
-		if !yield(workingTask(run), nil) {
-			go run.Execute(context.WithoutCancel(ctx), agent.Discard)
-			return
-		}
 		events := make(chan agent.Event, 4096)
 		go func() {
 			defer close(events)
-			run.Execute(context.WithoutCancel(ctx), agent.SinkFunc(func(e agent.Event) {
+			h.execute(ctx, run, agent.SinkFunc(func(e agent.Event) {
 				select {
 				case events <- e:
 				default: // the client is too slow: the event log keeps it
 				}
 			}))
 		}()
-		h.relay(ctx, run.TaskID(), run.RequestID(), events, yield)
+		if yield(workingTask(run), nil) {
+			h.relay(ctx, run.TaskID(), run.RequestID(), events, yield)
+		}
 	}
 }
 

@@ -33,6 +33,12 @@ type Server struct {
 	PathPrefix func(*http.Request) string
 	// KeepAlive is the SSE keep-alive interval of streams (15 s when 0).
 	KeepAlive time.Duration
+	// Detach lets a request go on after its call answered (returnImmediately,
+	// a stream whose client left): true for a long-lived server (hitch
+	// serve). When false (Lambda, whose environment freezes once the
+	// invocation ends), the call returns only after every request it started
+	// has ended or paused, as every HTTP route does (DESIGN §2).
+	Detach bool
 }
 
 func (s *Server) log() *slog.Logger {
@@ -95,6 +101,9 @@ func (s *Server) ServeRPC(w http.ResponseWriter, r *http.Request, body []byte, a
 	r2.Body = io.NopCloser(bytes.NewReader(body))
 	r2.ContentLength = int64(len(body))
 	rpc.ServeHTTP(w, r2)
+	if !s.Detach {
+		h.wait()
+	}
 }
 
 // renameMethod gives the call the method name of the handler that answers
