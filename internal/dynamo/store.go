@@ -51,8 +51,8 @@ const (
 	// update; a renewed lease is read from attrLease.
 	attrClaim = "claim_token"
 	attrLease = "lease_until"
-	gsi1          = "GSI1"
-	metaSK        = "META"
+	gsi1      = "GSI1"
+	metaSK    = "META"
 )
 
 // timeKey formats times in keys: fixed width, so lexical order is time order.
