@@ -281,4 +281,3 @@ func (h *harness) round(round, size int, sandbox string, rep *report) {
 		}
 	}
 }
-
