@@ -434,7 +434,10 @@ function tick() {
       c.expiry.textContent = `Expires in ${left(ms)} (at ${time(c.call.expires_at)})`;
     }
   }
-  if (changed) updateComposer();
+  if (changed) {
+    if (!pendingLive()) setStatus('The approval expired: nothing was run.');
+    updateComposer();
+  }
 }
 setInterval(tick, 1000);
 

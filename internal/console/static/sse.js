@@ -6,6 +6,7 @@
 export class SSEParser {
   constructor() {
     this.buf = '';
+    this.skipLF = false; // the last chunk ended with CR: a leading LF ends nothing
     this.reset();
   }
 
@@ -17,15 +18,17 @@ export class SSEParser {
 
   // push feeds decoded text and returns the events it completed.
   push(text) {
+    if (this.skipLF && text.startsWith('\n')) text = text.slice(1);
+    this.skipLF = false;
     this.buf += text;
     const out = [];
     for (;;) {
       const m = /\r\n|\r|\n/.exec(this.buf);
       if (!m) break;
-      // A CR at the very end may be the first half of a CRLF: wait.
-      if (m[0] === '\r' && m.index === this.buf.length - 1) break;
       const line = this.buf.slice(0, m.index);
       this.buf = this.buf.slice(m.index + m[0].length);
+      // A CR at the very end may be the first half of a CRLF.
+      if (m[0] === '\r' && this.buf === '') this.skipLF = true;
       const ev = this.line(line);
       if (ev) out.push(ev);
     }
