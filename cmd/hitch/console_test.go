@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -32,6 +33,9 @@ type streamProxy struct {
 	cuts   []*cut // armed, not yet met
 	all    []*cut // every cut armed, to release them all at the end
 	seen   []seenRequest
+	// agents, when set, rewrites GET /agents: a console holding an older
+	// copy of a tool's schema than the server's.
+	agents func([]byte) []byte
 }
 
 type seenRequest struct{ method, path, lastEventID string }
@@ -98,6 +102,13 @@ func (p *streamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer resp.Body.Close()
 	for k, v := range resp.Header {
 		w.Header()[k] = v
+	}
+	if r.URL.Path == "/agents" && p.agents != nil {
+		b, _ := io.ReadAll(resp.Body)
+		w.Header().Del("Content-Length")
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(p.agents(b))
+		return
 	}
 	w.WriteHeader(resp.StatusCode)
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -281,7 +292,9 @@ func TestConsole(t *testing.T) {
 	// The browser reaches the server through the proxy; the server allows
 	// the proxy's origin (CORS) for the last step, where the console calls
 	// the server directly, as it would call a deployed API.
-	proxy := &streamProxy{}
+	// The console's copy of the file tools' schemas lacks minLength, so that
+	// an edit the server refuses gets past the console's own check.
+	proxy := &streamProxy{agents: func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(`"minLength":1,`), nil) }}
 	ps := httptest.NewServer(proxy)
 	t.Cleanup(ps.Close)
 	base, _, _ := startServe(t, "--agents", agentsDir, "--cors-origin", ps.URL)
@@ -295,6 +308,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	p := &browserPage{t: t, ctx: ctx, dir: chromium.ArtifactDir(t), start: time.Now()}
+	console := watchConsole(t, ctx)
 	step := func(name string) {
 		t.Logf("%6.2fs %s", time.Since(p.start).Seconds(), name)
 	}
@@ -306,7 +320,7 @@ func TestConsole(t *testing.T) {
 		t.Errorf("/console went to %q, want /console/", got)
 	}
 	p.do(chromedp.Click("#settings summary"), chromedp.SetValue("#user", "alice"), chromedp.Click(`#settings-form button[type=submit]`))
-	p.wait("the agents", `document.querySelectorAll('#agents a').length === 2`)
+	p.wait("the agents", `document.body.dataset.ready === 'true' && document.querySelectorAll('#agents a').length === 2`)
 	if got := p.text("#conn-summary"); !strings.HasPrefix(got, "alice @ ") {
 		t.Errorf("connection summary %q, want alice @ …", got)
 	}
@@ -411,6 +425,15 @@ func TestConsole(t *testing.T) {
 		}
 	}
 	p.shot("08-edit-invalid")
+	p.do(chromedp.SetValue(`#approvals textarea[name=input]`, `{"path": ""}`), chromedp.Click(`#approvals .edit-form button[type=submit]`))
+	p.wait("the server's refusal", `document.querySelector('#approvals .errors')?.textContent.startsWith('The server refused the input: ')`)
+	if evalJS[bool](p, `document.querySelector('#approvals button.approve').disabled`) {
+		t.Error("the card stays disabled after the server refused the edit")
+	}
+	if !evalJS[bool](p, `document.getElementById('send').disabled`) || p.text("#status") != "" {
+		t.Errorf("after a refused edit: Send enabled, or status %q", p.text("#status"))
+	}
+	p.shot("08b-edit-refused")
 	p.do(chromedp.SetValue(`#approvals textarea[name=input]`, `{"path": "right.log"}`), chromedp.Click(`#approvals .edit-form button[type=submit]`))
 	p.waitDone(n + 1)
 	p.wait("the edit in the history", `[...document.querySelectorAll('#transcript .decision')].some((e) => e.textContent.startsWith('Edited and approved by alice') && e.textContent.includes('{"path":"right.log"}'))`)
@@ -514,6 +537,7 @@ func TestConsole(t *testing.T) {
 
 	step("reconnect after the connection drops")
 	p.newTask()
+	since := len(proxy.requests())
 	// 1 request_started, 5 thinking, 5 answer deltas, request_complete: the
 	// POST's stream is cut after 3 events; the reconnected stream is held
 	// before its last event, to look at what was rendered live.
@@ -551,7 +575,7 @@ func TestConsole(t *testing.T) {
 		t.Errorf("answer = %q", got)
 	}
 	var followed []string
-	for _, r := range proxy.requests() {
+	for _, r := range proxy.requests()[since:] {
 		if r.method == "GET" && strings.HasSuffix(r.path, "/events") {
 			followed = append(followed, r.lastEventID)
 		}
@@ -576,6 +600,44 @@ func TestConsole(t *testing.T) {
 		}
 	}
 	step("done")
+	for _, m := range console() {
+		if m.Type == chromedp.ConsoleException {
+			t.Errorf("the page threw: %s (%s:%d)", m.Text, m.URL, m.Line)
+		}
+	}
+}
+
+// watchConsole collects the page's console messages and exceptions, logging
+// each; the function returned gives those seen so far.
+func watchConsole(t *testing.T, ctx context.Context) func() []chromedp.ConsoleMessage {
+	ctx, cancel := context.WithCancel(ctx)
+	var mu sync.Mutex
+	var msgs []chromedp.ConsoleMessage
+	done := make(chan struct{})
+	messages := chromedp.Console(ctx)
+	go func() {
+		defer close(done)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			msgs = append(msgs, m)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return func() []chromedp.ConsoleMessage {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			t.Logf("page console: %s %s", m.Type, m.Text)
+		}
+		return append([]chromedp.ConsoleMessage(nil), msgs...)
+	}
 }
 
 func isPOST(suffix string) func(*http.Request) bool {

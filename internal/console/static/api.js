@@ -105,7 +105,9 @@ export class API {
           onEvent(ev.event, data, ev.id);
           if (ev.event === 'request_complete' || ev.event === 'error') terminal = data;
         }
-      } catch { /* the connection broke: reconnect below */ }
+      } catch (e) {
+        console.warn("hitch: the event stream broke; reconnecting:", String(e)); // eslint-disable-line no-console
+      }
       if (terminal) return terminal;
       if (!req.task_id || !req.request_id) {
         throw new APIError(0, 'stream_cut', 'The connection dropped before the request started; reload the task.');

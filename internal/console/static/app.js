@@ -463,7 +463,9 @@ async function decide(card, decision) {
   } catch (e) {
     for (const c of cards) c.sent = false;
     g.choices.clear();
+    setStatus('');
     await decisionRefused(e, g, card, cards);
+    updateComposer();
   }
 }
 
@@ -480,7 +482,6 @@ async function decisionRefused(e, g, card, cards) {
   if (code === 'decision_conflict' || code === 'not_paused' || code === 'approval_expired') {
     // Another tab or person decided first, or the round expired: show what
     // the task recorded.
-    setStatus('');
     const t = S.agent && S.taskId ? await openTask(S.taskId) : null;
     const req = t?.requests?.find((r) => r.request_id === g.ids.request_id);
     const d = req?.decisions?.find((x) => x.round === g.round);
@@ -499,7 +500,6 @@ async function decisionRefused(e, g, card, cards) {
     c.disable(false);
     c.outcome.textContent = '';
   }
-  setStatus('');
   notice(`The decision was not sent: ${e.message}`);
 }
 
