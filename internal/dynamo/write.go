@@ -69,6 +69,13 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		at.idem = len(final)
 		final = append(final, a)
 	}
+	if w.Lookup != nil {
+		a, err := st.lookupPut(w.Lookup, ttl)
+		if err != nil {
+			return err
+		}
+		final = append(final, a)
+	}
 	var entries []action
 	for _, it := range w.Items {
 		as, err := st.itemPuts(pk, it, w.Task.WriteID, ttl)

@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"DeleteTask", testDeleteTask},
 		{"ExpireTask", testExpireTask},
 		{"ExpireTaskCleared", testExpireTaskCleared},
+		{"RequestLookup", testRequestLookup},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -740,5 +741,39 @@ func testConcurrentWriters(t *testing.T, s agent.Store) {
 		if ce.Current != nil && ce.Current.Version != 2 {
 			t.Errorf("a losing writer saw version %d, want 2", ce.Current.Version)
 		}
+	}
+}
+
+// A request's lookup is put with the write that creates the request, and only
+// if that write lands.
+func testRequestLookup(t *testing.T, s agent.Store) {
+	ctx := context.Background()
+	task := newTask("u1", "acc", id())
+	rid := task.Active.ID
+	if _, err := s.FindRequest(ctx, rid); !errors.Is(err, agent.ErrNotFound) {
+		t.Fatalf("FindRequest before the write: %v, want ErrNotFound", err)
+	}
+	want := &agent.RequestLookup{RequestID: rid, TaskID: task.ID, Agent: "acc", UserID: "u1"}
+	task.NextSeq = 2
+	if err := s.Write(ctx, &agent.Write{Task: task, Items: []agent.Item{textItem(1, "hi")}, Session: link(task), Lookup: want}); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	got, err := s.FindRequest(ctx, rid)
+	if err != nil {
+		t.Fatalf("FindRequest: %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("FindRequest (-want +got):\n%s", diff)
+	}
+	// A write that fails on its condition puts no lookup.
+	stale := next(task)
+	stale.Version = task.Version + 5
+	other := &agent.RequestLookup{RequestID: id(), TaskID: task.ID, Agent: "acc", UserID: "u1"}
+	err = s.Write(ctx, &agent.Write{Task: stale, PrevVersion: task.Version + 4, Lookup: other})
+	if !errors.Is(err, agent.ErrConflict) {
+		t.Fatalf("stale Write: %v, want a conflict", err)
+	}
+	if _, err := s.FindRequest(ctx, other.RequestID); !errors.Is(err, agent.ErrNotFound) {
+		t.Errorf("FindRequest after a failed write: %v, want ErrNotFound", err)
 	}
 }
