@@ -95,6 +95,7 @@ export class API {
       try {
         for await (const ev of events(resp.body)) {
           if (ev.id !== null) last = ev.id;
+          attempt = 0; // the stream flows again: a later drop starts counting anew
           let data = {};
           try { data = JSON.parse(ev.data); } catch { /* keep {} */ }
           if (ev.event === 'request_started') {
@@ -106,7 +107,7 @@ export class API {
           if (ev.event === 'request_complete' || ev.event === 'error') terminal = data;
         }
       } catch (e) {
-        console.warn("hitch: the event stream broke; reconnecting:", String(e)); // eslint-disable-line no-console
+        console.warn('hitch: the event stream broke; reconnecting:', String(e));
       }
       if (terminal) return terminal;
       if (!req.task_id || !req.request_id) {
