@@ -64,7 +64,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.table, "table", "hitch", "DynamoDB table name")
 	fs.BoolVar(&c.createTable, "create-table", false, "create the DynamoDB table if it does not exist")
 	fs.StringVar(&c.model, "model", "local", "the model: local (the built-in local model) or bedrock (Amazon Bedrock, default AWS credentials)")
-	fs.DurationVar(&c.requestTimeout, "request-timeout", 15*time.Minute, "the deadline of one leg of a request; its lease is this + 30s")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", 15*time.Minute, "the deadline of one leg of a request (its lease is 15 s, renewed while it runs)")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", httpapi.DefaultMaxBody, "the largest request body accepted")
 	fs.StringVar(&c.issuers, "issuer", "", "comma-separated OIDC issuers; when set, bearer tokens are verified (else dev auth)")
 	fs.StringVar(&c.audience, "audience", "", "the audience tokens must carry (with --issuer)")

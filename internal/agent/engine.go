@@ -23,7 +23,7 @@ type Engine struct {
 	Log    *slog.Logger
 
 	// LegTimeout bounds a leg when the caller gives no earlier deadline
-	// (locally --request-timeout). The lease is the leg's deadline + LeaseMargin.
+	// (locally --request-timeout). The lease is LeaseDuration, renewed.
 	LegTimeout time.Duration
 	// DeadlineMargin is kept free before the caller's deadline (the
 	// Lambda's) to commit.
@@ -40,8 +40,15 @@ type Engine struct {
 	NewID func() string
 }
 
-// LeaseMargin is added to a leg's deadline to make its lease (DESIGN §4).
-const LeaseMargin = 30 * time.Second
+// LeaseDuration is a claim's lease (DESIGN §4 Lease and recovery): every
+// write of the leg sets it anew, and the leg renews it when it has written
+// nothing for RenewAfter, so a process that died is taken over 10–15 s later,
+// whatever the leg's deadline.
+var LeaseDuration = 15 * time.Second
+
+// RenewAfter is how long a leg goes without a write before it renews its
+// lease (in place of that second's cancel poll).
+var RenewAfter = 5 * time.Second
 
 func (e *Engine) now() time.Time {
 	if e.Now != nil {
@@ -90,7 +97,7 @@ func (e *Engine) legDeadline(caller time.Time) (time.Time, time.Time) {
 			d = max(c, 0)
 		}
 	}
-	return time.Now().Add(d), e.now().Add(d + LeaseMargin)
+	return time.Now().Add(d), e.now().Add(LeaseDuration)
 }
 
 // StartInvoke validates a new message, creates the task or claims the

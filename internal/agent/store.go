@@ -34,6 +34,16 @@ type Store interface {
 	// GetTask reads META alone, strongly consistent (cancel polls, waits).
 	GetTask(ctx context.Context, taskID string) (*Task, error)
 
+	// RenewLease extends the lease of the claim claimToken to until, on the
+	// condition that the claim still holds and its lease has not ended at
+	// now (DESIGN §4 Lease and recovery). It bumps the version, so that any
+	// writer that read META before it meets a conflict and re-reads rather
+	// than write a stale lease back; it leaves the rest of META unchanged.
+	// It returns the META as renewed (with the cancel flag the leg polls
+	// for), a *ConflictError when the claim is not ours or its lease ended,
+	// or ErrNotFound.
+	RenewLease(ctx context.Context, taskID, claimToken string, until, now time.Time) (*Task, error)
+
 	// ListItems reads up to limit entries after afterSeq (below NextSeq of
 	// the given task), in seq order.
 	ListItems(ctx context.Context, task *Task, afterSeq int64, limit int) ([]Item, error)

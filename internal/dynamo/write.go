@@ -172,6 +172,10 @@ func (st *Store) metaPut(w *agent.Write, ttl int64, cond string, names map[strin
 	it[attrSessionID] = s(t.SessionID)
 	it[attrGSI1PK] = s(gsi1PK(t.UserID, t.Agent))
 	it[attrGSI1SK] = s(gsi1SK(t.Status, t.UpdatedAt, t.ID))
+	if a := t.Active; a != nil && a.ClaimToken != "" {
+		it[attrClaim] = s(a.ClaimToken)
+		it[attrLease] = n(a.LeaseUntil.UnixMilli())
+	}
 	if ttl != 0 {
 		it[attrTTL] = n(ttl)
 	}
