@@ -279,7 +279,7 @@ func TestConsole(t *testing.T) {
 	if err := os.MkdirAll(sandbox, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"old.log", "keep.log", "wrong.log", "right.log", "late.log", "x.log", "y.log"} {
+	for _, f := range []string{"old.log", "keep.log", "wrong.log", "right.log", "late.log", "x.log", "y.log", "a.log", "b.log"} {
 		if err := os.WriteFile(filepath.Join(sandbox, f), []byte("data\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -442,6 +442,30 @@ func TestConsole(t *testing.T) {
 	}
 	p.shot("09-edited")
 
+	step("a round of two calls goes out once both are decided")
+	p.newTask()
+	n = p.send("/call delete_file {\"path\":\"a.log\"}\n/call delete_file {\"path\":\"b.log\"}")
+	p.waitDone(n)
+	p.wait("two cards", `document.querySelectorAll('#approvals article.card').length === 2`)
+	before = len(proxy.requests())
+	p.do(chromedp.Click(`#approvals article.card:nth-of-type(1) button.approve`))
+	p.wait("the first choice noted", `document.querySelector('#approvals article.card:nth-of-type(1) .outcome').textContent.startsWith('Your choice: approve.')`)
+	for _, r := range proxy.requests()[before:] {
+		if strings.HasSuffix(r.path, "/resume") {
+			t.Errorf("a decision went out before the round was decided: %s %s", r.method, r.path)
+		}
+	}
+	p.do(chromedp.Click(`#approvals article.card:nth-of-type(2) button.reject`),
+		chromedp.SendKeys(`#approvals article.card:nth-of-type(2) input[name=reason]`, "not this one"),
+		chromedp.Click(`#approvals article.card:nth-of-type(2) .reject-form button[type=submit]`))
+	p.waitDone(n + 1)
+	if exists("a.log") || !exists("b.log") {
+		t.Errorf("after approve a.log, reject b.log: a.log exists %v (want false), b.log exists %v (want true)", exists("a.log"), exists("b.log"))
+	}
+	if got := p.text("#transcript li:last-child"); got != "results: delete_file success: deleted a.log; delete_file error: rejected by alice: not this one" {
+		t.Errorf("last entry = %q", got)
+	}
+
 	step("inbox: the caller's paused tasks across agents")
 	paused := func(agent, user, file string) string {
 		code, body := call(t, "POST", base+"/agents/"+agent+"/invoke", user, `{"items":[{"content":"/call delete_file {\"path\":\"`+file+`\"}"}]}`)
@@ -599,6 +623,14 @@ func TestConsole(t *testing.T) {
 			t.Errorf("%s %s went through the page's origin, not the API's", r.method, r.path)
 		}
 	}
+	step("a bearer token instead of a user name")
+	p.do(chromedp.Click("#settings summary"), chromedp.SetValue("#token", "bob"), chromedp.Click(`#settings-form button[type=submit]`))
+	p.wait("bob's inbox", fmt.Sprintf(`document.body.dataset.ready === 'true' && !!document.querySelector('#inbox a[data-task=%q]') && document.querySelectorAll('#inbox a').length === 1`, bobs))
+	if got := p.text("#conn-summary"); got != "bearer token @ "+base {
+		t.Errorf("connection summary %q", got)
+	}
+	p.shot("15-token")
+
 	step("done")
 	for _, m := range console() {
 		if m.Type == chromedp.ConsoleException {
