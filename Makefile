@@ -12,7 +12,7 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags "-s -w"
 .PHONY: run test test-go chaos-short chaos lint cfn-lint bench build tools clean \
 	build-InvokeFunction build-ResumeFunction build-GetTaskFunction build-AuthorizerFunction
 
-## run: serve the API on 127.0.0.1:8080 (in-memory store, dev auth, local model)
+## run: serve the API and the console (/console/) on 127.0.0.1:8080 (in-memory store, dev auth, local model)
 run:
 	$(GO) run ./cmd/hitch serve --agents agents
 
