@@ -49,6 +49,9 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"IdempotentResume", testIdempotentResume},
 		{"Delete", testDelete},
 		{"Retention", testRetention},
+		{"ConditionalApproval", testConditionalApproval},
+		{"TrustAcrossRoundsRequestsEditsTasks", testTrust},
+		{"RememberRefusals", testRememberRefusals},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, New(t, newStore(t)))
