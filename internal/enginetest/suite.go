@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ConditionalApproval", testConditionalApproval},
 		{"TrustAcrossRoundsRequestsEditsTasks", testTrust},
 		{"RememberRefusals", testRememberRefusals},
+		{"Compaction", testCompaction},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, New(t, newStore(t)))
