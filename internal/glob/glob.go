@@ -1,14 +1,15 @@
 // Package glob compiles the path globs of approval rules (DESIGN §12
-// Conditional approval):
+// Conditional approval). In a glob:
 //
-//   - any run of characters but "/"
-//     **      any run of characters, "/" included
-//     **/     zero or more whole path segments ("**/x.log" matches "x.log" and "a/b/x.log")
-//     /**     at the end: the path itself or anything below it ("reports/**" matches
-//     "reports" and "reports/2026/q1.csv")
-//     ?       one character but "/"
-//     [abc]   one of the characters; [a-z] a range; [!abc] or [^abc] none of them
-//     \x      the character x itself
+//	glob      matches
+//	"*"       any run of characters but "/"
+//	"**"      any run of characters, "/" included
+//	"**/"     zero or more whole path segments ("**/x.log" matches "x.log" and "a/b/x.log")
+//	"/**"     at the end: the path itself or anything below it
+//	          ("reports/**" matches "reports" and "reports/2026/q1.csv")
+//	"?"       one character but "/"
+//	"[abc]"   one of the characters; "[a-z]" a range; "[!abc]" or "[^abc]" none of them
+//	"\x"     the character x itself
 //
 // Everything else matches itself. A glob matches the whole value. Three or
 // more stars in a row, an unclosed or empty class and a trailing backslash
