@@ -9,7 +9,7 @@
 //	          ("reports/**" matches "reports" and "reports/2026/q1.csv")
 //	"?"       one character but "/"
 //	"[abc]"   one of the characters; "[a-z]" a range; "[!abc]" or "[^abc]" none of them
-//	"\x"     the character x itself
+//	"\x"      the character x itself
 //
 // Everything else matches itself. A glob matches the whole value. Three or
 // more stars in a row, an unclosed or empty class and a trailing backslash
