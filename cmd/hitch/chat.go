@@ -20,8 +20,12 @@ func chat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	base := fs.String("url", "http://127.0.0.1:8080", "the API's base URL")
 	agentName := fs.String("agent", "assistant", "the agent to talk to")
 	token := fs.String("token", "dev", "the bearer token (with dev auth: the user id)")
+	a2aURL := fs.String("a2a", "", "talk to any A2A agent instead: its base URL (the Agent Card is at URL/.well-known/agent-card.json), e.g. http://127.0.0.1:8080/a2a/assistant")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *a2aURL != "" {
+		return chatA2A(ctx, *a2aURL, *token, bufio.NewScanner(stdin), stdout)
 	}
 	c := &chatClient{ctx: ctx, base: strings.TrimRight(*base, "/"), agent: *agentName, token: *token,
 		in: bufio.NewScanner(stdin), out: stdout}

@@ -23,7 +23,7 @@ type Engine struct {
 	Log    *slog.Logger
 
 	// LegTimeout bounds a leg when the caller gives no earlier deadline
-	// (locally --request-timeout). The lease is the leg's deadline + LeaseMargin.
+	// (locally --request-timeout). The lease is LeaseDuration, renewed.
 	LegTimeout time.Duration
 	// DeadlineMargin is kept free before the caller's deadline (the
 	// Lambda's) to commit.
@@ -40,8 +40,15 @@ type Engine struct {
 	NewID func() string
 }
 
-// LeaseMargin is added to a leg's deadline to make its lease (DESIGN §4).
-const LeaseMargin = 30 * time.Second
+// LeaseDuration is a claim's lease (DESIGN §4 Lease and recovery): every
+// write of the leg sets it anew, and the leg renews it when it has written
+// nothing for RenewAfter, so a process that died is taken over 10–15 s later,
+// whatever the leg's deadline.
+var LeaseDuration = 15 * time.Second
+
+// RenewAfter is how long a leg goes without a write before it renews its
+// lease (in place of that second's cancel poll).
+var RenewAfter = 5 * time.Second
 
 func (e *Engine) now() time.Time {
 	if e.Now != nil {
@@ -90,7 +97,7 @@ func (e *Engine) legDeadline(caller time.Time) (time.Time, time.Time) {
 			d = max(c, 0)
 		}
 	}
-	return time.Now().Add(d), e.now().Add(d + LeaseMargin)
+	return time.Now().Add(d), e.now().Add(LeaseDuration)
 }
 
 // StartInvoke validates a new message, creates the task or claims the
@@ -145,7 +152,8 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 	user := Item{Seq: 1, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: content}
 	w := &Write{Task: t, Items: []Item{user}, Session: &SessionLink{
 		SessionID: sid, UserID: in.UserID, TaskID: t.ID, Agent: ag.Name, CreatedAt: now,
-	}, Idem: e.newIdem(in.UserID, ag.Name, "invoke", in.Idem, t.ID, sid, rid, 0)}
+	}, Idem: e.newIdem(in.UserID, ag.Name, "invoke", in.Idem, t.ID, sid, rid, 0),
+		Lookup: &RequestLookup{RequestID: rid, TaskID: t.ID, Agent: ag.Name, UserID: in.UserID}}
 	if err := e.write(ctx, w); err != nil {
 		if errors.Is(err, ErrSessionOwner) {
 			return nil, Errorf(CodeNotOwner, "session %s belongs to another user", sid)
@@ -233,7 +241,8 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 		LeaseUntil: lease, CreatedAt: now, FirstSeq: user.Seq,
 	}
 	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records,
-		Idem: e.newIdem(nr.user, ag.Name, nr.route, nr.idem, t.ID, t.SessionID, rid, 0)}
+		Idem:   e.newIdem(nr.user, ag.Name, nr.route, nr.idem, t.ID, t.SessionID, rid, 0),
+		Lookup: &RequestLookup{RequestID: rid, TaskID: t.ID, Agent: ag.Name, UserID: t.UserID}}
 	if err := e.clearRetention(ctx, t, next); err != nil {
 		return nil, err
 	}

@@ -176,7 +176,11 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, a.ID)
 	}
 	if now.Before(a.LeaseUntil) {
-		return e.follower(ag, t.ID, a.ID, last.Round, in.Deadline), nil
+		// A duplicate of a decision in flight waits; if the invocation
+		// running it dies (its lease ends), it takes the request over.
+		f := e.follower(ag, t.ID, a.ID, last.Round, in.Deadline)
+		f.retake = func(ctx context.Context) (*Run, error) { return e.StartResume(ctx, in) }
+		return f, nil
 	}
 	// The resume that claimed it died: take it over.
 	return e.takeOver(ctx, ag, t, items, in, now)
@@ -445,17 +449,41 @@ func replaceItems(items, repl []Item) []Item {
 // request (a duplicate in flight) and answers it.
 func (e *Engine) follower(ag *Agent, taskID, rid string, round int, callerDeadline time.Time) *Run {
 	deadline, _ := e.legDeadline(callerDeadline)
-	return &Run{e: e, agent: ag, reqID: rid, taskID: taskID, follow: func(ctx context.Context, sink Sink) *RequestResult {
+	r := &Run{e: e, agent: ag, reqID: rid, taskID: taskID}
+	r.follow = func(ctx context.Context, sink Sink) *RequestResult {
 		// A follower stops with its caller's deadline, like a leg.
 		ctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
 		if sink != Discard {
 			f := &Follower{e: e, agent: ag, taskID: taskID, rid: rid, legRound: round}
+			if r.retake != nil {
+				sink = notLost{sink}
+			}
 			f.Stream(ctx, sink)
 		}
 		res, _ := e.waitOutcome(ctx, ag, taskID, rid, round)
+		if r.retake != nil && res.Error != nil && res.Error.Code == CodeRequestLost {
+			e.log().Warn("the invocation running the request died; taking it over", "task_id", taskID, "request_id", rid)
+			run, err := r.retake(ctx)
+			if err == nil {
+				return run.Execute(ctx, sink)
+			}
+			e.log().Warn("taking the request over failed", "task_id", taskID, "request_id", rid, "err", err)
+		}
 		return res
-	}}
+	}
+	return r
+}
+
+// notLost passes events on but for a follower's request_lost: a follower
+// that takes the request over streams the rest instead.
+type notLost struct{ Sink }
+
+func (s notLost) Emit(ev Event) {
+	if d, ok := ev.Data.(map[string]string); ok && ev.Name == EventError && d["code"] == CodeRequestLost {
+		return
+	}
+	s.Sink.Emit(ev)
 }
 
 // boundFollower follows the request an Idempotency-Key was bound to: 404

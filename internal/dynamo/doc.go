@@ -20,6 +20,8 @@
 //	SESSION#<sid>   TASK#<created_at>#<tid>         the session's index: agent, task_id, created_at
 //	IDEM#<key>      IDEM                            data (the IdemRecord as JSON), body_hash, task_id,
 //	                                                request_id, session_id, ttl
+//	A2A#<rid>       A2A                             data (the RequestLookup as JSON): finds a request
+//	                                                by its id alone; put by the write creating it
 //
 // Times in keys are UTC with nine fractional digits
 // (2006-01-02T15:04:05.000000000Z), so their lexical order is their order in

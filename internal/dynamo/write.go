@@ -69,6 +69,13 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		at.idem = len(final)
 		final = append(final, a)
 	}
+	if w.Lookup != nil {
+		a, err := st.lookupPut(w.Lookup, ttl)
+		if err != nil {
+			return err
+		}
+		final = append(final, a)
+	}
 	var entries []action
 	for _, it := range w.Items {
 		as, err := st.itemPuts(pk, it, w.Task.WriteID, ttl)
@@ -165,6 +172,10 @@ func (st *Store) metaPut(w *agent.Write, ttl int64, cond string, names map[strin
 	it[attrSessionID] = s(t.SessionID)
 	it[attrGSI1PK] = s(gsi1PK(t.UserID, t.Agent))
 	it[attrGSI1SK] = s(gsi1SK(t.Status, t.UpdatedAt, t.ID))
+	if a := t.Active; a != nil && a.ClaimToken != "" {
+		it[attrClaim] = s(a.ClaimToken)
+		it[attrLease] = n(a.LeaseUntil.UnixMilli())
+	}
 	if ttl != 0 {
 		it[attrTTL] = n(ttl)
 	}

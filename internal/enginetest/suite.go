@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"Expiry", testExpiry},
 		{"ExpiredPauseYieldsToAMessage", testExpiredFollowOn},
 		{"TakeoverAfterLeaseExpiry", testTakeover},
+		{"WaitingDuplicateTakesOver", testDuplicateTakesOver},
 		{"CancelPaused", testCancelPaused},
 		{"CancelRunning", testCancelRunning},
 		{"CancelMidTool", testCancelMidTool},
@@ -410,6 +411,53 @@ func testTakeover(t *testing.T, env *Env) {
 	want := "g1=error:outcome_unknown: the request was interrupted while this call ran; it may or may not have run, and it was not run again; r1=success:retry did sync"
 	if got != want {
 		t.Errorf("results sent to the model:\n got %s\nwant %s", got, want)
+	}
+}
+
+// testDuplicateTakesOver: a duplicate of a decision in flight waits for it;
+// when the invocation running it dies (its lease ends, DESIGN §4), the
+// duplicate takes the request over and answers its outcome, and its stream
+// goes on without a request_lost.
+func testDuplicateTakesOver(t *testing.T, env *Env) {
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("r1", "retry", "sync")))
+	res, _ := env.Invoke(t, "", "do it")
+	// The first resume claims, then its process dies before running anything.
+	if _, err := env.E.StartResume(context.Background(), agent.ResumeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: Approve()}); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		res *agent.RequestResult
+		rec *Recorder
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		out, rec, err := env.Resume(res, "alice", Approve())
+		done <- answer{out, rec, err}
+	}()
+	select {
+	case a := <-done:
+		t.Fatalf("the duplicate answered while the lease was live: %+v %v", a.res, a.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	env.Model.Add(agenttest.Say("recovered"))
+	env.Advance(agent.LeaseDuration + time.Second)
+	var a answer
+	select {
+	case a = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the duplicate did not take the dead request over")
+	}
+	if a.err != nil || a.res.Status != agent.StatusCompleted {
+		t.Fatalf("the duplicate's answer: %+v %v", a.res, a.err)
+	}
+	if diff := cmp.Diff([]string{"sync"}, env.Retry.Runs()); diff != "" {
+		t.Errorf("runs of the idempotent call (-want +got):\n%s", diff)
+	}
+	for _, ev := range a.rec.Events {
+		if ev.Name == agent.EventError {
+			t.Errorf("the duplicate's stream has an error event: %+v", ev)
+		}
 	}
 }
 

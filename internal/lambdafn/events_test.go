@@ -136,6 +136,9 @@ func TestEventFixtures(t *testing.T) {
 		{"session-tasks.json", []answer{{404, "session_not_found"}}},
 		{"delete-task.json", []answer{{404, "task_not_found"}}},
 		{"events.json", []answer{{404, "task_not_found"}}},
+		{"a2a-send.json", []answer{{200, ""}}},
+		{"agent-card.json", []answer{{200, ""}}},
+		{"root-agent-card.json", []answer{{200, ""}}},
 	}
 	files, err := filepath.Glob(filepath.Join("..", "..", "events", "*.json"))
 	if err != nil {
@@ -349,5 +352,26 @@ func TestAuthorizerFixture(t *testing.T) {
 		if _, ok := resp.Context[k]; !ok && k != "principalId" && k != "integrationLatency" {
 			t.Errorf("the fixtures' context has %s, which the authorizer does not give", k)
 		}
+	}
+}
+
+// The Agent Card served by the gettask function names the A2A endpoint with
+// the stage the request came through.
+func TestAgentCardURL(t *testing.T) {
+	fns := newFunctions(t, newBackend(t))
+	raw := readFixture(t, "agent-card.json")
+	r := serve(t, fns[functionOf(t, raw)], raw)
+	var card struct {
+		URL                 string `json:"url"`
+		SupportedInterfaces []struct {
+			URL, ProtocolVersion string
+		} `json:"supportedInterfaces"`
+	}
+	if err := json.Unmarshal(r.body, &card); err != nil || r.status != 200 {
+		t.Fatalf("card: %d %s (%v)", r.status, r.body, err)
+	}
+	const want = "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/v1/a2a/assistant"
+	if card.URL != want || len(card.SupportedInterfaces) == 0 || card.SupportedInterfaces[0].URL != want || card.SupportedInterfaces[0].ProtocolVersion != "1.0" {
+		t.Errorf("card url %q, interfaces %+v; want %s", card.URL, card.SupportedInterfaces, want)
 	}
 }

@@ -10,8 +10,11 @@
 package lambdafn
 
 import (
+	"net/http"
+
 	"context"
 	"fmt"
+	"github.com/hitch-agents/hitch/internal/a2a"
 	"log/slog"
 	"os"
 	"strconv"
@@ -47,6 +50,9 @@ type Config struct {
 	// sam local.
 	DynamoDBEndpoint string
 	BedrockEndpoint  string
+	// CORSOrigin (HITCH_CORS_ORIGIN) is the browser origin allowed to read
+	// the answers (httpapi.CORS); empty: none.
+	CORSOrigin string
 	// Log is the logger; nil means JSON on stderr.
 	Log *slog.Logger
 }
@@ -131,14 +137,24 @@ func NewWith(c Config, cl Clients) (*App, error) {
 		Store: dynamo.New(cl.DynamoDB, c.Table), Model: bedrock.New(cl.Bedrock), Agents: cat, Log: log,
 		LegTimeout: 15 * time.Minute, DeadlineMargin: DeadlineMargin, RetentionDays: retention,
 	}
-	api := &httpapi.Server{Engine: engine, Auth: AuthorizerIdentity, Log: log, MaxBody: int64(maxBody), Functions: []string{c.Function}}
+	api := &httpapi.Server{Engine: engine, Auth: AuthorizerIdentity, Log: log, MaxBody: int64(maxBody), Functions: []string{c.Function},
+		A2A: &a2a.Server{Engine: engine, Log: log, PathPrefix: stagePrefix}}
 	var direct lambdahttp.DirectFunc
 	if c.Function == "invoke" {
 		direct = Direct(engine)
 	}
-	h := lambdahttp.New(api.Handler(), direct)
+	h := lambdahttp.New(httpapi.CORS(c.CORSOrigin, api.Handler()), direct)
 	h.Log = log
 	return &App{Engine: engine, Handler: h, Log: log}, nil
+}
+
+// stagePrefix is "/<stage>" of an API Gateway request: the Agent Cards'
+// URLs are absolute.
+func stagePrefix(r *http.Request) string {
+	if rc, ok := lambdahttp.ProxyRequestContext(r.Context()); ok && rc.Stage != "" {
+		return "/" + rc.Stage
+	}
+	return ""
 }
 
 // Main builds the function and runs the Runtime API loop; it exits on an

@@ -1,0 +1,283 @@
+package chaos
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hitch-agents/hitch/internal/ddblocal"
+)
+
+func TestMain(m *testing.M) { ddblocal.Main(m) }
+
+// batch is how many flows a round runs at once (one kill per round).
+const batch = 10
+
+const agentYAML = `apiVersion: tealagents/v1alpha1
+kind: Agent
+name: chaos
+version: 0.1
+description: Appends lines to files, with approval.
+spec:
+  agent:
+    model: local
+    max_iterations: 4
+    tools:
+      - builtin: files
+        config: {root: ./sandbox}
+        requires_approval: [append_file]
+`
+
+// server is one hitch serve process.
+type server struct {
+	cmd  *exec.Cmd
+	url  string
+	done chan struct{}
+}
+
+type harness struct {
+	t       *testing.T
+	bin     string
+	dir     string
+	relay   *relay
+	relayTo string
+	table   string
+	srv     *server
+	client  *http.Client
+	logs    *os.File
+}
+
+func (h *harness) start() {
+	h.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(h.bin, "serve", "--addr", addr, "--agents", h.dir, "--store", "dynamodb",
+		"--dynamodb-endpoint", h.relayTo, "--table", h.table, "--create-table", "--request-timeout", "2m")
+	cmd.Stdout, cmd.Stderr = h.logs, h.logs
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	s := &server{cmd: cmd, url: "http://" + addr, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	for i := 0; ; i++ {
+		resp, err := h.client.Get(s.url + "/health")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		select {
+		case <-s.done:
+			h.t.Fatalf("hitch serve exited at start; see %s", h.logs.Name())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if i > 600 {
+			h.t.Fatal("hitch serve did not start within 30 s")
+		}
+	}
+	h.srv = s
+}
+
+func (h *harness) kill() { _ = h.srv.cmd.Process.Signal(syscall.SIGKILL) }
+
+func (h *harness) post(path, body string) (int, map[string]any, error) {
+	resp, err := h.client.Post(h.srv.url+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(bytes.TrimSpace(b), &m)
+	return resp.StatusCode, m, err
+}
+
+func (h *harness) get(path string) map[string]any {
+	resp, err := h.client.Get(h.srv.url + path)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return m
+}
+
+type flow struct {
+	file, taskID, resumeURL string
+	recovery                time.Duration
+	outcome                 string
+}
+
+type report struct {
+	flows, lost, stuck, dups int
+	killed                   int
+	runs                     map[int]int    // tool executions per approved call → flows
+	kills                    map[string]int // moment → kills
+	recovery                 []time.Duration
+}
+
+func TestChaos(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("CHAOS_FLOWS"))
+	if n <= 0 {
+		t.Skip("set CHAOS_FLOWS (make chaos; make test runs 50)")
+	}
+	endpoint := ddblocal.Start(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "chaos.yaml"), []byte(agentYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sandbox := filepath.Join(dir, "sandbox")
+	if err := os.MkdirAll(sandbox, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "hitch")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/hitch")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build hitch: %v\n%s", err, out)
+	}
+	logs, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := newRelay(endpoint)
+	rs := httptest.NewServer(rl)
+	defer rs.Close()
+	h := &harness{t: t, bin: bin, dir: dir, relay: rl, relayTo: rs.URL, table: fmt.Sprintf("chaos%d", time.Now().UnixNano()),
+		client: &http.Client{Timeout: 90 * time.Second}, logs: logs}
+	h.start()
+	defer func() { h.kill(); <-h.srv.done }()
+
+	rep := &report{runs: map[int]int{}, kills: map[string]int{}}
+	for round := 0; rep.flows < n; round++ {
+		h.round(round, min(batch, n-rep.flows), sandbox, rep)
+	}
+	sort.Slice(rep.recovery, func(i, j int) bool { return rep.recovery[i] < rep.recovery[j] })
+	pct := func(p float64) time.Duration {
+		if len(rep.recovery) == 0 {
+			return 0
+		}
+		return rep.recovery[min(len(rep.recovery)-1, int(p*float64(len(rep.recovery))))]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "chaos: %d flows, %d kills of hitch serve (SIGKILL) on DynamoDB Local\n", rep.flows, rep.killed)
+	var moments []string
+	for m := range rep.kills {
+		moments = append(moments, m)
+	}
+	sort.Strings(moments)
+	for _, m := range moments {
+		fmt.Fprintf(&b, "  kills at %-36s %d\n", m, rep.kills[m])
+	}
+	fmt.Fprintf(&b, "  runs of each approved append_file: 0×: %d, 1×: %d, more: %d (duplicates)\n", rep.runs[0], rep.runs[1], rep.dups)
+	fmt.Fprintf(&b, "  requests lost: %d; tasks left stuck: %d\n", rep.lost, rep.stuck)
+	fmt.Fprintf(&b, "  restart → retried approval's outcome: p50 %s, p99 %s, max %s\n",
+		pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), pct(1).Round(time.Millisecond))
+	t.Log("\n" + b.String())
+	fmt.Print(b.String())
+	if rep.dups > 0 || rep.lost > 0 || rep.stuck > 0 {
+		t.Errorf("duplicates %d, lost %d, stuck %d: want 0 (server log: %s)", rep.dups, rep.lost, rep.stuck, logs.Name())
+	}
+	if p99 := pct(0.99); p99 > 20*time.Second {
+		t.Errorf("recovery p99 %s, want ≤ 20 s", p99)
+	}
+}
+
+// round pauses size requests, approves them all while the relay kills the
+// server at a random DynamoDB call, restarts it and sends the approvals again.
+func (h *harness) round(round, size int, sandbox string, rep *report) {
+	t := h.t
+	flows := make([]*flow, size)
+	for i := range flows {
+		f := &flow{file: fmt.Sprintf("r%d-%d.log", round, i)}
+		msg := fmt.Sprintf(`/call append_file {"path": %q, "content": "ran\n"}`, f.file)
+		body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": msg}}})
+		code, res, err := h.post("/agents/chaos/invoke", string(body))
+		if err != nil || code != 200 || res["status"] != "Paused" {
+			t.Fatalf("round %d: the pause: %d %v %v", round, code, res, err)
+		}
+		f.taskID, f.resumeURL = res["task_id"].(string), res["resume_url"].(string)
+		flows[i] = f
+	}
+	k, after := 1+rand.IntN(6*size), rand.IntN(2) == 1
+	h.relay.arm(k, after, h.kill)
+	var wg sync.WaitGroup
+	for _, f := range flows {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, _ = h.post(f.resumeURL, `{"action":"approve"}`)
+		}()
+	}
+	wg.Wait()
+	op := h.relay.disarm()
+	moment := "none (the batch ended first)"
+	if op != "" {
+		when := "before it landed"
+		if after {
+			when = "after it landed"
+		}
+		moment = op + ", " + when
+		rep.killed++
+		<-h.srv.done
+		h.start()
+	}
+	rep.kills[moment]++
+	ready := time.Now()
+	for _, f := range flows {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, res, err := h.post(f.resumeURL, `{"action":"approve"}`)
+			f.recovery = time.Since(ready)
+			if err != nil || code != 200 {
+				f.outcome = fmt.Sprintf("%d %v %v", code, res, err)
+				return
+			}
+			f.outcome, _ = res["status"].(string)
+		}()
+	}
+	wg.Wait()
+	for _, f := range flows {
+		rep.flows++
+		if op != "" {
+			rep.recovery = append(rep.recovery, f.recovery)
+		}
+		if f.outcome != "Completed" {
+			rep.lost++
+			t.Logf("round %d (%s): the retried approval of %s answered %s", round, moment, f.taskID, f.outcome)
+		}
+		data, _ := os.ReadFile(filepath.Join(sandbox, f.file))
+		runs := strings.Count(string(data), "ran\n")
+		if runs > 1 {
+			rep.dups++
+			t.Logf("round %d (%s): append_file of %s ran %d times", round, moment, f.taskID, runs)
+		} else {
+			rep.runs[runs]++
+		}
+		task := h.get("/agents/chaos/tasks/" + f.taskID)
+		if task["status"] != "Completed" {
+			rep.stuck++
+			t.Logf("round %d (%s): task %s is left %v", round, moment, f.taskID, task["status"])
+		}
+	}
+}
