@@ -141,3 +141,65 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// toolTurn calls safe on the user's text (guarded when the text says
+// "guard"), then answers "ok" on the results; a summarising call is
+// answered as AutoTurn does.
+func toolTurn(ctx context.Context, req *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
+	last := req.Messages[len(req.Messages)-1]
+	if req.System == agent.CompactionPrompt || last.Content[len(last.Content)-1].Type == agent.BlockToolResult {
+		return AutoTurn(ctx, req, on)
+	}
+	n := len(req.Messages)
+	text := last.Content[len(last.Content)-1].Text
+	calls := []agent.Block{Call(fmt.Sprintf("s%d-%d", n, len(text)), "safe", "look")}
+	if strings.Contains(text, "guard") {
+		calls = append(calls, Call(fmt.Sprintf("g%d-%d", n, len(text)), "guarded", "act"))
+	}
+	return &agent.ModelResponse{Content: calls, StopReason: agent.StopToolUse, Usage: agent.Usage{InputTokens: 1, OutputTokens: 1, TotalTokens: 2}}, nil
+}
+
+// testCompactionWithTools: turns with tool calls and pauses compact without
+// ever parting a tool_use from its result (the scripted model refuses such
+// a conversation as Bedrock does), and resumed legs compact too.
+func testCompactionWithTools(t *testing.T, env *Env) {
+	const maxTokens = 250
+	env.withContext(maxTokens, 1)
+	for range 200 {
+		env.Model.Add(toolTurn)
+	}
+	filler := strings.Repeat("word ", 25)
+	taskID := ""
+	for i := 1; i <= 15; i++ {
+		text := fmt.Sprintf("turn%d %s", i, filler)
+		if i%4 == 0 {
+			text += " guard"
+		}
+		res, _ := env.Invoke(t, taskID, text)
+		taskID = res.TaskID
+		if res.Status == agent.StatusPaused {
+			if res, _, _ = env.Resume(res, "alice", Approve()); res == nil {
+				t.Fatalf("turn %d: resume refused", i)
+			}
+		}
+		if res.Status != agent.StatusCompleted {
+			t.Fatalf("turn %d: %+v", i, res)
+		}
+	}
+	summaries := 0
+	for i := range env.Model.NCalls() {
+		req := env.Model.Call(i)
+		if got := agent.EstimateTokens(req.System, req.Messages); got > maxTokens {
+			t.Errorf("call %d sent %d estimated tokens, over %d", i, got, maxTokens)
+		}
+		if req.System == agent.CompactionPrompt {
+			summaries++
+			if !strings.Contains(req.Messages[0].Content[len(req.Messages[0].Content)-1].Text, "result success: safe did look") {
+				t.Errorf("summarising call %d does not hold the turn's tool result: %+v", i, req.Messages[0].Content)
+			}
+		}
+	}
+	if summaries < 3 || len(env.Safe.Runs()) != 15 || len(env.Guarded.Runs()) != 3 {
+		t.Errorf("%d summaries, safe ran %d times, guarded %d", summaries, len(env.Safe.Runs()), len(env.Guarded.Runs()))
+	}
+}

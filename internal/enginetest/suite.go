@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"TrustAcrossRoundsRequestsEditsTasks", testTrust},
 		{"RememberRefusals", testRememberRefusals},
 		{"Compaction", testCompaction},
+		{"CompactionWithTools", testCompactionWithTools},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, New(t, newStore(t)))
