@@ -188,6 +188,9 @@ func (r *Run) summarise(ctx context.Context, turns []turn, cut int) (bool, error
 	}
 	to := turns[cut].start
 	content = fitBlocks(content, limit*CharsPerToken-len(CompactionPrompt))
+	if !r.ensureLease(ctx) {
+		return false, errLeaseLost
+	}
 	ag := r.agent
 	resp, err := r.e.Model.Converse(ctx, &ModelRequest{
 		ModelID: ag.ModelID, System: CompactionPrompt, Messages: []Message{{Role: RoleUser, Content: content}},
