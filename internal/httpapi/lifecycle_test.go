@@ -24,7 +24,7 @@ func hitlEnv(t *testing.T) (*env, *enginetest.Env) {
 	en := enginetest.New(t, memstore.New())
 	en.E.Now = nil
 	api := &httpapi.Server{Engine: en.E, Auth: httpapi.DevAuth, Log: slog.New(slog.DiscardHandler)}
-	srv := httptest.NewServer(api.Handler())
+	srv := httptest.NewServer(contract(t, api.Handler()))
 	t.Cleanup(srv.Close)
 	return &env{srv: srv, api: api, model: en.Model, store: en.Store}, en
 }
