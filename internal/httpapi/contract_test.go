@@ -339,6 +339,8 @@ func TestContractCatchesMismatch(t *testing.T) {
 		{"an error body with an extra field", "GET", task, 404, nil, `{"error":{"code":"task_not_found","message":"no task","detail":1}}`, false},
 		{"a 409 code at 404", "GET", task, 404, nil, `{"error":{"code":"task_busy","message":"busy"}}`, false},
 		{"an undocumented status", "GET", task, 418, nil, `{"error":{"code":"internal","message":"x"}}`, false},
+		{"a Failed outcome", "POST", "/agents/acc/invoke", 502, nil, failed("model_error"), true},
+		{"a Failed outcome at another code's status", "POST", "/agents/acc/invoke", 502, nil, failed("throttled"), false},
 		{"a list", "GET", "/agents/acc/tasks", 200, nil, `{"tasks":[],"next_cursor":null}`, true},
 		{"a list without next_cursor", "GET", "/agents/acc/tasks", 200, nil, `{"tasks":[]}`, false},
 		{"a task summary with a number for a status", "GET", "/agents/acc/tasks", 200, nil,
@@ -372,4 +374,10 @@ func TestContractCatchesMismatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+func failed(code string) string {
+	return `{"session_id":"0190a8c2-7b3d-7c1e-9f00-000000000002","task_id":"0190a8c2-7b3d-7c1e-9f00-000000000001",` +
+		`"request_id":"0190a8c2-7b3d-7c1e-9f00-000000000003","status":"Failed","error":{"code":"` + code + `","message":"x"},` +
+		`"usage":{"input_tokens":0,"output_tokens":0,"total_tokens":0},"source":"acc:0.1"}`
 }
