@@ -236,7 +236,7 @@ func (h *harness) round(round, size int, sandbox string, rep *report) {
 		f.taskID, f.resumeURL = res["task_id"].(string), res["resume_url"].(string)
 		flows[i] = f
 	}
-	k, after := 1+rand.IntN(6*size), rand.IntN(2) == 1
+	k, after := 1+rand.IntN(4*size), rand.IntN(2) == 1
 	h.relay.arm(k, after, h.kill)
 	var wg sync.WaitGroup
 	for _, f := range flows {
