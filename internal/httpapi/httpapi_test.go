@@ -17,6 +17,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/agent/agenttest"
 	"github.com/hitch-agents/hitch/internal/httpapi"
+	"github.com/hitch-agents/hitch/internal/httpapi/contract"
 	"github.com/hitch-agents/hitch/internal/memstore"
 )
 
@@ -46,7 +47,7 @@ func newEnv(tb testing.TB) *env {
 	e := &agent.Engine{Store: store, Model: model, Agents: agentSet{"acc": ag, "other": {Name: "other", Version: "1"}},
 		LegTimeout: time.Minute, Log: slog.New(slog.DiscardHandler)}
 	api := &httpapi.Server{Engine: e, Auth: httpapi.DevAuth, Log: slog.New(slog.DiscardHandler), MaxBody: 4096}
-	srv := httptest.NewServer(contract(tb, api.Handler()))
+	srv := httptest.NewServer(contract.Check(tb, api.Handler()))
 	tb.Cleanup(srv.Close)
 	return &env{srv: srv, api: api, model: model, store: store}
 }

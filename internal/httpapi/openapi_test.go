@@ -12,6 +12,7 @@ import (
 
 	"github.com/hitch-agents/hitch/docs"
 	"github.com/hitch-agents/hitch/internal/httpapi"
+	"github.com/hitch-agents/hitch/internal/httpapi/contract"
 )
 
 // wantStatuses are the statuses a route can answer, from what the router
@@ -55,7 +56,7 @@ func wantStatuses(rt httpapi.Route) []int {
 // method is in docs/openapi.yaml with every status it can answer, and every
 // path and method of the document is a route.
 func TestOpenAPICoversRoutes(t *testing.T) {
-	doc := openAPIDoc(t)
+	doc := contract.Document(t)
 	routes := map[string]bool{}
 	for _, rt := range httpapi.Routes {
 		key := rt.Method + " " + rt.Pattern
@@ -92,7 +93,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 // status table: each CodeNNN schema lists exactly the codes answered with
 // status NNN.
 func TestOpenAPIErrorCodes(t *testing.T) {
-	doc := openAPIDoc(t)
+	doc := contract.Document(t)
 	want := map[string][]string{}
 	for _, c := range httpapi.Codes() {
 		name := "Code" + strconv.Itoa(httpapi.StatusOf(c))

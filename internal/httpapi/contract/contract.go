@@ -1,4 +1,10 @@
-package httpapi_test
+// Package contract holds the HTTP API to its document: it checks responses
+// against docs/openapi.yaml with kin-openapi, which loads OpenAPI 3.1 and
+// validates 3.1 schemas as JSON Schema 2020-12. Tests wrap the API's
+// handler with Check; every response is then checked for its status (it
+// must be documented for the route and method), its headers, its JSON body
+// and, for a stream, each Server-Sent Event parsed into {id, event, data}.
+package contract
 
 import (
 	"bufio"
@@ -9,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,13 +28,6 @@ import (
 	"github.com/hitch-agents/hitch/docs"
 )
 
-// The contract: every response the HTTP tests produce is checked against
-// docs/openapi.yaml with kin-openapi (which loads OpenAPI 3.1 and validates
-// 3.1 schemas as JSON Schema 2020-12): the status must be documented for the
-// route and method, the headers and the JSON body must match the response's
-// schema, and each Server-Sent Event, parsed into {id, event, data}, must
-// match the text/event-stream schema.
-
 var openAPI = sync.OnceValues(func() (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(docs.OpenAPI)
@@ -42,8 +40,8 @@ var openAPI = sync.OnceValues(func() (*openapi3.T, error) {
 	return doc, nil
 })
 
-// openAPIDoc loads docs/openapi.yaml once, validated.
-func openAPIDoc(tb testing.TB) *openapi3.T {
+// Document is docs/openapi.yaml, loaded once and validated.
+func Document(tb testing.TB) *openapi3.T {
 	tb.Helper()
 	doc, err := openAPI()
 	if err != nil {
@@ -64,12 +62,13 @@ var contractRouter = sync.OnceValues(func() (routers.Router, error) {
 	return legacy.NewRouter(&c)
 })
 
-// contract wraps an API handler so that every response it writes is checked
-// against the document; mismatches fail tb when it cleans up (after the
-// test's server has closed, so that every handler has returned).
-func contract(tb testing.TB, h http.Handler) http.Handler {
+// Check wraps an API handler so that every response it writes is checked
+// against the document; mismatches fail tb when it cleans up. Call it
+// before httptest.NewServer registers its Close, so that the check runs
+// after every handler has returned.
+func Check(tb testing.TB, h http.Handler) http.Handler {
 	tb.Helper()
-	openAPIDoc(tb)
+	Document(tb)
 	c := &checker{}
 	tb.Cleanup(func() {
 		c.wg.Wait()
@@ -84,7 +83,7 @@ func contract(tb testing.TB, h http.Handler) http.Handler {
 		defer c.wg.Done()
 		rec := &recorder{w: w, status: 0, header: http.Header{}}
 		h.ServeHTTP(rec, r)
-		if err := checkResponse(r, rec.result()); err != nil {
+		if err := checkRecorded(r, rec.result()); err != nil {
 			c.mu.Lock()
 			c.errs = append(c.errs, fmt.Errorf("%s %s → %d: %w", r.Method, r.URL.RequestURI(), rec.result().status, err))
 			c.mu.Unlock()
@@ -156,8 +155,12 @@ func (r *recorder) result() recorded {
 	return recorded{status, r.header, bytes.Clone(r.body.Bytes())}
 }
 
-// checkResponse checks one response against the document.
-func checkResponse(req *http.Request, res recorded) error {
+// Response checks one response against the document.
+func Response(req *http.Request, status int, header http.Header, body []byte) error {
+	return checkRecorded(req, recorded{status, header, body})
+}
+
+func checkRecorded(req *http.Request, res recorded) error {
 	doc, err := openAPI()
 	if err != nil {
 		return err
@@ -321,63 +324,4 @@ func checkError(doc *openapi3.T, res recorded, status int, code string) error {
 		return fmt.Errorf("code %v, want %s", got, code)
 	}
 	return nil
-}
-
-// TestContractCatchesMismatch proves the contract check can fail: bodies,
-// statuses and events the document does not allow are refused.
-func TestContractCatchesMismatch(t *testing.T) {
-	const task = "/agents/acc/tasks/0190a8c2-7b3d-7c1e-9f00-000000000001"
-	sseHeader := map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-	for _, tc := range []struct {
-		name, method, path string
-		status             int
-		header             map[string]string
-		body               string
-		ok                 bool
-	}{
-		{"an error body", "GET", task, 404, nil, `{"error":{"code":"task_not_found","message":"no task"}}`, true},
-		{"an error body with an extra field", "GET", task, 404, nil, `{"error":{"code":"task_not_found","message":"no task","detail":1}}`, false},
-		{"a 409 code at 404", "GET", task, 404, nil, `{"error":{"code":"task_busy","message":"busy"}}`, false},
-		{"an undocumented status", "GET", task, 418, nil, `{"error":{"code":"internal","message":"x"}}`, false},
-		{"a Failed outcome", "POST", "/agents/acc/invoke", 502, nil, failed("model_error"), true},
-		{"a Failed outcome at another code's status", "POST", "/agents/acc/invoke", 502, nil, failed("throttled"), false},
-		{"a list", "GET", "/agents/acc/tasks", 200, nil, `{"tasks":[],"next_cursor":null}`, true},
-		{"a list without next_cursor", "GET", "/agents/acc/tasks", 200, nil, `{"tasks":[]}`, false},
-		{"a task summary with a number for a status", "GET", "/agents/acc/tasks", 200, nil,
-			`{"tasks":[{"task_id":"0190a8c2-7b3d-7c1e-9f00-000000000001","session_id":"0190a8c2-7b3d-7c1e-9f00-000000000002","agent":"acc","status":3,"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z","metadata":{}}],"next_cursor":null}`, false},
-		{"an unknown route's answer", "GET", "/nowhere", 404, nil, `{"error":{"code":"route_not_found","message":"no route"}}`, true},
-		{"an unknown route answered 200", "GET", "/nowhere", 200, nil, `{}`, false},
-		{"a stream", "GET", task + "/requests/0190a8c2-7b3d-7c1e-9f00-000000000003/events", 200, sseHeader,
-			"id: 1\nevent: answer\ndata: {\"delta\":\"hi\"}\n\n: keepalive\n\n", true},
-		{"a stream with an unknown event", "GET", task + "/requests/0190a8c2-7b3d-7c1e-9f00-000000000003/events", 200, sseHeader,
-			"id: 1\nevent: answered\ndata: {\"delta\":\"hi\"}\n\n", false},
-		{"an event with the wrong data", "GET", task + "/requests/0190a8c2-7b3d-7c1e-9f00-000000000003/events", 200, sseHeader,
-			"id: 1\nevent: answer\ndata: {\"text\":\"hi\"}\n\n", false},
-		{"a request_complete that is not a RequestResult", "GET", task + "/requests/0190a8c2-7b3d-7c1e-9f00-000000000003/events", 200, sseHeader,
-			"id: 2\nevent: request_complete\ndata: {\"status\":\"Done\"}\n\n", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				for k, v := range tc.header {
-					w.Header().Set(k, v)
-				}
-				w.WriteHeader(tc.status)
-				_, _ = io.WriteString(w, tc.body)
-			})
-			req := httptest.NewRequest(tc.method, tc.path, nil)
-			rec := &recorder{w: httptest.NewRecorder(), header: http.Header{}}
-			h.ServeHTTP(rec, req)
-			err := checkResponse(req, rec.result())
-			if (err == nil) != tc.ok {
-				t.Errorf("checkResponse = %v, want ok %v", err, tc.ok)
-			}
-		})
-	}
-}
-
-func failed(code string) string {
-	return `{"session_id":"0190a8c2-7b3d-7c1e-9f00-000000000002","task_id":"0190a8c2-7b3d-7c1e-9f00-000000000001",` +
-		`"request_id":"0190a8c2-7b3d-7c1e-9f00-000000000003","status":"Failed","error":{"code":"` + code + `","message":"x"},` +
-		`"usage":{"input_tokens":0,"output_tokens":0,"total_tokens":0},"source":"acc:0.1"}`
 }
