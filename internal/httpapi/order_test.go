@@ -173,7 +173,9 @@ func TestOrderInvoke(t *testing.T) {
 
 func TestOrderEdit(t *testing.T) {
 	runOrder(t, func(f *orderFixture) []orderCase {
-		path := func(ag, tid, rid string) string { return "/agents/" + ag + "/tasks/" + tid + "/requests/" + rid + "/edit" }
+		path := func(ag, tid, rid string) string {
+			return "/agents/" + ag + "/tasks/" + tid + "/requests/" + rid + "/edit"
+		}
 		return []orderCase{
 			{name: "wrong method, bad ids", method: "GET", path: path("acc", "t", "r"), user: "alice", status: 405, code: "method_not_allowed"},
 			{name: "body too large, bad ids", method: "POST", path: path("nobody", "t", "r"), user: "alice", body: f.Big, status: 413, code: "body_too_large"},
@@ -196,7 +198,9 @@ func TestOrderEdit(t *testing.T) {
 
 func TestOrderResume(t *testing.T) {
 	runOrder(t, func(f *orderFixture) []orderCase {
-		path := func(ag, tid, rid string) string { return "/agents/" + ag + "/tasks/" + tid + "/requests/" + rid + "/resume" }
+		path := func(ag, tid, rid string) string {
+			return "/agents/" + ag + "/tasks/" + tid + "/requests/" + rid + "/resume"
+		}
 		const approve = `{"action":"approve"}`
 		return []orderCase{
 			{name: "wrong method, body too large", method: "PUT", path: path("acc", f.P, f.Rp), user: "alice", body: f.Big, status: 405, code: "method_not_allowed"},
@@ -273,7 +277,9 @@ func TestOrderListTasks(t *testing.T) {
 
 func TestOrderEvents(t *testing.T) {
 	runOrder(t, func(f *orderFixture) []orderCase {
-		path := func(ag, tid, rid string) string { return "/agents/" + ag + "/tasks/" + tid + "/requests/" + rid + "/events" }
+		path := func(ag, tid, rid string) string {
+			return "/agents/" + ag + "/tasks/" + tid + "/requests/" + rid + "/events"
+		}
 		return []orderCase{
 			{name: "wrong method, bad ids", method: "POST", path: path("acc", "t", "r"), user: "alice", status: 405, code: "method_not_allowed"},
 			{name: "bad Last-Event-ID, unknown task", method: "GET", path: path("acc", f.UT, f.UR), user: "alice", hdr: []string{"Last-Event-ID", "x"}, status: 400, code: "invalid_last_event_id"},
