@@ -79,7 +79,9 @@ func FuzzVerify(f *testing.F) {
 func FuzzVerifyClaims(f *testing.F) {
 	v, is, clk := fuzzVerifier(f)
 	kid, key := is.Key()
-	header := func(extra string) []byte { return []byte(`{"alg":"RS256","typ":"JWT","kid":"` + kid + `"` + extra + `}`) }
+	header := func(extra string) []byte {
+		return []byte(`{"alg":"RS256","typ":"JWT","kid":"` + kid + `"` + extra + `}`)
+	}
 	claims := func(mod func(jwt.MapClaims)) []byte {
 		c := validClaims(is, clk)
 		mod(c)
