@@ -12,7 +12,7 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags "-s -w"
 .PHONY: run test test-go chaos-short chaos lint cfn-lint bench build tools clean \
 	build-InvokeFunction build-ResumeFunction build-GetTaskFunction build-AuthorizerFunction
 
-## run: serve the API on 127.0.0.1:8080 (in-memory store, dev auth, local model)
+## run: serve the API and the console (/console/) on 127.0.0.1:8080 (in-memory store, dev auth, local model)
 run:
 	$(GO) run ./cmd/hitch serve --agents agents
 
@@ -26,11 +26,11 @@ CHAOS_FLOWS ?= 200
 
 ## chaos-short: 50 flows of the crash test (part of make test); its report is printed
 chaos-short: tools
-	CHAOS_FLOWS=50 $(GO) test -count=1 -timeout 20m -run TestChaos -v ./internal/chaos
+	CHAOS_FLOWS=50 $(GO) test -count=1 -timeout 20m -run 'TestChaos|TestStalledServer' -v ./internal/chaos
 
 ## chaos: the crash test: SIGKILL hitch serve at random DynamoDB calls of CHAOS_FLOWS approvals (CHAOS_FLOWS=1000 for the long run)
 chaos: tools
-	CHAOS_FLOWS=$(CHAOS_FLOWS) $(GO) test -count=1 -timeout 3h -run TestChaos -v ./internal/chaos
+	CHAOS_FLOWS=$(CHAOS_FLOWS) $(GO) test -count=1 -timeout 3h -run 'TestChaos|TestStalledServer' -v ./internal/chaos
 
 ## fuzz: run every fuzz target (func FuzzXxx) for FUZZTIME each, one after another;
 ## findings land in the package's testdata/fuzz/FuzzXxx/ (commit them with the fix)

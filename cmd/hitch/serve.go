@@ -24,6 +24,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/auth"
 	"github.com/hitch-agents/hitch/internal/bedrock"
 	"github.com/hitch-agents/hitch/internal/catalog"
+	"github.com/hitch-agents/hitch/internal/console"
 	"github.com/hitch-agents/hitch/internal/dynamo"
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/localmodel"
@@ -47,6 +48,7 @@ type serveConfig struct {
 	requiredScope    string
 	retentionDays    int
 	shutdownDeadline time.Duration
+	corsOrigin       string
 	debugAddr        string
 	a2aDefaultAgent  string
 }
@@ -70,6 +72,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.requiredScope, "required-scope", "", "the scope or role tokens must carry (with --issuer)")
 	fs.IntVar(&c.retentionDays, "retention-days", 0, "days after which a finished task's items expire (0: kept)")
 	fs.DurationVar(&c.shutdownDeadline, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for running requests")
+	fs.StringVar(&c.corsOrigin, "cors-origin", "", "a browser origin allowed to call the API (CORS), e.g. https://console.example.com; empty: none")
 	fs.StringVar(&c.a2aDefaultAgent, "a2a-default-agent", "", "the agent whose A2A Agent Card is served at /.well-known/agent-card.json (default: the only agent)")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "loopback address serving Go's pprof profiles (/debug/pprof/), e.g. 127.0.0.1:6060; off when empty")
 	if err := fs.Parse(args); err != nil {
@@ -180,11 +183,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	if err != nil {
 		return fmt.Errorf("serve: listen on %s: %w", c.addr, err)
 	}
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: console.Mount(httpapi.CORS(c.corsOrigin, api.Handler())), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("hitch serve: listening", "addr", "http://"+ln.Addr().String(), "store", c.store, "model", c.model, "agents", len(cat.List()))
 	fmt.Fprintf(stdout, "hitch: serving on http://%s\n", ln.Addr())
+	fmt.Fprintf(stdout, "hitch: console on http://%s%s\n", ln.Addr(), console.Prefix)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

@@ -67,6 +67,7 @@ func (r *Run) watchCancel(ctx context.Context) (context.Context, func()) {
 		})
 	}
 	r.e.legs.add(r.reqID, stop)
+	r.stopLeg = cancel
 	done := make(chan struct{})
 	interval := CancelPollInterval
 	go func() {
@@ -82,11 +83,7 @@ func (r *Run) watchCancel(ctx context.Context) (context.Context, func()) {
 			}
 			meta, lost := r.keepLease(ctx)
 			if lost {
-				r.lost.Store(true)
-				if r.elog != nil {
-					r.elog.abandon()
-				}
-				cancel(errLeaseLost)
+				r.loseLease()
 				return
 			}
 			if meta == nil {

@@ -79,6 +79,36 @@ func (r *Run) keepLease(ctx context.Context) (*Task, bool) {
 	return meta, false
 }
 
+// loseLease stops the leg: it writes, runs and logs nothing more.
+func (r *Run) loseLease() {
+	r.lost.Store(true)
+	if r.elog != nil {
+		r.elog.abandon()
+	}
+	if r.stopLeg != nil {
+		r.stopLeg(errLeaseLost)
+	}
+}
+
+// ensureLease tells whether the leg may start something (a model call, a
+// tool): its lease holds by its own count, or a renewal lands now. A process
+// that stalled past its lease (a pause, SIGSTOP) thus finds it lost before it
+// starts anything, whatever its watcher has noticed.
+func (r *Run) ensureLease(ctx context.Context) bool {
+	if r.lost.Load() {
+		return false
+	}
+	if r.e.now().Before(r.leaseEnds()) {
+		return true
+	}
+	if _, err := r.renew(ctx); err != nil {
+		r.e.log().Warn("the request's lease ended before the leg could go on; it stops", "task_id", r.taskID, "request_id", r.reqID, "err", err)
+		r.loseLease()
+		return false
+	}
+	return true
+}
+
 // abandon ends a leg whose lease was lost: nothing is committed and no event
 // logged; its client is told the request was lost (it reconnects to the
 // events, or retries, and sees the outcome of whoever took it over).

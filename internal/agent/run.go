@@ -44,6 +44,7 @@ type Run struct {
 	leaseSent time.Time
 	renewed   int64
 	lost      atomic.Bool
+	stopLeg   func(cause error) // cancels the leg's context
 
 	// outcome
 	status     Status
@@ -84,6 +85,10 @@ func (r *Run) Execute(ctx context.Context, sink Sink) *RequestResult {
 	defer elog.close(context.WithoutCancel(ctx))
 	r.elog = elog
 	r.sink = teeSink{client: sink, log: elog}
+	if !r.ensureLease(ctx) {
+		// The claim went stale before the leg began (the process stalled).
+		return r.abandon()
+	}
 	a := r.task.Active
 	r.emit(EventRequestStarted, map[string]any{
 		"session_id": r.task.SessionID, "task_id": r.task.ID, "request_id": a.ID,
@@ -186,6 +191,9 @@ func (r *Run) modelFailure(ctx context.Context, err error) {
 }
 
 func (r *Run) callModel(ctx context.Context) (*ModelResponse, error) {
+	if !r.ensureLease(ctx) {
+		return nil, errLeaseLost
+	}
 	ag := r.agent
 	req := &ModelRequest{
 		ModelID: ag.ModelID, System: ag.SystemPrompt, Messages: BuildMessages(r.task, r.history),

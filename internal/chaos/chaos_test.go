@@ -62,6 +62,39 @@ type harness struct {
 	logs    *os.File
 }
 
+// newHarness builds hitch, starts DynamoDB Local, the relay and a server.
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	endpoint := ddblocal.Start(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "chaos.yaml"), []byte(agentYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sandbox := filepath.Join(dir, "sandbox")
+	if err := os.MkdirAll(sandbox, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "hitch")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/hitch")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build hitch: %v\n%s", err, out)
+	}
+	logs, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := newRelay(endpoint)
+	rs := httptest.NewServer(rl)
+	t.Cleanup(rs.Close)
+	h := &harness{t: t, bin: bin, dir: dir, relay: rl, relayTo: rs.URL, table: fmt.Sprintf("chaos%d", time.Now().UnixNano()),
+		client: &http.Client{Timeout: 90 * time.Second}, logs: logs}
+	h.start()
+	t.Cleanup(func() { h.kill(); <-h.srv.done })
+	return h
+
+}
+
 func (h *harness) start() {
 	h.t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -110,6 +143,17 @@ func (h *harness) post(path, body string) (int, map[string]any, error) {
 	return resp.StatusCode, m, err
 }
 
+// eventCount is how many events GET events replays.
+func (h *harness) eventCount(path string) int {
+	resp, err := h.client.Get(h.srv.url + path)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return strings.Count("\n"+string(b), "\nid: ")
+}
+
 func (h *harness) get(path string) map[string]any {
 	resp, err := h.client.Get(h.srv.url + path)
 	if err != nil {
@@ -140,36 +184,10 @@ func TestChaos(t *testing.T) {
 	if n <= 0 {
 		t.Skip("set CHAOS_FLOWS (make chaos; make test runs 50)")
 	}
-	endpoint := ddblocal.Start(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "chaos.yaml"), []byte(agentYAML), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sandbox := filepath.Join(dir, "sandbox")
-	if err := os.MkdirAll(sandbox, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "hitch")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/hitch")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build hitch: %v\n%s", err, out)
-	}
-	logs, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rl := newRelay(endpoint)
-	rs := httptest.NewServer(rl)
-	defer rs.Close()
-	h := &harness{t: t, bin: bin, dir: dir, relay: rl, relayTo: rs.URL, table: fmt.Sprintf("chaos%d", time.Now().UnixNano()),
-		client: &http.Client{Timeout: 90 * time.Second}, logs: logs}
-	h.start()
-	defer func() { h.kill(); <-h.srv.done }()
-
+	h := newHarness(t)
 	rep := &report{runs: map[int]int{}, kills: map[string]int{}}
 	for round := 0; rep.flows < n; round++ {
-		h.round(round, min(batch, n-rep.flows), sandbox, rep)
+		h.round(round, min(batch, n-rep.flows), filepath.Join(h.dir, "sandbox"), rep)
 	}
 	sort.Slice(rep.recovery, func(i, j int) bool { return rep.recovery[i] < rep.recovery[j] })
 	pct := func(p float64) time.Duration {
@@ -195,7 +213,7 @@ func TestChaos(t *testing.T) {
 	t.Log("\n" + b.String())
 	fmt.Print(b.String())
 	if rep.dups > 0 || rep.lost > 0 || rep.stuck > 0 {
-		t.Errorf("duplicates %d, lost %d, stuck %d: want 0 (server log: %s)", rep.dups, rep.lost, rep.stuck, logs.Name())
+		t.Errorf("duplicates %d, lost %d, stuck %d: want 0 (server log: %s)", rep.dups, rep.lost, rep.stuck, h.logs.Name())
 	}
 	if p99 := pct(0.99); p99 > 20*time.Second {
 		t.Errorf("recovery p99 %s, want ≤ 20 s", p99)
@@ -218,7 +236,7 @@ func (h *harness) round(round, size int, sandbox string, rep *report) {
 		f.taskID, f.resumeURL = res["task_id"].(string), res["resume_url"].(string)
 		flows[i] = f
 	}
-	k, after := 1+rand.IntN(6*size), rand.IntN(2) == 1
+	k, after := 1+rand.IntN(4*size), rand.IntN(2) == 1
 	h.relay.arm(k, after, h.kill)
 	var wg sync.WaitGroup
 	for _, f := range flows {
@@ -280,4 +298,66 @@ func (h *harness) round(round, size int, sandbox string, rep *report) {
 			t.Logf("round %d (%s): task %s is left %v", round, moment, f.taskID, task["status"])
 		}
 	}
+}
+
+// TestStalledServer: a hitch serve process is stopped (SIGSTOP) right after
+// its resume's claim landed, past its lease; a second process takes the
+// request over (the approved call, not idempotent, is reported
+// outcome_unknown, not run) and completes it. When the first is continued
+// (SIGCONT), it finds its lease gone: it runs no tool, writes nothing and
+// logs no event.
+func TestStalledServer(t *testing.T) {
+	if os.Getenv("CHAOS_FLOWS") == "" {
+		t.Skip("set CHAOS_FLOWS (make chaos; make test runs it)")
+	}
+	h := newHarness(t)
+	first := h.srv
+	code, res, err := h.post("/agents/chaos/invoke", `{"items":[{"content":"/call append_file {\"path\": \"stall.log\", \"content\": \"ran\\n\"}"}]}`)
+	if err != nil || code != 200 || res["status"] != "Paused" {
+		t.Fatalf("the pause: %d %v %v", code, res, err)
+	}
+	taskID, resumeURL := res["task_id"].(string), res["resume_url"].(string)
+	stopped := make(chan struct{})
+	h.relay.armStall("TransactWriteItems", func() {
+		_ = first.cmd.Process.Signal(syscall.SIGSTOP)
+		close(stopped)
+	})
+	firstAnswer := make(chan string, 1)
+	go func() {
+		code, res, err := h.post(resumeURL, `{"action":"approve"}`)
+		firstAnswer <- fmt.Sprintf("%d %v %v", code, res["error"], err)
+	}()
+	<-stopped
+	h.start() // a second process, on the same table
+	second := h.srv
+	code, res, err = h.post(resumeURL, `{"action":"approve"}`)
+	if err != nil || code != 200 || res["status"] != "Completed" {
+		t.Fatalf("the second process's resume: %d %v %v", code, res, err)
+	}
+	task := h.get("/agents/chaos/tasks/" + taskID)
+	eventsPath := "/agents/chaos/tasks/" + taskID + "/requests/" + res["request_id"].(string) + "/events"
+	events := h.eventCount(eventsPath)
+	version := fmt.Sprint(task["updated_at"])
+	_ = first.cmd.Process.Signal(syscall.SIGCONT)
+	select {
+	case a := <-firstAnswer:
+		if !strings.Contains(a, "request_lost") {
+			t.Errorf("the continued process answered %s, want request_lost", a)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the continued process did not answer")
+	}
+	h.srv = second
+	if data, _ := os.ReadFile(filepath.Join(h.dir, "sandbox", "stall.log")); len(data) != 0 {
+		t.Errorf("the approved call ran after the takeover reported it outcome_unknown: %q", data)
+	}
+	if n := h.eventCount(eventsPath); n != events {
+		t.Errorf("the continued process logged events: %d → %d", events, n)
+	}
+	after := h.get("/agents/chaos/tasks/" + taskID)
+	if after["status"] != "Completed" || fmt.Sprint(after["updated_at"]) != version {
+		t.Errorf("the continued process changed the task: %v → %v, %v", version, after["updated_at"], after["status"])
+	}
+	_ = first.cmd.Process.Kill()
+	<-first.done
 }

@@ -21,6 +21,18 @@ type relay struct {
 	after  bool
 	kill   func()
 	killed string // the operation of the call the kill came at
+	// stall, when set, runs once the first call of operation stallOp has
+	// landed, before its answer is delivered (a SIGSTOP of the server).
+	stallOp string
+	stall   func()
+}
+
+// armStall makes the next call of op, once it has landed, run fn before its
+// answer goes back.
+func (r *relay) armStall(op string, fn func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stallOp, r.stall = op, fn
 }
 
 func newRelay(target string) *relay {
@@ -58,6 +70,10 @@ func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		kill, r.kill, r.killed = r.kill, nil, op
 	}
 	after := r.after
+	var stall func()
+	if r.stall != nil && op == r.stallOp {
+		stall, r.stall = r.stall, nil
+	}
 	r.mu.Unlock()
 	if kill != nil && !after {
 		kill()
@@ -81,6 +97,9 @@ func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		kill() // the call landed; its answer never reaches the server
 		abort(w)
 		return
+	}
+	if stall != nil {
+		stall()
 	}
 	if err != nil {
 		abort(w)

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hitch-agents/hitch/internal/deploy"
+	"github.com/hitch-agents/hitch/internal/httpapi"
 )
 
 const root = "../.."
@@ -518,4 +519,44 @@ func asList(v any) []any {
 		return l
 	}
 	return []any{v}
+}
+
+// CORS (DESIGN §13, the console on another origin): API Gateway answers the
+// preflight with what httpapi.CORS answers under hitch serve, the gateway's
+// own error answers carry the origin, and the functions get it to add to
+// theirs.
+func TestCORS(t *testing.T) {
+	tpl := loadTemplate(t)
+	res := resources(t, tpl)
+	if d := get(tpl, "Parameters", "AllowedOrigin", "Default"); d != "" {
+		t.Errorf("AllowedOrigin defaults to %q, want \"\" (no CORS)", d)
+	}
+	origin := map[string]any{"Fn::Sub": "'${AllowedOrigin}'"}
+	cors := get(res, "Api", "Properties", "Cors")
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"Cors.AllowOrigin", get(cors, "AllowOrigin"), origin},
+		{"Cors.AllowMethods", get(cors, "AllowMethods"), "'" + httpapi.CORSMethods + "'"},
+		{"Cors.AllowHeaders", get(cors, "AllowHeaders"), "'" + httpapi.CORSHeaders + "'"},
+	}
+	for typ := range deploy.GatewayResponses {
+		checks = append(checks, struct {
+			what      string
+			got, want any
+		}{typ + " Access-Control-Allow-Origin", get(res, "Api", "Properties", "GatewayResponses", typ, "ResponseParameters", "Headers", "Access-Control-Allow-Origin"), origin})
+	}
+	for _, fn := range []string{"invoke", "resume", "gettask"} {
+		id := deploy.LogicalIDs[fn]
+		checks = append(checks, struct {
+			what      string
+			got, want any
+		}{id + " HITCH_CORS_ORIGIN", get(res, id, "Properties", "Environment", "Variables", "HITCH_CORS_ORIGIN"), map[string]any{"Ref": "AllowedOrigin"}})
+	}
+	for _, c := range checks {
+		if !cmp.Equal(c.got, c.want) {
+			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
+		}
+	}
 }

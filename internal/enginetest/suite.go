@@ -34,6 +34,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ExpiredPauseYieldsToAMessage", testExpiredFollowOn},
 		{"TakeoverAfterLeaseExpiry", testTakeover},
 		{"WaitingDuplicateTakesOver", testDuplicateTakesOver},
+		{"StalledHolderStops", testStalledHolder},
 		{"CancelPaused", testCancelPaused},
 		{"CancelRunning", testCancelRunning},
 		{"CancelMidTool", testCancelMidTool},
@@ -454,6 +455,43 @@ func testDuplicateTakesOver(t *testing.T, env *Env) {
 		if ev.Name == agent.EventError {
 			t.Errorf("the duplicate's stream has an error event: %+v", ev)
 		}
+	}
+}
+
+// testStalledHolder: an invocation that claimed a resume stalls past its
+// lease (a long pause, SIGSTOP); another takes the request over and ends it.
+// When the stalled one wakes, its lease is gone: it runs no tool, writes
+// nothing and logs no event.
+func testStalledHolder(t *testing.T, env *Env) {
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g1", "guarded", "delete")))
+	res, _ := env.Invoke(t, "", "do it")
+	ctx := context.Background()
+	stalled, err := env.E.StartResume(ctx, agent.ResumeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: Approve()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Advance(agent.LeaseDuration + time.Second)
+	env.Model.Add(agenttest.Say("taken over"))
+	out, _, err := env.Resume(res, "alice", Approve())
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("the takeover: %+v %v", out, err)
+	}
+	logged, _ := env.Store.ListEvents(ctx, res.TaskID, res.RequestID, 0)
+	meta, _ := env.Store.GetTask(ctx, res.TaskID)
+	rec := &Recorder{}
+	got := stalled.Execute(ctx, rec)
+	if got.Status != agent.StatusFailed || got.Error.Code != agent.CodeRequestLost {
+		t.Errorf("the stalled holder answered %s %+v, want request_lost", got.Status, got.Error)
+	}
+	if runs := env.Guarded.Runs(); len(runs) != 0 {
+		t.Errorf("the guarded call ran %v (the takeover reported it outcome_unknown; nobody may run it)", runs)
+	}
+	after, _ := env.Store.GetTask(ctx, res.TaskID)
+	if after.Version != meta.Version {
+		t.Errorf("the stalled holder wrote META (version %d → %d)", meta.Version, after.Version)
+	}
+	if evs, _ := env.Store.ListEvents(ctx, res.TaskID, res.RequestID, 0); len(evs) != len(logged) {
+		t.Errorf("the stalled holder logged events: %d → %d", len(logged), len(evs))
 	}
 }
 

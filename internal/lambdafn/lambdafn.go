@@ -50,6 +50,9 @@ type Config struct {
 	// sam local.
 	DynamoDBEndpoint string
 	BedrockEndpoint  string
+	// CORSOrigin (HITCH_CORS_ORIGIN) is the browser origin allowed to read
+	// the answers (httpapi.CORS); empty: none.
+	CORSOrigin string
 	// Log is the logger; nil means JSON on stderr.
 	Log *slog.Logger
 }
@@ -140,7 +143,7 @@ func NewWith(c Config, cl Clients) (*App, error) {
 	if c.Function == "invoke" {
 		direct = Direct(engine)
 	}
-	h := lambdahttp.New(api.Handler(), direct)
+	h := lambdahttp.New(httpapi.CORS(c.CORSOrigin, api.Handler()), direct)
 	h.Log = log
 	return &App{Engine: engine, Handler: h, Log: log}, nil
 }
