@@ -27,7 +27,7 @@ const (
 	stageARN  = "arn:aws:execute-api:eu-west-1:123456789012:abcdef1234/prod/*/*"
 )
 
-func setup(t *testing.T) (*lambdaauth.Authorizer, *authtest.Issuer, time.Time) {
+func setup(t testing.TB) (*lambdaauth.Authorizer, *authtest.Issuer, time.Time) {
 	t.Helper()
 	is := authtest.NewIssuer(t)
 	now := time.Now().Truncate(time.Second)
