@@ -135,13 +135,24 @@ func (c *chatClient) decide(paused map[string]any) error {
 		pa := p.(map[string]any)
 		in, _ := json.Marshal(pa["input"])
 		fmt.Fprintf(c.out, "needs approval: %s %s (until %s)\n", pa["name"], in, pa["expires_at"])
+		if rule, ok := pa["rule"].(string); ok {
+			fmt.Fprintf(c.out, "  asked by the rule %s\n", rule)
+		}
 	}
-	fmt.Fprint(c.out, "approve? [y/N] ")
-	action := "reject"
-	if c.in.Scan() && strings.HasPrefix(strings.ToLower(strings.TrimSpace(c.in.Text())), "y") {
-		action = "approve"
+	fmt.Fprint(c.out, "approve? [y/N, a: yes and don't ask again in this task] ")
+	action, remember := "reject", false
+	if c.in.Scan() {
+		switch answer := strings.ToLower(strings.TrimSpace(c.in.Text())); {
+		case strings.HasPrefix(answer, "y"):
+			action = "approve"
+		case strings.HasPrefix(answer, "a"):
+			action, remember = "approve", true
+		}
 	}
 	body := map[string]any{"action": action, "round": paused["round"]}
+	if remember {
+		body["remember"] = "task"
+	}
 	if action == "reject" {
 		body["reason"] = "rejected in hitch chat"
 	}

@@ -300,3 +300,27 @@ func TestChatA2A(t *testing.T) {
 		t.Errorf("a rejected delete ran: %v", err)
 	}
 }
+
+// hitch chat: "a" approves and trusts the tool for the rest of the task.
+func TestChatRemember(t *testing.T) {
+	base, sandbox, _ := startServe(t)
+	_ = os.MkdirAll(sandbox, 0o755)
+	for _, f := range []string{"a.log", "b.log"} {
+		if err := os.WriteFile(filepath.Join(sandbox, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := strings.NewReader("/call delete_file {\"path\": \"a.log\"}\na\n/call delete_file {\"path\": \"b.log\"}\n/quit\n")
+	var out bytes.Buffer
+	if err := chat(context.Background(), []string{"--url", base, "--token", "dora"}, in, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "needs approval:"); n != 1 {
+		t.Errorf("asked %d times, want once:\n%s", n, out.String())
+	}
+	for _, f := range []string{"a.log", "b.log"} {
+		if _, err := os.Stat(filepath.Join(sandbox, f)); !os.IsNotExist(err) {
+			t.Errorf("%s is still there: %v", f, err)
+		}
+	}
+}

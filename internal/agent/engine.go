@@ -166,7 +166,12 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 // LoadOwned reads a task and checks that it belongs to the agent and the
 // user: 404 task_not_found, 401 not_owner.
 func (e *Engine) LoadOwned(ctx context.Context, agentName, userID, taskID string) (*Task, []Item, error) {
-	t, items, err := e.Store.LoadTask(ctx, taskID)
+	load := e.Store.LoadTask
+	if ag, ok := e.Agents.Get(agentName); ok && ag.Context.MaxInputTokens > 0 {
+		// A compacting agent's turns read only the model's context.
+		load = e.Store.LoadContext
+	}
+	t, items, err := load(ctx, taskID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil, Errorf(CodeTaskNotFound, "no task %s", taskID)
 	}
@@ -356,7 +361,7 @@ func recordOf(a *ActiveRequest, status Status, now time.Time) RequestRecord {
 	rec := RequestRecord{
 		RequestView: RequestView{RequestID: a.ID, Kind: a.Kind, Status: status, CreatedAt: a.CreatedAt, UpdatedAt: now,
 			Usage: a.Usage, Decisions: decisions},
-		Round: a.Round, FirstSeq: a.FirstSeq, LastEventID: a.LastEventID,
+		Round: a.Round, FirstSeq: a.FirstSeq, LastEventID: a.LastEventID, Compactions: a.Compactions,
 	}
 	if a.CanceledBy != "" {
 		by, at, reason := a.CanceledBy, a.CanceledAt, a.CancelReason

@@ -15,6 +15,9 @@ type ResumeRequest struct {
 	Round     *int            `json:"round"`
 	Reason    string          `json:"reason"`
 	Decisions []DecisionInput `json:"decisions"`
+	// Remember "task" with action approve trusts every decided call's tool
+	// (and rule) for the rest of the task.
+	Remember string `json:"remember,omitempty"`
 }
 
 // DecisionInput decides one call.
@@ -23,6 +26,9 @@ type DecisionInput struct {
 	Action     string          `json:"action"`
 	Input      json.RawMessage `json:"input"`
 	Reason     string          `json:"reason"`
+	// Remember "task" (approve or edit only) trusts the call's tool (and
+	// rule) for the rest of the task.
+	Remember string `json:"remember,omitempty"`
 }
 
 // Check validates the body's shape (400s that need no state).
@@ -33,6 +39,14 @@ func (b *ResumeRequest) Check() error {
 		}
 	} else if b.Action != "" && b.Action != ActionApprove && b.Action != ActionReject {
 		return Errorf(CodeInvalidAction, "action must be approve or reject")
+	}
+	switch {
+	case b.Remember != "" && b.Remember != RememberTask:
+		return Errorf(CodeInvalidAction, "remember must be %q, got %q", RememberTask, b.Remember)
+	case b.Remember != "" && len(b.Decisions) > 0:
+		return Errorf(CodeInvalidDecisions, "with decisions, remember goes in each decision")
+	case b.Remember != "" && b.Action != ActionApprove:
+		return Errorf(CodeInvalidAction, "only an approve can be remembered")
 	}
 	if b.Round != nil && *b.Round < 1 {
 		return Errorf(CodeInvalidDecisions, "round must be 1 or more")
@@ -53,6 +67,12 @@ func (b *ResumeRequest) Check() error {
 		}
 		if d.ToolCallID == "" {
 			return Errorf(CodeInvalidDecisions, "decisions[%d]: tool_call_id is required", i)
+		}
+		switch {
+		case d.Remember != "" && d.Remember != RememberTask:
+			return Errorf(CodeInvalidDecisions, "decisions[%d]: remember must be %q, got %q", i, RememberTask, d.Remember)
+		case d.Remember != "" && d.Action == ActionReject:
+			return Errorf(CodeInvalidDecisions, "decisions[%d]: only an approve or an edit can be remembered", i)
 		}
 		if seen[d.ToolCallID] {
 			return Errorf(CodeInvalidDecisions, "decisions[%d]: tool call %s is decided twice", i, d.ToolCallID)
@@ -218,7 +238,8 @@ func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round 
 		}
 		d.Action = b.Action
 		for _, p := range pending {
-			d.Calls = append(d.Calls, CallDecision{ToolCallID: p.ToolCallID, Action: b.Action, Reason: b.Reason, InputHash: p.InputHash})
+			d.Calls = append(d.Calls, CallDecision{ToolCallID: p.ToolCallID, Action: b.Action, Reason: b.Reason, InputHash: p.InputHash,
+				Rule: p.Rule, Remember: b.Remember})
 		}
 		return d, nil
 	}
@@ -235,7 +256,8 @@ func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round 
 		if !ok {
 			return nil, Errorf(CodeInvalidDecisions, "decisions[%d]: %s is not a pending call of this round", i, di.ToolCallID)
 		}
-		c := CallDecision{ToolCallID: di.ToolCallID, Action: di.Action, Reason: di.Reason, InputHash: p.InputHash}
+		c := CallDecision{ToolCallID: di.ToolCallID, Action: di.Action, Reason: di.Reason, InputHash: p.InputHash,
+			Rule: p.Rule, Remember: di.Remember}
 		if di.Action == ActionEdit {
 			bt, ok := ag.Tool(p.Name)
 			if ok {
@@ -267,7 +289,7 @@ func pendingOf(d *Decision) []PendingCall {
 		if c.Action == ActionEdit {
 			hash = InputHash(c.OriginalInput)
 		}
-		out = append(out, PendingCall{ToolCallID: c.ToolCallID, Input: in, InputHash: hash, Round: d.Round})
+		out = append(out, PendingCall{ToolCallID: c.ToolCallID, Input: in, InputHash: hash, Round: d.Round, Rule: c.Rule})
 	}
 	return out
 }
@@ -277,7 +299,7 @@ func sameDecision(a, b *Decision) bool {
 	key := func(d *Decision) []string {
 		var out []string
 		for _, c := range d.Calls {
-			out = append(out, c.ToolCallID+"|"+c.Action+"|"+c.InputHash)
+			out = append(out, c.ToolCallID+"|"+c.Action+"|"+c.InputHash+"|"+c.Remember)
 		}
 		sort.Strings(out)
 		return out
@@ -332,6 +354,7 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	na := next.Active
 	na.Status, na.ClaimToken, na.LeaseUntil = StatusRunning, e.newID(), lease
 	na.Decisions = append(na.Decisions, *d)
+	remember(next, a, d)
 	na.Pending = nil
 	next.Status, next.UpdatedAt = StatusRunning, now
 	next.Version, next.WriteID = t.Version+1, e.newID()

@@ -135,6 +135,10 @@ func (r *Run) loop(ctx context.Context) {
 		if r.interrupted(ctx) {
 			return
 		}
+		if err := r.compact(ctx); err != nil {
+			r.modelFailure(ctx, err)
+			return
+		}
 		resp, err := r.callModel(ctx)
 		if err != nil {
 			r.modelFailure(ctx, err)
@@ -263,6 +267,7 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 		}
 		next.Status = r.task.Status
 		next.Metadata = r.task.Metadata
+		next.Context = r.task.Context
 		mutate(next)
 		next.UpdatedAt = r.e.now()
 		next.Version = base.Version + 1

@@ -31,6 +31,12 @@ type Store interface {
 	// A missing task returns ErrNotFound.
 	LoadTask(ctx context.Context, taskID string) (*Task, []Item, error)
 
+	// LoadContext reads META and the entries of the model's context: those
+	// from META's Context.Seq on, below NextSeq, in seq order (DESIGN §12:
+	// one page while the context holds at most MaxContextEntries entries,
+	// however long the history). A missing task returns ErrNotFound.
+	LoadContext(ctx context.Context, taskID string) (*Task, []Item, error)
+
 	// GetTask reads META alone, strongly consistent (cancel polls, waits).
 	GetTask(ctx context.Context, taskID string) (*Task, error)
 

@@ -117,7 +117,7 @@ func (d *decoder) definition(n *yaml.Node, env Env, dir string) *agent.Agent {
 func (d *decoder) spec(n *yaml.Node, a *agent.Agent, env Env, dir string) {
 	const at = "spec.agent"
 	f := d.fields(n, at, "name", "model", "system_prompt", "temperature", "max_tokens", "max_iterations",
-		"max_tool_result_bytes", "reasoning", "default_requires_approval", "tools")
+		"max_tool_result_bytes", "reasoning", "default_requires_approval", "tools", "context")
 	if f == nil {
 		return
 	}
@@ -154,6 +154,9 @@ func (d *decoder) spec(n *yaml.Node, a *agent.Agent, env Env, dir string) {
 	}
 	if n := f["reasoning"]; n != nil {
 		d.reasoning(n, join(at, "reasoning"), a)
+	}
+	if n := f["context"]; n != nil {
+		d.context(n, join(at, "context"), a)
 	}
 	defaultApproval := false
 	if n := f["default_requires_approval"]; n != nil {
@@ -278,7 +281,7 @@ func (d *decoder) builtin(f map[string]*yaml.Node, at string, policy agent.ToolP
 	for _, m := range members {
 		names = append(names, m.Tool.Spec().Name)
 	}
-	needs, ok := d.requiresApproval(f["requires_approval"], join(at, "requires_approval"), names, defaultApproval)
+	needs, rules, ok := d.requiresApproval(f["requires_approval"], join(at, "requires_approval"), names, defaultApproval)
 	if !ok {
 		return nil
 	}
@@ -292,6 +295,7 @@ func (d *decoder) builtin(f map[string]*yaml.Node, at string, policy agent.ToolP
 		}
 		out = append(out, agent.BoundTool{Tool: m.Tool, Policy: p})
 	}
+	d.bindRules(rules, out)
 	return out
 }
 
@@ -324,26 +328,48 @@ func (d *decoder) filesRoot(n *yaml.Node, at string, env Env, dir string) (strin
 	return abs, true
 }
 
-// requiresApproval reads requires_approval of a group: true, false, or the
-// list of its tools that need approval. Absent: the agent's default.
-func (d *decoder) requiresApproval(n *yaml.Node, at string, group []string, def bool) (func(string) bool, bool) {
+// requiresApproval reads requires_approval of a group: true, false, or a
+// list of the group's tools that need approval, each a name (always) or a
+// rule {tool, when} (only for the calls whose input matches; rules.go).
+// Absent: the agent's default. The rules come back for bindRules.
+func (d *decoder) requiresApproval(n *yaml.Node, at string, group []string, def bool) (func(string) bool, []approvalRule, bool) {
 	if n == nil {
-		return func(string) bool { return def }, true
+		return func(string) bool { return def }, nil, true
 	}
 	if n.Kind == yaml.ScalarNode {
 		v, ok := d.boolean(n, at)
-		return func(string) bool { return v }, ok
+		return func(string) bool { return v }, nil, ok
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.fail(at, "must be true, false or a list of the group's tools, got %s", describe(n))
-		return nil, false
+		d.fail(at, "must be true, false or a list of the group's tools (names or rules {tool, when}), got %s", describe(n))
+		return nil, nil, false
 	}
-	listed, ok := d.stringList(n, at)
-	if !ok {
-		return nil, false
-	}
+	ok := true
 	set := map[string]bool{}
-	for i, name := range listed {
+	ruled := map[string]bool{}
+	var rules []approvalRule
+	for i, e := range n.Content {
+		e = deref(e)
+		if e.Kind == yaml.MappingNode {
+			r, okRule := d.ruleEntry(e, index(at, i), group)
+			if !okRule {
+				ok = false
+				continue
+			}
+			if set[r.rule.Tool] {
+				d.fail(index(at, i), "%q is listed by name, so it always needs approval; a rule would change nothing", r.rule.Tool)
+				ok = false
+			}
+			ruled[r.rule.Tool] = true
+			rules = append(rules, r)
+			continue
+		}
+		if e.Kind != yaml.ScalarNode || e.Tag != "!!str" {
+			d.fail(index(at, i), "must be a tool's name or a rule {tool, when}, got %s", describe(e))
+			ok = false
+			continue
+		}
+		name := e.Value
 		switch {
 		case !contains(group, name):
 			d.fail(index(at, i), "unknown tool %q: the group has %s", name, strings.Join(group, ", "))
@@ -351,10 +377,13 @@ func (d *decoder) requiresApproval(n *yaml.Node, at string, group []string, def 
 		case set[name]:
 			d.fail(index(at, i), "%q is listed twice", name)
 			ok = false
+		case ruled[name]:
+			d.fail(index(at, i), "%q has rules, so listing it by name would make them change nothing", name)
+			ok = false
 		}
 		set[name] = true
 	}
-	return func(name string) bool { return set[name] }, ok
+	return func(name string) bool { return set[name] || ruled[name] }, rules, ok
 }
 
 // lambda binds a Lambda function.
@@ -390,9 +419,13 @@ func (d *decoder) lambda(f map[string]*yaml.Node, at string, policy agent.ToolPo
 		ok = ok && cfg.InputSchema != nil
 	}
 	needs := defaultApproval
-	if n := f["requires_approval"]; n != nil {
-		v, okReq := d.boolean(n, join(at, "requires_approval"))
-		needs, ok = v, ok && okReq
+	var rules []approvalRule
+	if n := f["requires_approval"]; n != nil && cfg.Name != "" {
+		need, rs, okReq := d.requiresApproval(n, join(at, "requires_approval"), []string{cfg.Name}, defaultApproval)
+		if okReq {
+			needs, rules = need(cfg.Name), rs
+		}
+		ok = ok && okReq
 	}
 	if n := f["idempotent"]; n != nil {
 		v, okIdem := d.boolean(n, join(at, "idempotent"))
@@ -414,7 +447,9 @@ func (d *decoder) lambda(f map[string]*yaml.Node, at string, policy agent.ToolPo
 	if !needs {
 		policy.ApprovalTTL = 0
 	}
-	return &agent.BoundTool{Tool: tool, Policy: policy}
+	bound := []agent.BoundTool{{Tool: tool, Policy: policy}}
+	d.bindRules(rules, bound)
+	return &bound[0]
 }
 
 // defaultInputSchema is a lambda tool's schema when its entry gives none.

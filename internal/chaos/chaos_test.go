@@ -320,6 +320,9 @@ func TestStalledServer(t *testing.T) {
 	stopped := make(chan struct{})
 	h.relay.armStall("TransactWriteItems", func() {
 		_ = first.cmd.Process.Signal(syscall.SIGSTOP)
+		// A signal takes effect when the process's threads next enter the
+		// kernel: wait until it is stopped before its answer goes back.
+		waitStopped(t, first.cmd.Process.Pid)
 		close(stopped)
 	})
 	firstAnswer := make(chan string, 1)
@@ -360,4 +363,25 @@ func TestStalledServer(t *testing.T) {
 	}
 	_ = first.cmd.Process.Kill()
 	<-first.done
+	if t.Failed() {
+		out, _ := os.ReadFile(h.logs.Name())
+		t.Logf("the servers' log:\n%s", out)
+	}
+}
+
+// waitStopped waits until process pid is stopped (state T in /proc).
+func waitStopped(t *testing.T, pid int) {
+	for i := 0; i < 1000; i++ {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Errorf("read the state of %d: %v", pid, err)
+			return
+		}
+		// pid (comm) STATE …; comm may hold spaces, so read after the last ')'.
+		if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 0 && f[0] == "T" {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Errorf("process %d did not stop", pid)
 }

@@ -63,7 +63,11 @@
 //
 // LoadTask is one consistent Query, SK BETWEEN "ITEM#" AND "META", which
 // returns the history in seq order and the META last; it follows
-// LastEvaluatedKey only when the history passes 1 MB. ListUserTasks queries
+// LastEvaluatedKey only when the history passes 1 MB. LoadContext (agents
+// that compact their context) is one consistent Query of the same range read
+// backwards (ScanIndexForward false, Limit 128): the META comes first and
+// tells where the model's context starts (Task.Context.Seq); a further page
+// is read only if the context holds more entries than the first page. ListUserTasks queries
 // GSI1 newest first: one status, or the five merged by (updated_at, tid). Its
 // cursor, like ListSessionTasks', is the last position returned as base64url
 // JSON; both lists read one more than the limit so that the last page carries

@@ -51,6 +51,11 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"IdempotentResume", testIdempotentResume},
 		{"Delete", testDelete},
 		{"Retention", testRetention},
+		{"ConditionalApproval", testConditionalApproval},
+		{"TrustAcrossRoundsRequestsEditsTasks", testTrust},
+		{"RememberRefusals", testRememberRefusals},
+		{"Compaction", testCompaction},
+		{"CompactionWithTools", testCompactionWithTools},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, New(t, newStore(t)))

@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"SessionOwnedByAnother", testSessionOwner},
 		{"ItemsPastNextSeqInvisible", testNextSeq},
 		{"LoadTaskBigHistory", testBigHistory},
+		{"LoadContext", testLoadContext},
 		{"ListItemsPaging", testListItems},
 		{"Requests", testRequests},
 		{"ListUserTasks", testListUserTasks},
