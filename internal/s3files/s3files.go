@@ -94,15 +94,24 @@ func (s *Store) head(ctx context.Context, name string) (*s3.HeadObjectOutput, er
 	return s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(name))})
 }
 
-// isDir tells whether objects exist under name/.
-func (s *Store) isDir(ctx context.Context, name string) bool {
+// isDir tells whether objects exist under name/. Its error is S3's (a
+// missing bucket, a denied listing): a HEAD's bare 404 cannot tell a
+// missing key from a missing bucket, the listing can.
+func (s *Store) isDir(ctx context.Context, name string) (bool, error) {
 	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.key(name) + "/"), MaxKeys: aws.Int32(1)})
-	return err == nil && len(out.Contents) > 0
+	if err != nil {
+		return false, s.readable(name, err)
+	}
+	return len(out.Contents) > 0, nil
 }
 
 // missing answers a name with no object: a directory, or nothing.
 func (s *Store) missing(ctx context.Context, name string) error {
-	if s.isDir(ctx, name) {
+	dir, err := s.isDir(ctx, name)
+	if err != nil {
+		return err
+	}
+	if dir {
 		return tools.PathError(name, tools.ErrIsDir)
 	}
 	return tools.PathError(name, tools.ErrNotExist)
@@ -136,7 +145,9 @@ func (s *Store) get(ctx context.Context, name string, limit int64) ([]byte, stri
 
 // Write implements tools.FileStore.
 func (s *Store) Write(ctx context.Context, name string, data []byte) error {
-	if s.isDir(ctx, name) {
+	if dir, err := s.isDir(ctx, name); err != nil {
+		return err
+	} else if dir {
 		return tools.PathError(name, tools.ErrIsDir)
 	}
 	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(name)), Body: bytes.NewReader(data),
