@@ -9,7 +9,10 @@
 // directory with a trailing "/", and an empty directory does not exist.
 // append_file reads the object and writes it back on the condition that it
 // has not changed (If-Match on its ETag, If-None-Match for a new one),
-// retrying a few times, so concurrent appends never lose a line.
+// retrying a few times, so concurrent appends never lose a line. A role
+// that may list only under its prefix (the template's s3:prefix condition)
+// gets 403 for a missing key where others get 404; a listing of the key
+// tells the two apart, so a missing file reads as missing, not as denied.
 package s3files
 
 import (
@@ -129,6 +132,9 @@ func (s *Store) get(ctx context.Context, name string, limit int64) ([]byte, stri
 	if isNotFound(err) {
 		return nil, "", s.missing(ctx, name)
 	}
+	if isDenied(err) {
+		return nil, "", s.deniedOrMissing(ctx, name, err)
+	}
 	if err != nil {
 		return nil, "", s.readable(name, err)
 	}
@@ -187,6 +193,8 @@ func (s *Store) Append(ctx context.Context, name string, data []byte) error {
 func (s *Store) Delete(ctx context.Context, name string) error {
 	if _, err := s.head(ctx, name); isNotFound(err) {
 		return s.missing(ctx, name)
+	} else if isDenied(err) {
+		return s.deniedOrMissing(ctx, name, err)
 	} else if err != nil {
 		return s.readable(name, err)
 	}
@@ -199,6 +207,26 @@ func isNotFound(err error) bool {
 	var nf *types.NotFound
 	var ae smithy.APIError
 	return errors.As(err, &nsk) || errors.As(err, &nf) || errors.As(err, &ae) && ae.ErrorCode() == "NotFound"
+}
+
+func isDenied(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && (ae.ErrorCode() == "AccessDenied" || ae.ErrorCode() == "Forbidden")
+}
+
+// deniedOrMissing tells what a 403 on a GetObject or HeadObject means. S3
+// answers a missing key 404 only to a caller with an unconditional
+// s3:ListBucket; a role that may list only under its prefix (an s3:prefix
+// condition, as template.yaml grants) gets 403 AccessDenied for a missing
+// key. A listing of the key itself, which that condition allows, tells a
+// missing key (or a directory) from a real denial.
+func (s *Store) deniedOrMissing(ctx context.Context, name string, denied error) error {
+	key := s.key(name)
+	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &key, MaxKeys: aws.Int32(1)})
+	if err != nil || len(out.Contents) > 0 && aws.ToString(out.Contents[0].Key) == key {
+		return s.readable(name, denied)
+	}
+	return s.missing(ctx, name)
 }
 
 func isPreconditionFailed(err error) bool {
