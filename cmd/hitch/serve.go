@@ -89,7 +89,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	obs, err := observe(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = obs.shutdown(context.WithoutCancel(ctx)) }()
+	log := obs.logger(slog.NewJSONHandler(stderr, nil))
 
 	var awsCfg *aws.Config
 	loadAWS := func() (aws.Config, error) {
@@ -161,13 +166,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		Store: store, Model: model, Agents: cat, Log: log,
 		LegTimeout: c.requestTimeout, RetentionDays: c.retentionDays,
 	}
+	obs.instrument(engine)
 	api := &httpapi.Server{Engine: engine, Auth: authn, Log: log, MaxBody: c.maxBody}
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return fmt.Errorf("serve: listen on %s: %w", c.addr, err)
 	}
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: obs.handler(api.Handler()), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("hitch serve: listening", "addr", "http://"+ln.Addr().String(), "store", c.store, "model", c.model, "agents", len(cat.List()))

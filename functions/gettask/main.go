@@ -17,5 +17,6 @@ func main() {
 		MaxBodyBytes:     os.Getenv("HITCH_MAX_BODY_BYTES"),
 		DynamoDBEndpoint: os.Getenv("HITCH_DYNAMODB_ENDPOINT"),
 		BedrockEndpoint:  os.Getenv("HITCH_BEDROCK_ENDPOINT"),
+		MetricsNamespace: os.Getenv("HITCH_METRICS_NAMESPACE"),
 	})
 }

@@ -47,6 +47,30 @@ var Names = []string{Requests, RequestDuration, TimeToFirstEvent, PauseToDecisio
 	ToolCalls, ToolErrors, ToolDuration, ModelCalls, ModelErrors, ModelInputTokens, ModelOutputTokens,
 	ModelLatency, StoreConflicts, StoreRetries, NotifierDeliveries, NotifierFailures, NotifierDuration}
 
+// Dimensions is each metric's dimension set, as the lines declare it.
+var Dimensions = map[string][]string{}
+
+func init() {
+	for _, m := range []struct {
+		extra string
+		names []string
+	}{
+		{"status", []string{Requests, RequestDuration}},
+		{"", []string{TimeToFirstEvent, PauseToDecision, Expiries, ModelCalls, ModelErrors, ModelInputTokens,
+			ModelOutputTokens, ModelLatency, StoreConflicts, StoreRetries}},
+		{"action", []string{Approvals}},
+		{"tool", []string{ToolCalls, ToolErrors, ToolDuration}},
+		{"kind", []string{NotifierDeliveries, NotifierFailures, NotifierDuration}},
+	} {
+		for _, n := range m.names {
+			Dimensions[n] = []string{"agent", "function"}
+			if m.extra != "" {
+				Dimensions[n] = append(Dimensions[n], m.extra)
+			}
+		}
+	}
+}
+
 // Units (the CloudWatch names).
 const (
 	unitCount = "Count"

@@ -73,6 +73,7 @@ func parse(tb testing.TB, out []byte) []sample {
 					tb.Fatalf("a dimension set must be an array of at most 30 names: %s", line)
 				}
 				dims := ""
+				var names []string
 				for _, n := range set {
 					name, _ := n.(string)
 					v, ok := root[name].(string)
@@ -83,6 +84,7 @@ func parse(tb testing.TB, out []byte) []sample {
 						dims += ","
 					}
 					dims += name + "=" + v
+					names = append(names, name)
 				}
 				ms, ok := dir["Metrics"].([]any)
 				if !ok || len(ms) == 0 || len(ms) > 100 {
@@ -98,6 +100,9 @@ func parse(tb testing.TB, out []byte) []sample {
 					v, ok := root[name].(float64)
 					if !ok {
 						tb.Fatalf("metric %q has no number member: %s", name, line)
+					}
+					if !slices.Equal(emf.Dimensions[name], names) {
+						tb.Errorf("metric %s under dimensions %v; emf.Dimensions says %v", name, names, emf.Dimensions[name])
 					}
 					all = append(all, sample{Name: name, Dims: dims, Unit: unit, V: v})
 				}
@@ -116,6 +121,17 @@ func sum(ss []sample, name, dims string) float64 {
 		}
 	}
 	return t
+}
+
+func TestNamesHaveDimensions(t *testing.T) {
+	for _, n := range emf.Names {
+		if len(emf.Dimensions[n]) == 0 {
+			t.Errorf("metric %s has no dimensions in emf.Dimensions", n)
+		}
+	}
+	if len(emf.Dimensions) != len(emf.Names) {
+		t.Errorf("emf.Dimensions has %d metrics, emf.Names %d", len(emf.Dimensions), len(emf.Names))
+	}
 }
 
 func TestLinesOfATurn(t *testing.T) {

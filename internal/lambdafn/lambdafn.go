@@ -11,7 +11,9 @@ package lambdafn
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -30,6 +32,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/dynamo"
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/lambdahttp"
+	"github.com/hitch-agents/hitch/internal/opentelemetry"
 )
 
 // Config is what a function reads from its environment, once.
@@ -47,8 +50,16 @@ type Config struct {
 	// sam local.
 	DynamoDBEndpoint string
 	BedrockEndpoint  string
-	// Log is the logger; nil means JSON on stderr.
+	// Log is the logger; nil means JSON on stderr, with the trace and
+	// request ids in every line of a request.
 	Log *slog.Logger
+	// MetricsNamespace is HITCH_METRICS_NAMESPACE ("": Hitch).
+	MetricsNamespace string
+	// Metrics receives the EMF lines; nil means stdout (CloudWatch Logs).
+	Metrics io.Writer
+	// Tracing, when set, traces the function (New sets it up from the
+	// OTEL_EXPORTER_OTLP_* environment).
+	Tracing *opentelemetry.Tracing
 }
 
 // Clients are the AWS clients a function uses, built once.
@@ -76,6 +87,11 @@ func New(ctx context.Context, c Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Tracing == nil {
+		if c.Tracing, err = opentelemetry.Setup(ctx, "hitch-"+c.Function); err != nil {
+			return nil, err
+		}
+	}
 	return NewWith(c, cl)
 }
 
@@ -101,7 +117,7 @@ func NewClients(ctx context.Context, c Config) (Clients, error) {
 func NewWith(c Config, cl Clients) (*App, error) {
 	log := c.Log
 	if log == nil {
-		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		log = slog.New(opentelemetry.NewLogHandler(slog.NewJSONHandler(os.Stderr, nil), true))
 	}
 	log = log.With("function", c.Function)
 	switch c.Function {
@@ -131,12 +147,13 @@ func NewWith(c Config, cl Clients) (*App, error) {
 		Store: dynamo.New(cl.DynamoDB, c.Table), Model: bedrock.New(cl.Bedrock), Agents: cat, Log: log,
 		LegTimeout: 15 * time.Minute, DeadlineMargin: DeadlineMargin, RetentionDays: retention,
 	}
+	tracer := observe(engine, c)
 	api := &httpapi.Server{Engine: engine, Auth: AuthorizerIdentity, Log: log, MaxBody: int64(maxBody), Functions: []string{c.Function}}
 	var direct lambdahttp.DirectFunc
 	if c.Function == "invoke" {
 		direct = Direct(engine)
 	}
-	h := lambdahttp.New(api.Handler(), direct)
+	h := lambdahttp.New(opentelemetry.Handler(tracer, api.Handler()), direct)
 	h.Log = log
 	return &App{Engine: engine, Handler: h, Log: log}, nil
 }
@@ -149,7 +166,10 @@ func Main(c Config) {
 		lambdahttp.ExitInitError(err)
 		return
 	}
-	lambdahttp.Start(app.Handler.Handle)
+	lambdahttp.Start(func(ctx context.Context, event json.RawMessage) (any, error) {
+		// The runtime sets the invocation's X-Ray header just before.
+		return app.Handler.Handle(opentelemetry.WithXRay(ctx, os.Getenv("_X_AMZN_TRACE_ID")), event)
+	})
 }
 
 func atoiOr(s string, def int, name string) (int, error) {

@@ -3,6 +3,7 @@ package opentelemetry
 import (
 	"context"
 	"log/slog"
+	"strings"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -71,4 +72,40 @@ func (h *LogHandler) WithGroup(name string) slog.Handler {
 func XRayID(id trace.TraceID) string {
 	s := id.String()
 	return "1-" + s[:8] + "-" + s[8:]
+}
+
+// WithXRay makes the X-Ray trace header of a Lambda invocation
+// (Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1)
+// the remote parent in ctx, so that spans and log lines of the invocation
+// carry X-Ray's trace id. A header it cannot read leaves ctx as it is.
+func WithXRay(ctx context.Context, header string) context.Context {
+	var root, parent string
+	sampled := false
+	for _, part := range strings.Split(header, ";") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "Root":
+			root = v
+		case "Parent":
+			parent = v
+		case "Sampled":
+			sampled = v == "1"
+		}
+	}
+	if len(root) != 35 || !strings.HasPrefix(root, "1-") || root[10] != '-' {
+		return ctx
+	}
+	tid, err := trace.TraceIDFromHex(root[2:10] + root[11:])
+	if err != nil {
+		return ctx
+	}
+	sid, err := trace.SpanIDFromHex(parent)
+	if err != nil {
+		return ctx
+	}
+	cfg := trace.SpanContextConfig{TraceID: tid, SpanID: sid, Remote: true}
+	if sampled {
+		cfg.TraceFlags = trace.FlagsSampled
+	}
+	return trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(cfg))
 }

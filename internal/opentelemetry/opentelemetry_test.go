@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -224,4 +225,26 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+func TestWithXRay(t *testing.T) {
+	for _, c := range []struct {
+		header, want string
+	}{
+		{"Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1", "5759e988bd862e3fe1be46a994272793/53995c3f42cd8ad8/true"},
+		{"Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0", "5759e988bd862e3fe1be46a994272793/53995c3f42cd8ad8/false"},
+		{"Root=1-5759e988-bd862e3fe1be46a994272793", "none"},
+		{"Root=2-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8", "none"},
+		{"garbage", "none"},
+		{"", "none"},
+	} {
+		sc := trace.SpanContextFromContext(opentelemetry.WithXRay(t.Context(), c.header))
+		got := "none"
+		if sc.IsValid() {
+			got = sc.TraceID().String() + "/" + sc.SpanID().String() + "/" + strconv.FormatBool(sc.IsSampled())
+		}
+		if got != c.want {
+			t.Errorf("WithXRay(%q) = %s, want %s", c.header, got, c.want)
+		}
+	}
 }
