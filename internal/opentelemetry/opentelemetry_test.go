@@ -155,7 +155,7 @@ func attrs(sp sdktrace.ReadOnlySpan, keys ...string) map[string]string {
 	out := map[string]string{}
 	for _, kv := range sp.Attributes() {
 		if slices.Contains(keys, string(kv.Key)) {
-			out[string(kv.Key)] = kv.Value.Emit()
+			out[string(kv.Key)] = kv.Value.String()
 		}
 	}
 	return out
