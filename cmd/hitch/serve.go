@@ -19,14 +19,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/hitch-agents/hitch/agents"
+	"github.com/hitch-agents/hitch/internal/a2a"
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/auth"
 	"github.com/hitch-agents/hitch/internal/bedrock"
 	"github.com/hitch-agents/hitch/internal/catalog"
+	"github.com/hitch-agents/hitch/internal/console"
 	"github.com/hitch-agents/hitch/internal/dynamo"
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/localmodel"
 	"github.com/hitch-agents/hitch/internal/memstore"
+	"github.com/hitch-agents/hitch/internal/s3files"
+	"github.com/hitch-agents/hitch/internal/tools"
 )
 
 // serveConfig holds hitch serve's flags.
@@ -46,6 +50,9 @@ type serveConfig struct {
 	requiredScope    string
 	retentionDays    int
 	shutdownDeadline time.Duration
+	corsOrigin       string
+	debugAddr        string
+	a2aDefaultAgent  string
 }
 
 func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
@@ -59,7 +66,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.table, "table", "hitch", "DynamoDB table name")
 	fs.BoolVar(&c.createTable, "create-table", false, "create the DynamoDB table if it does not exist")
 	fs.StringVar(&c.model, "model", "local", "the model: local (the built-in local model) or bedrock (Amazon Bedrock, default AWS credentials)")
-	fs.DurationVar(&c.requestTimeout, "request-timeout", 15*time.Minute, "the deadline of one leg of a request; its lease is this + 30s")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", 15*time.Minute, "the deadline of one leg of a request (its lease is 15 s, renewed while it runs)")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", httpapi.DefaultMaxBody, "the largest request body accepted")
 	fs.StringVar(&c.issuers, "issuer", "", "comma-separated OIDC issuers; when set, bearer tokens are verified (else dev auth)")
 	fs.StringVar(&c.audience, "audience", "", "the audience tokens must carry (with --issuer)")
@@ -67,6 +74,9 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.requiredScope, "required-scope", "", "the scope or role tokens must carry (with --issuer)")
 	fs.IntVar(&c.retentionDays, "retention-days", 0, "days after which a finished task's items expire (0: kept)")
 	fs.DurationVar(&c.shutdownDeadline, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for running requests")
+	fs.StringVar(&c.corsOrigin, "cors-origin", "", "a browser origin allowed to call the API (CORS), e.g. https://console.example.com; empty: none")
+	fs.StringVar(&c.a2aDefaultAgent, "a2a-default-agent", "", "the agent whose A2A Agent Card is served at /.well-known/agent-card.json (default: the only agent)")
+	fs.StringVar(&c.debugAddr, "debug-addr", "", "loopback address serving Go's pprof profiles (/debug/pprof/), e.g. 127.0.0.1:6060; off when empty")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -95,6 +105,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	}
 	defer func() { _ = obs.shutdown(context.WithoutCancel(ctx)) }()
 	log := obs.logger(slog.NewJSONHandler(stderr, nil))
+	if c.debugAddr != "" {
+		stop, err := serveDebug(c.debugAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	var awsCfg *aws.Config
 	loadAWS := func() (aws.Config, error) {
@@ -113,6 +130,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	// agent without them never uses the client.
 	if cfg, err := loadAWS(); err == nil {
 		env.Lambda = lambda.NewFromConfig(cfg)
+		s3c := s3files.NewClient(cfg)
+		env.S3Files = func(bucket, prefix string) tools.FileStore { return s3files.New(s3c, bucket, prefix) }
 	} else {
 		log.Warn("no AWS configuration: agents with Lambda function tools will not load", "err", err)
 	}
@@ -167,17 +186,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		LegTimeout: c.requestTimeout, RetentionDays: c.retentionDays,
 	}
 	obs.instrument(engine)
-	api := &httpapi.Server{Engine: engine, Auth: authn, Log: log, MaxBody: c.maxBody}
+	api := &httpapi.Server{Engine: engine, Auth: authn, Log: log, MaxBody: c.maxBody,
+		A2A: &a2a.Server{Engine: engine, Log: log, Detach: true}, A2ADefaultAgent: c.a2aDefaultAgent}
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return fmt.Errorf("serve: listen on %s: %w", c.addr, err)
 	}
-	srv := &http.Server{Handler: obs.handler(api.Handler()), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: obs.handler(console.Mount(httpapi.CORS(c.corsOrigin, api.Handler()))), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("hitch serve: listening", "addr", "http://"+ln.Addr().String(), "store", c.store, "model", c.model, "agents", len(cat.List()))
 	fmt.Fprintf(stdout, "hitch: serving on http://%s\n", ln.Addr())
+	fmt.Fprintf(stdout, "hitch: console on http://%s%s\n", ln.Addr(), console.Prefix)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

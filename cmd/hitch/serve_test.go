@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -171,6 +172,8 @@ func TestServeFlags(t *testing.T) {
 		{"--model", "gpt"},
 		{"--agents", "/nonexistent"},
 		{"extra"},
+		{"--debug-addr", "0.0.0.0:0"},
+		{"--debug-addr", "nonsense"},
 	} {
 		if err := serve(context.Background(), args, io.Discard, io.Discard, nil); err == nil {
 			t.Errorf("serve %v started", args)
@@ -246,5 +249,78 @@ func TestChatReject(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(sandbox, "keep.log")); err != nil {
 		t.Errorf("a rejected delete ran: %v", err)
+	}
+}
+
+// --debug-addr serves Go's profiles on a loopback address.
+func TestServeDebugAddr(t *testing.T) {
+	_, _, logs := startServe(t, "--debug-addr", "127.0.0.1:0")
+	m := regexp.MustCompile(`"addr":"(http://127\.0\.0\.1:\d+/debug/pprof/)"`).FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no pprof address logged:\n%s", logs)
+	}
+	resp, err := http.Get(m[1] + "goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine profile") {
+		t.Errorf("GET pprof goroutine = %d %.200s", resp.StatusCode, body)
+	}
+}
+
+// hitch chat --a2a talks to an agent over A2A: a message, then a call that
+// needs approval, approved at the prompt, then one rejected.
+func TestChatA2A(t *testing.T) {
+	base, sandbox, _ := startServe(t)
+	if err := os.MkdirAll(sandbox, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"old.log", "keep.log"} {
+		if err := os.WriteFile(filepath.Join(sandbox, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := strings.NewReader("hello a2a\n/call delete_file {\"path\": \"old.log\"}\ny\n/call delete_file {\"path\": \"keep.log\"}\nn\n/quit\n")
+	var out bytes.Buffer
+	if err := chat(context.Background(), []string{"--a2a", base + "/a2a/assistant", "--token", "carol"}, in, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"with assistant (A2A)", "echo: hello a2a", "needs approval: delete_file {\"path\":\"old.log\"}",
+		"[approved by carol]", "← delete_file success: \"deleted old.log\"", "[rejected by carol]"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the chat does not show %q:\n%s", want, out.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(sandbox, "old.log")); !os.IsNotExist(err) {
+		t.Errorf("old.log is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(sandbox, "keep.log")); err != nil {
+		t.Errorf("a rejected delete ran: %v", err)
+	}
+}
+
+// hitch chat: "a" approves and trusts the tool for the rest of the task.
+func TestChatRemember(t *testing.T) {
+	base, sandbox, _ := startServe(t)
+	_ = os.MkdirAll(sandbox, 0o755)
+	for _, f := range []string{"a.log", "b.log"} {
+		if err := os.WriteFile(filepath.Join(sandbox, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := strings.NewReader("/call delete_file {\"path\": \"a.log\"}\na\n/call delete_file {\"path\": \"b.log\"}\n/quit\n")
+	var out bytes.Buffer
+	if err := chat(context.Background(), []string{"--url", base, "--token", "dora"}, in, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "needs approval:"); n != 1 {
+		t.Errorf("asked %d times, want once:\n%s", n, out.String())
+	}
+	for _, f := range []string{"a.log", "b.log"} {
+		if _, err := os.Stat(filepath.Join(sandbox, f)); !os.IsNotExist(err) {
+			t.Errorf("%s is still there: %v", f, err)
+		}
 	}
 }

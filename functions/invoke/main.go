@@ -17,6 +17,7 @@ func main() {
 		MaxBodyBytes:     os.Getenv("HITCH_MAX_BODY_BYTES"),
 		DynamoDBEndpoint: os.Getenv("HITCH_DYNAMODB_ENDPOINT"),
 		BedrockEndpoint:  os.Getenv("HITCH_BEDROCK_ENDPOINT"),
+		CORSOrigin:       os.Getenv("HITCH_CORS_ORIGIN"),
 		MetricsNamespace: os.Getenv("HITCH_METRICS_NAMESPACE"),
 	})
 }

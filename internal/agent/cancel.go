@@ -12,7 +12,9 @@ import (
 var errCanceled = errors.New("the request was canceled")
 
 // CancelPollInterval is how often a running leg reads its META for the
-// cancel flag set by another process (DESIGN §4: the first poll after 1 s).
+// cancel flag set by another process (DESIGN §4: the first poll after 1 s),
+// or, when RenewAfter has passed without a write, renews its lease instead
+// (the renewal answers the flag too).
 var CancelPollInterval = time.Second
 
 // cancelInfo says who canceled and why.
@@ -65,10 +67,11 @@ func (r *Run) watchCancel(ctx context.Context) (context.Context, func()) {
 		})
 	}
 	r.e.legs.add(r.reqID, stop)
+	r.stopLeg = cancel
 	done := make(chan struct{})
-	taskID := r.task.ID
+	interval := CancelPollInterval
 	go func() {
-		t := time.NewTicker(CancelPollInterval)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
@@ -78,8 +81,12 @@ func (r *Run) watchCancel(ctx context.Context) (context.Context, func()) {
 				return
 			case <-t.C:
 			}
-			meta, err := r.e.Store.GetTask(ctx, taskID)
-			if err != nil {
+			meta, lost := r.keepLease(ctx)
+			if lost {
+				r.loseLease()
+				return
+			}
+			if meta == nil {
 				continue
 			}
 			if a := meta.Active; a != nil && a.ID == r.reqID && a.CancelRequested {
@@ -105,6 +112,10 @@ func (r *Run) interrupted(ctx context.Context) bool {
 	}
 	if errors.Is(context.Cause(ctx), errCanceled) {
 		r.status = StatusCanceled
+		return true
+	}
+	if errors.Is(context.Cause(ctx), errLeaseLost) {
+		r.fail(CodeRequestLost, "the request's lease was lost")
 		return true
 	}
 	r.fail(CodeDeadlineExceeded, "the request ran out of time")

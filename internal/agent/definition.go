@@ -17,6 +17,9 @@ type Agent struct {
 	MaxToolResultBytes int
 	ReasoningBudget    int
 
+	// Context is the context compaction policy (zero: none).
+	Context ContextPolicy
+
 	// Tools in the order the definition lists them.
 	Tools []BoundTool
 }

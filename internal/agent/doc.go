@@ -21,4 +21,20 @@
 // human's approval. Each iteration records its tool calls before they run, so
 // a crash never hides a call that ran. The commit that ends the request writes
 // the remaining entries, the request's record and the idle META at once.
+//
+// # Approval rules, trust and compaction (DESIGN §12)
+//
+// A tool's policy may carry ApprovalRules: its calls need approval only when
+// a rule matches their input; the pending call, the event and the decision
+// name the rule. A decision that says "remember": "task" adds a Trust to the
+// task's META (one per tool and rule): later calls it covers run without
+// approval; an edit that supersedes the deciding request drops it.
+//
+// An agent with a ContextPolicy compacts: before a model call whose messages
+// would pass max_input_tokens, the oldest turns but the last keep_turns are
+// summarised by one model call into a summary entry; META's Context says
+// where the model's context starts, and Store.LoadContext reads from there
+// (one page at any history length). Each request records its Compactions, so
+// GET task marks what a summary stands in for and an edit can undo the
+// summaries it supersedes.
 package agent

@@ -29,7 +29,7 @@ type Engine struct {
 	Tracer trace.Tracer
 
 	// LegTimeout bounds a leg when the caller gives no earlier deadline
-	// (locally --request-timeout). The lease is the leg's deadline + LeaseMargin.
+	// (locally --request-timeout). The lease is LeaseDuration, renewed.
 	LegTimeout time.Duration
 	// DeadlineMargin is kept free before the caller's deadline (the
 	// Lambda's) to commit.
@@ -46,8 +46,15 @@ type Engine struct {
 	NewID func() string
 }
 
-// LeaseMargin is added to a leg's deadline to make its lease (DESIGN §4).
-const LeaseMargin = 30 * time.Second
+// LeaseDuration is a claim's lease (DESIGN §4 Lease and recovery): every
+// write of the leg sets it anew, and the leg renews it when it has written
+// nothing for RenewAfter, so a process that died is taken over 10–15 s later,
+// whatever the leg's deadline.
+var LeaseDuration = 15 * time.Second
+
+// RenewAfter is how long a leg goes without a write before it renews its
+// lease (in place of that second's cancel poll).
+var RenewAfter = 5 * time.Second
 
 func (e *Engine) now() time.Time {
 	if e.Now != nil {
@@ -96,7 +103,7 @@ func (e *Engine) legDeadline(caller time.Time) (time.Time, time.Time) {
 			d = max(c, 0)
 		}
 	}
-	return time.Now().Add(d), e.now().Add(d + LeaseMargin)
+	return time.Now().Add(d), e.now().Add(LeaseDuration)
 }
 
 // StartInvoke validates a new message, creates the task or claims the
@@ -151,7 +158,8 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 	user := Item{Seq: 1, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: content}
 	w := &Write{Task: t, Items: []Item{user}, Session: &SessionLink{
 		SessionID: sid, UserID: in.UserID, TaskID: t.ID, Agent: ag.Name, CreatedAt: now,
-	}, Idem: e.newIdem(in.UserID, ag.Name, "invoke", in.Idem, t.ID, sid, rid, 0)}
+	}, Idem: e.newIdem(in.UserID, ag.Name, "invoke", in.Idem, t.ID, sid, rid, 0),
+		Lookup: &RequestLookup{RequestID: rid, TaskID: t.ID, Agent: ag.Name, UserID: in.UserID}}
 	if err := e.write(ctx, w); err != nil {
 		if errors.Is(err, ErrSessionOwner) {
 			return nil, Errorf(CodeNotOwner, "session %s belongs to another user", sid)
@@ -164,18 +172,23 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 // LoadOwned reads a task and checks that it belongs to the agent and the
 // user: 404 task_not_found, 401 not_owner.
 func (e *Engine) LoadOwned(ctx context.Context, agentName, userID, taskID string) (*Task, []Item, error) {
-	t, items, err := e.Store.LoadTask(ctx, taskID)
+	load := e.Store.LoadTask
+	if ag, ok := e.Agents.Get(agentName); ok && ag.Context.MaxInputTokens > 0 {
+		// A compacting agent's turns read only the model's context.
+		load = e.Store.LoadContext
+	}
+	t, items, err := load(ctx, taskID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil, Errorf(CodeTaskNotFound, "no task %s", taskID)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("load task %s: %w", taskID, err)
 	}
-	if t.Agent != agentName {
-		return nil, nil, Errorf(CodeTaskNotFound, "no task %s for agent %q", taskID, agentName)
-	}
-	if t.UserID != userID {
-		return nil, nil, Errorf(CodeNotOwner, "task %s belongs to another user", taskID)
+	// Another agent's task (404) or another user's (401) comes back with
+	// the error, so that a call naming a request checks the request first
+	// (DESIGN §3 "Errors"; see access.go).
+	if err := owned(t, agentName, userID); err != nil {
+		return t, items, err
 	}
 	return t, items, nil
 }
@@ -234,7 +247,8 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 		LeaseUntil: lease, CreatedAt: now, FirstSeq: user.Seq,
 	}
 	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records,
-		Idem: e.newIdem(nr.user, ag.Name, nr.route, nr.idem, t.ID, t.SessionID, rid, 0)}
+		Idem:   e.newIdem(nr.user, ag.Name, nr.route, nr.idem, t.ID, t.SessionID, rid, 0),
+		Lookup: &RequestLookup{RequestID: rid, TaskID: t.ID, Agent: ag.Name, UserID: t.UserID}}
 	if err := e.clearRetention(ctx, t, next); err != nil {
 		return nil, err
 	}
@@ -354,7 +368,7 @@ func recordOf(a *ActiveRequest, status Status, now time.Time) RequestRecord {
 	rec := RequestRecord{
 		RequestView: RequestView{RequestID: a.ID, Kind: a.Kind, Status: status, CreatedAt: a.CreatedAt, UpdatedAt: now,
 			Usage: a.Usage, Decisions: decisions},
-		Round: a.Round, FirstSeq: a.FirstSeq, LastEventID: a.LastEventID,
+		Round: a.Round, FirstSeq: a.FirstSeq, LastEventID: a.LastEventID, Compactions: a.Compactions,
 	}
 	if a.CanceledBy != "" {
 		by, at, reason := a.CanceledBy, a.CanceledAt, a.CancelReason

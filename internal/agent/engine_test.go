@@ -353,7 +353,7 @@ func TestBusyAndLeaseRecovery(t *testing.T) {
 	if agent.CodeOf(err) != agent.CodeTaskBusy {
 		t.Fatalf("while running: %v, want task_busy", err)
 	}
-	f.advance(2 * time.Minute) // past the lease (LegTimeout + 30 s)
+	f.advance(2 * time.Minute) // past the lease
 	res, _ := f.invoke(t, agent.InvokeInput{TaskID: tid, Items: text("two")})
 	if res.Status != agent.StatusCompleted {
 		t.Fatalf("after lease expiry: %+v", res)

@@ -14,6 +14,9 @@ const (
 	EventCancelled        = "cancelled"
 	EventError            = "error"
 	EventRequestComplete  = "request_complete"
+	// EventContextCompacted: a summary entry now stands in for older turns
+	// (DESIGN §12 Context compaction).
+	EventContextCompacted = "context_compacted"
 )
 
 // Event is one event of a request. IDs number a request's events from 1
@@ -80,4 +83,5 @@ type PendingView struct {
 	ExpiresAt  string `json:"expires_at"`
 	Round      int    `json:"round"`
 	Expired    *bool  `json:"expired,omitempty"`
+	Rule       string `json:"rule,omitempty"`
 }

@@ -38,6 +38,17 @@ type eventLog struct {
 	// ttl of each batch: EventLogTTL, plus the agent's longest approval
 	// wait, so that a leg's events outlive the pause that may follow it.
 	ttl time.Duration
+	// abandoned: the leg lost its lease; nothing more is written.
+	abandoned bool
+}
+
+// abandon drops what is buffered and what comes: a leg that lost its lease
+// must not log events the leg that took it over numbers on from.
+func (l *eventLog) abandon() {
+	l.mu.Lock()
+	l.abandoned = true
+	l.pending = nil
+	l.mu.Unlock()
 }
 
 func newEventLog(s Store, taskID, rid string, ttl time.Duration, log func(string, ...any)) *eventLog {
@@ -52,7 +63,9 @@ func (l *eventLog) add(e Event) {
 		data = []byte(`{}`)
 	}
 	l.mu.Lock()
-	l.pending = append(l.pending, StoredEvent{ID: e.ID, Name: e.Name, Data: data})
+	if !l.abandoned {
+		l.pending = append(l.pending, StoredEvent{ID: e.ID, Name: e.Name, Data: data})
+	}
 	l.mu.Unlock()
 }
 
@@ -77,15 +90,18 @@ func (l *eventLog) flush(ctx context.Context) {
 	l.mu.Lock()
 	batch := l.pending
 	l.pending = nil
+	abandoned := l.abandoned
 	l.mu.Unlock()
-	if len(batch) == 0 {
+	if len(batch) == 0 || abandoned {
 		return
 	}
 	if err := l.store.AppendEvents(ctx, l.taskID, l.rid, batch, time.Now().Add(l.ttl)); err != nil {
 		l.log("writing events failed", "task_id", l.taskID, "request_id", l.rid, "first", batch[0].ID, "err", err)
 		// Keep them for the next flush.
 		l.mu.Lock()
-		l.pending = append(batch, l.pending...)
+		if !l.abandoned {
+			l.pending = append(batch, l.pending...)
+		}
 		l.mu.Unlock()
 	}
 }

@@ -55,12 +55,16 @@ func (r *Run) needApproval(uses []Block) []PendingCall {
 		if v, ok := bt.Tool.(InputValidator); ok && v.ValidateInput(inputOrEmpty(u.Input)) != nil {
 			continue
 		}
+		need, rule := approvalOf(r.task, bt, u.Name, inputOrEmpty(u.Input))
+		if !need {
+			continue
+		}
 		ttl := bt.Policy.ApprovalTTL
 		if ttl <= 0 {
 			ttl = DefaultApprovalTTL
 		}
 		in := inputOrEmpty(u.Input)
-		out = append(out, PendingCall{ToolCallID: u.ID, Name: u.Name, Input: in, InputHash: InputHash(in), ExpiresAt: now.Add(ttl), Round: round})
+		out = append(out, PendingCall{ToolCallID: u.ID, Name: u.Name, Input: in, InputHash: InputHash(in), ExpiresAt: now.Add(ttl), Round: round, Rule: rule})
 	}
 	return out
 }
@@ -108,7 +112,11 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall) {
 	r.status = StatusPaused
 	calls := make([]map[string]any, 0, len(pending))
 	for _, p := range pending {
-		calls = append(calls, map[string]any{"id": p.ToolCallID, "name": p.Name, "input": jsonRaw(p.Input), "expires_at": p.ExpiresAt.UTC().Format(time.RFC3339)})
+		call := map[string]any{"id": p.ToolCallID, "name": p.Name, "input": jsonRaw(p.Input), "expires_at": p.ExpiresAt.UTC().Format(time.RFC3339)}
+		if p.Rule != "" {
+			call["rule"] = p.Rule
+		}
+		calls = append(calls, call)
 	}
 	r.emit(EventApprovalRequired, map[string]any{
 		"request_id": r.reqID, "round": a.Round, "tool_calls": calls,
@@ -147,6 +155,9 @@ func (r *Run) runDecided(ctx context.Context) bool {
 			ev := map[string]any{"tool_call_id": u.ID, "by": d.Approver, "round": d.Round}
 			if c.Reason != "" {
 				ev["reason"] = c.Reason
+			}
+			if c.Remember != "" {
+				ev["remember"] = c.Remember
 			}
 			if c.Action == ActionEdit {
 				ev["input"] = jsonRaw(c.Input)

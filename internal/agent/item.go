@@ -61,6 +61,8 @@ type Item struct {
 	Role      string    `json:"role"`
 	CreatedAt time.Time `json:"created_at"`
 	Content   []Block   `json:"content"`
+	// Compacts, on a summary entry, is what it stands in for.
+	Compacts *Compaction `json:"compacts,omitempty"`
 }
 
 // TextBlock is a text block.

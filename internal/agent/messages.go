@@ -22,12 +22,15 @@ func BuildMessages(t *Task, items []Item) []Message {
 		msgs = appendMessage(msgs, Message{Role: RoleUser, Content: res})
 		open = nil
 	}
+	if summary := summaryOf(t, items); summary != "" {
+		// A compacted context starts with the summary standing in for what
+		// came before (DESIGN §12).
+		msgs = appendMessage(msgs, Message{Role: RoleUser, Content: []Block{TextBlock(summaryLead + summary)}})
+	}
 	for i := range items {
 		it := &items[i]
-		if t != nil {
-			if _, sup := t.IsSuperseded(it.Seq); sup {
-				continue
-			}
+		if !inContext(t, *it) || it.Role == RoleSummary {
+			continue
 		}
 		switch it.Role {
 		case RoleTool:

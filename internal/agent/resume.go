@@ -15,6 +15,9 @@ type ResumeRequest struct {
 	Round     *int            `json:"round"`
 	Reason    string          `json:"reason"`
 	Decisions []DecisionInput `json:"decisions"`
+	// Remember "task" with action approve trusts every decided call's tool
+	// (and rule) for the rest of the task.
+	Remember string `json:"remember,omitempty"`
 }
 
 // DecisionInput decides one call.
@@ -23,6 +26,9 @@ type DecisionInput struct {
 	Action     string          `json:"action"`
 	Input      json.RawMessage `json:"input"`
 	Reason     string          `json:"reason"`
+	// Remember "task" (approve or edit only) trusts the call's tool (and
+	// rule) for the rest of the task.
+	Remember string `json:"remember,omitempty"`
 }
 
 // Check validates the body's shape (400s that need no state).
@@ -33,6 +39,14 @@ func (b *ResumeRequest) Check() error {
 		}
 	} else if b.Action != "" && b.Action != ActionApprove && b.Action != ActionReject {
 		return Errorf(CodeInvalidAction, "action must be approve or reject")
+	}
+	switch {
+	case b.Remember != "" && b.Remember != RememberTask:
+		return Errorf(CodeInvalidAction, "remember must be %q, got %q", RememberTask, b.Remember)
+	case b.Remember != "" && len(b.Decisions) > 0:
+		return Errorf(CodeInvalidDecisions, "with decisions, remember goes in each decision")
+	case b.Remember != "" && b.Action != ActionApprove:
+		return Errorf(CodeInvalidAction, "only an approve can be remembered")
 	}
 	if b.Round != nil && *b.Round < 1 {
 		return Errorf(CodeInvalidDecisions, "round must be 1 or more")
@@ -53,6 +67,12 @@ func (b *ResumeRequest) Check() error {
 		}
 		if d.ToolCallID == "" {
 			return Errorf(CodeInvalidDecisions, "decisions[%d]: tool_call_id is required", i)
+		}
+		switch {
+		case d.Remember != "" && d.Remember != RememberTask:
+			return Errorf(CodeInvalidDecisions, "decisions[%d]: remember must be %q, got %q", i, RememberTask, d.Remember)
+		case d.Remember != "" && d.Action == ActionReject:
+			return Errorf(CodeInvalidDecisions, "decisions[%d]: only an approve or an edit can be remembered", i)
 		}
 		if seen[d.ToolCallID] {
 			return Errorf(CodeInvalidDecisions, "decisions[%d]: tool call %s is decided twice", i, d.ToolCallID)
@@ -95,14 +115,28 @@ func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (*Run, error) 
 }
 
 func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run, error) {
-	t, items, err := e.LoadOwned(ctx, ag.Name, in.UserID, in.TaskID)
-	if err != nil {
-		return nil, err
+	t, items, denied := e.LoadOwned(ctx, ag.Name, in.UserID, in.TaskID)
+	if t == nil {
+		return nil, denied
 	}
 	a := t.Active
-	now := e.now()
+	var ended *RequestRecord
 	if a == nil || a.ID != in.RequestID {
-		return e.resumeEnded(ctx, ag, t, in)
+		var err error
+		if ended, err = e.findRecord(ctx, t.ID, in.RequestID); err != nil {
+			return nil, err
+		}
+		if ended == nil {
+			return nil, Errorf(CodeRequestNotFound, "no request %s in task %s", in.RequestID, t.ID)
+		}
+	}
+	if denied != nil {
+		// Another agent's or user's task: after the request's 404.
+		return nil, denied
+	}
+	now := e.now()
+	if ended != nil {
+		return e.resumeEnded(ag, t, ended, in)
 	}
 	if in.Body.Round == nil && len(in.Body.Decisions) > 0 && !decidesPending(a, in.Body.Decisions) {
 		// Decisions bind by their calls: they name the round they decide.
@@ -157,40 +191,34 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, a.ID)
 	}
 	if now.Before(a.LeaseUntil) {
-		return e.follower(ag, t.ID, a.ID, last.Round, in.Deadline), nil
+		// A duplicate of a decision in flight waits; if the invocation
+		// running it dies (its lease ends), it takes the request over.
+		f := e.follower(ag, t.ID, a.ID, last.Round, in.Deadline)
+		f.retake = func(ctx context.Context) (*Run, error) { return e.StartResume(ctx, in) }
+		return f, nil
 	}
 	// The resume that claimed it died: take it over.
 	return e.takeOver(ctx, ag, t, items, in, now)
 }
 
-// resumeEnded answers a resume of a request that is not the active one.
-func (e *Engine) resumeEnded(ctx context.Context, ag *Agent, t *Task, in ResumeInput) (*Run, error) {
-	recs, err := e.Store.ListRequests(ctx, t.ID)
-	if err != nil {
-		return nil, fmt.Errorf("list requests of %s: %w", t.ID, err)
+// resumeEnded answers a resume of a request that is not the active one:
+// rec, its record.
+func (e *Engine) resumeEnded(ag *Agent, t *Task, rec *RequestRecord, in ResumeInput) (*Run, error) {
+	last := lastOf(rec.Decisions)
+	if in.Body.Round != nil {
+		last = decisionOf(rec.Decisions, *in.Body.Round)
 	}
-	for i := range recs {
-		rec := &recs[i]
-		if rec.RequestID != in.RequestID {
-			continue
-		}
-		last := lastOf(rec.Decisions)
-		if in.Body.Round != nil {
-			last = decisionOf(rec.Decisions, *in.Body.Round)
-		}
-		if last == nil || last.Approver == ApproverExpiry || rec.Status == StatusCanceled {
-			return nil, Errorf(CodeNotPaused, "request %s is not paused", in.RequestID)
-		}
-		d, err := e.decide(ag, in, pendingOf(last), last.Round, e.now())
-		if err != nil || !sameDecision(last, d) {
-			if final := lastOf(rec.Decisions); last.Round < final.Round {
-				return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise, and the request has ended", last.Round, in.RequestID)
-			}
-			return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, in.RequestID)
-		}
-		return e.follower(ag, t.ID, rec.RequestID, last.Round, in.Deadline), nil
+	if last == nil || last.Approver == ApproverExpiry || rec.Status == StatusCanceled {
+		return nil, Errorf(CodeNotPaused, "request %s is not paused", in.RequestID)
 	}
-	return nil, Errorf(CodeRequestNotFound, "no request %s in task %s", in.RequestID, t.ID)
+	d, err := e.decide(ag, in, pendingOf(last), last.Round, e.now())
+	if err != nil || !sameDecision(last, d) {
+		if final := lastOf(rec.Decisions); last.Round < final.Round {
+			return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise, and the request has ended", last.Round, in.RequestID)
+		}
+		return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, in.RequestID)
+	}
+	return e.follower(ag, t.ID, rec.RequestID, last.Round, in.Deadline), nil
 }
 
 // decide turns the body into the round's decision, checked against the
@@ -211,7 +239,8 @@ func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round 
 		}
 		d.Action = b.Action
 		for _, p := range pending {
-			d.Calls = append(d.Calls, CallDecision{ToolCallID: p.ToolCallID, Action: b.Action, Reason: b.Reason, InputHash: p.InputHash})
+			d.Calls = append(d.Calls, CallDecision{ToolCallID: p.ToolCallID, Action: b.Action, Reason: b.Reason, InputHash: p.InputHash,
+				Rule: p.Rule, Remember: b.Remember})
 		}
 		return d, nil
 	}
@@ -228,7 +257,8 @@ func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round 
 		if !ok {
 			return nil, Errorf(CodeInvalidDecisions, "decisions[%d]: %s is not a pending call of this round", i, di.ToolCallID)
 		}
-		c := CallDecision{ToolCallID: di.ToolCallID, Action: di.Action, Reason: di.Reason, InputHash: p.InputHash}
+		c := CallDecision{ToolCallID: di.ToolCallID, Action: di.Action, Reason: di.Reason, InputHash: p.InputHash,
+			Rule: p.Rule, Remember: di.Remember}
 		if di.Action == ActionEdit {
 			bt, ok := ag.Tool(p.Name)
 			if ok {
@@ -260,7 +290,7 @@ func pendingOf(d *Decision) []PendingCall {
 		if c.Action == ActionEdit {
 			hash = InputHash(c.OriginalInput)
 		}
-		out = append(out, PendingCall{ToolCallID: c.ToolCallID, Input: in, InputHash: hash, Round: d.Round})
+		out = append(out, PendingCall{ToolCallID: c.ToolCallID, Input: in, InputHash: hash, Round: d.Round, Rule: c.Rule})
 	}
 	return out
 }
@@ -270,7 +300,7 @@ func sameDecision(a, b *Decision) bool {
 	key := func(d *Decision) []string {
 		var out []string
 		for _, c := range d.Calls {
-			out = append(out, c.ToolCallID+"|"+c.Action+"|"+c.InputHash)
+			out = append(out, c.ToolCallID+"|"+c.Action+"|"+c.InputHash+"|"+c.Remember)
 		}
 		sort.Strings(out)
 		return out
@@ -325,6 +355,7 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	na := next.Active
 	na.Status, na.ClaimToken, na.LeaseUntil = StatusRunning, e.newID(), lease
 	na.Decisions = append(na.Decisions, *d)
+	remember(next, a, d)
 	na.Pending = nil
 	next.Status, next.UpdatedAt = StatusRunning, now
 	next.Version, next.WriteID = t.Version+1, e.newID()
@@ -424,17 +455,41 @@ func replaceItems(items, repl []Item) []Item {
 // request (a duplicate in flight) and answers it.
 func (e *Engine) follower(ag *Agent, taskID, rid string, round int, callerDeadline time.Time) *Run {
 	deadline, _ := e.legDeadline(callerDeadline)
-	return &Run{e: e, agent: ag, reqID: rid, taskID: taskID, follow: func(ctx context.Context, sink Sink) *RequestResult {
+	r := &Run{e: e, agent: ag, reqID: rid, taskID: taskID}
+	r.follow = func(ctx context.Context, sink Sink) *RequestResult {
 		// A follower stops with its caller's deadline, like a leg.
 		ctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
 		if sink != Discard {
 			f := &Follower{e: e, agent: ag, taskID: taskID, rid: rid, legRound: round}
+			if r.retake != nil {
+				sink = notLost{sink}
+			}
 			f.Stream(ctx, sink)
 		}
 		res, _ := e.waitOutcome(ctx, ag, taskID, rid, round)
+		if r.retake != nil && res.Error != nil && res.Error.Code == CodeRequestLost {
+			e.log().Warn("the invocation running the request died; taking it over", "task_id", taskID, "request_id", rid)
+			run, err := r.retake(ctx)
+			if err == nil {
+				return run.Execute(ctx, sink)
+			}
+			e.log().Warn("taking the request over failed", "task_id", taskID, "request_id", rid, "err", err)
+		}
 		return res
-	}}
+	}
+	return r
+}
+
+// notLost passes events on but for a follower's request_lost: a follower
+// that takes the request over streams the rest instead.
+type notLost struct{ Sink }
+
+func (s notLost) Emit(ev Event) {
+	if d, ok := ev.Data.(map[string]string); ok && ev.Name == EventError && d["code"] == CodeRequestLost {
+		return
+	}
+	s.Sink.Emit(ev)
 }
 
 // boundFollower follows the request an Idempotency-Key was bound to: 404

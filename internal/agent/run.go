@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -31,11 +32,25 @@ type Run struct {
 	canceled *cancelInfo
 	// follow, when set, makes the run a follower: it waits for another
 	// invocation's outcome instead of running (duplicates in flight).
-	follow   func(ctx context.Context, sink Sink) *RequestResult
+	follow func(ctx context.Context, sink Sink) *RequestResult
+	// retake, on a follower of a decision in flight, takes the request over
+	// when the invocation running it died.
+	retake   func(ctx context.Context) (*Run, error)
 	eventID  int64          // the last event id of the request
 	started  time.Time      // when the leg started (metrics)
 	firstOut bool           // the leg's first model output was seen
 	final    *ActiveRequest // the active request as it was when committed
+	elog     *eventLog
+
+	// The lease: leaseMu serialises the leg's writes and its renewals;
+	// leaseSent is when the lease in force was sent (engine clock), renewed
+	// the version a renewal left META at; lost is set once the lease could
+	// not be kept: the leg then writes nothing more.
+	leaseMu   sync.Mutex
+	leaseSent time.Time
+	renewed   int64
+	lost      atomic.Bool
+	stopLeg   func(cause error) // cancels the leg's context
 
 	// outcome
 	status     Status
@@ -47,7 +62,7 @@ type Run struct {
 
 func (e *Engine) newRun(ag *Agent, t *Task, history []Item, deadline time.Time) *Run {
 	return &Run{e: e, agent: ag, task: t, taskID: t.ID, history: history, deadline: deadline,
-		reqID: t.Active.ID, eventID: t.Active.LastEventID}
+		reqID: t.Active.ID, eventID: t.Active.LastEventID, leaseSent: t.Active.LeaseUntil.Add(-LeaseDuration)}
 }
 
 // Task returns the task as the run was claimed; read it before Execute.
@@ -88,7 +103,12 @@ func (r *Run) execute(ctx context.Context, sink Sink) *RequestResult {
 	r.started = time.Now()
 	elog := newEventLog(r.e.Store, r.taskID, r.reqID, EventLogTTL+r.agent.longestApprovalTTL(), r.e.log().Error)
 	defer elog.close(context.WithoutCancel(ctx))
+	r.elog = elog
 	r.sink = teeSink{client: sink, log: elog}
+	if !r.ensureLease(ctx) {
+		// The claim went stale before the leg began (the process stalled).
+		return r.abandon()
+	}
 	a := r.task.Active
 	r.emit(EventRequestStarted, map[string]any{
 		"session_id": r.task.SessionID, "task_id": r.task.ID, "request_id": a.ID,
@@ -133,6 +153,10 @@ func (r *Run) loop(ctx context.Context) {
 			return
 		}
 		if r.interrupted(ctx) {
+			return
+		}
+		if err := r.compact(ctx); err != nil {
+			r.modelFailure(ctx, err)
 			return
 		}
 		resp, err := r.callModel(ctx)
@@ -191,6 +215,9 @@ func (r *Run) modelFailure(ctx context.Context, err error) {
 }
 
 func (r *Run) callModel(ctx context.Context) (*ModelResponse, error) {
+	if !r.ensureLease(ctx) {
+		return nil, errLeaseLost
+	}
 	ag := r.agent
 	req := &ModelRequest{
 		ModelID: ag.ModelID, System: ag.SystemPrompt, Messages: BuildMessages(r.task, r.history),
@@ -257,7 +284,17 @@ func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // by the version. When the META changed under us but our claim still holds
 // (a cancel flag was set), it rebases on the current META and tries again.
 func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRecord, expires time.Time) error {
+	r.leaseMu.Lock()
+	defer r.leaseMu.Unlock()
+	if r.lost.Load() {
+		return errLeaseLost
+	}
 	base := r.task
+	if r.renewed > base.Version {
+		base = base.Clone()
+		base.Version = r.renewed
+	}
+	sent := r.e.now()
 	for attempt := 0; ; attempt++ {
 		next := base.Clone()
 		next.NextSeq = r.task.NextSeq
@@ -265,6 +302,7 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 			cur := next.Active
 			mine := *r.task.Active
 			mine.LastEventID = r.eventID
+			mine.LeaseUntil = sent.Add(LeaseDuration)
 			if cur.CancelRequested && !mine.CancelRequested {
 				mine.CancelRequested, mine.CanceledBy, mine.CanceledAt, mine.CancelReason =
 					cur.CancelRequested, cur.CanceledBy, cur.CanceledAt, cur.CancelReason
@@ -273,6 +311,7 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 		}
 		next.Status = r.task.Status
 		next.Metadata = r.task.Metadata
+		next.Context = r.task.Context
 		mutate(next)
 		next.UpdatedAt = r.e.now()
 		next.Version = base.Version + 1
@@ -290,12 +329,16 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 		}
 		r.task = next
 		r.unsaved = nil
+		r.leaseSent = sent
 		return nil
 	}
 }
 
 // finish closes dangling calls, commits the request and builds its result.
 func (r *Run) finish(ctx context.Context) *RequestResult {
+	if r.lost.Load() {
+		return r.abandon()
+	}
 	if r.status == "" {
 		r.fail(CodeInternal, "the request ended without an outcome")
 	}

@@ -31,8 +31,24 @@ type Store interface {
 	// A missing task returns ErrNotFound.
 	LoadTask(ctx context.Context, taskID string) (*Task, []Item, error)
 
+	// LoadContext reads META and the entries of the model's context: those
+	// from META's Context.Seq on, below NextSeq, in seq order (DESIGN §12:
+	// one page while the context holds at most MaxContextEntries entries,
+	// however long the history). A missing task returns ErrNotFound.
+	LoadContext(ctx context.Context, taskID string) (*Task, []Item, error)
+
 	// GetTask reads META alone, strongly consistent (cancel polls, waits).
 	GetTask(ctx context.Context, taskID string) (*Task, error)
+
+	// RenewLease extends the lease of the claim claimToken to until, on the
+	// condition that the claim still holds and its lease has not ended at
+	// now (DESIGN §4 Lease and recovery). It bumps the version, so that any
+	// writer that read META before it meets a conflict and re-reads rather
+	// than write a stale lease back; it leaves the rest of META unchanged.
+	// It returns the META as renewed (with the cancel flag the leg polls
+	// for), a *ConflictError when the claim is not ours or its lease ended,
+	// or ErrNotFound.
+	RenewLease(ctx context.Context, taskID, claimToken string, until, now time.Time) (*Task, error)
 
 	// ListItems reads up to limit entries after afterSeq (below NextSeq of
 	// the given task), in seq order.
@@ -78,6 +94,20 @@ type Store interface {
 	// ExpireTask sets the ttl until on every item of the task and its
 	// session index entry (retention of a finished task).
 	ExpireTask(ctx context.Context, t *Task, until time.Time) error
+
+	// FindRequest reads the lookup of a request by its id alone
+	// (A2A#<rid>, put by the write that created the request); ErrNotFound
+	// when there is none.
+	FindRequest(ctx context.Context, requestID string) (*RequestLookup, error)
+}
+
+// RequestLookup finds a request by its id alone: the A2A binding (DESIGN
+// §13) names a request (an A2A task) without its Hitch task.
+type RequestLookup struct {
+	RequestID string `json:"request_id"`
+	TaskID    string `json:"task_id"`
+	Agent     string `json:"agent"`
+	UserID    string `json:"user_id"`
 }
 
 // IdemRecord binds an Idempotency-Key to the request it created.
@@ -120,6 +150,9 @@ type Write struct {
 	// Idem, when set, is put with the write (IDEM#<key>, ttl its Expires),
 	// on condition that the key is free or expired.
 	Idem *IdemRecord
+	// Lookup, when set, is put with the write: the write creates the
+	// request it names.
+	Lookup *RequestLookup
 }
 
 // write applies w. An error that is neither a refusal nor a conflict may hide

@@ -70,6 +70,11 @@ type Task struct {
 	// RetainUntil, when retention is configured, is when every item of the
 	// finished task expires (epoch seconds; 0: kept).
 	RetainUntil int64 `json:"retain_until,omitempty"`
+	// Trusted are the tools (and rules) a decision said to remember for
+	// the rest of the task.
+	Trusted []Trust `json:"trusted,omitempty"`
+	// Context is where the model's context starts (compaction, DESIGN §12).
+	Context ContextStart `json:"context,omitzero"`
 }
 
 // SeqRange is a superseded range of history entries [From, To) made by an
@@ -100,6 +105,8 @@ type ActiveRequest struct {
 	CanceledBy      string    `json:"canceled_by,omitempty"`
 	CanceledAt      time.Time `json:"canceled_at,omitzero"`
 	CancelReason    string    `json:"cancel_reason,omitempty"`
+	// Compactions made by the request's legs so far.
+	Compactions []Compaction `json:"compactions,omitempty"`
 }
 
 // PendingCall is a tool call awaiting a decision.
@@ -110,6 +117,8 @@ type PendingCall struct {
 	InputHash  string          `json:"input_hash"`
 	ExpiresAt  time.Time       `json:"expires_at"`
 	Round      int             `json:"round"`
+	// Rule is the approval rule that asked, when a rule did.
+	Rule string `json:"rule,omitempty"`
 }
 
 // Decision records who decided a round's calls, when and why.
@@ -132,6 +141,10 @@ type CallDecision struct {
 	OriginalInput json.RawMessage `json:"original_input,omitempty"`
 	// InputHash binds the decision to the input it approves.
 	InputHash string `json:"input_hash"`
+	// Rule is the approval rule that asked; Remember is "task" when the
+	// decision trusts the tool (and rule) for the rest of the task.
+	Rule     string `json:"rule,omitempty"`
+	Remember string `json:"remember,omitempty"`
 }
 
 // RequestRecord is a finished request's record (REQ#), written once by the
@@ -143,6 +156,9 @@ type RequestRecord struct {
 	Round       int    `json:"round,omitempty"`
 	FirstSeq    int64  `json:"first_seq,omitempty"`
 	LastEventID int64  `json:"last_event_id,omitempty"`
+	// Compactions the request made (GET task's compacted_by marks; an edit
+	// rolls them back).
+	Compactions []Compaction `json:"compactions,omitempty"`
 }
 
 // Session groups a user's tasks.

@@ -41,6 +41,9 @@ type ToolPolicy struct {
 	ApprovalTTL      time.Duration
 	Idempotent       bool
 	Timeout          time.Duration
+	// Rules, when set with RequiresApproval, limit approval to the calls a
+	// rule matches.
+	Rules []ApprovalRule
 }
 
 // BoundTool is a tool as an agent has it: the tool and its policy.

@@ -21,6 +21,14 @@ const DefaultToolTimeout = 60 * time.Second
 // A call with a result in given is not run: that result is used.
 func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block) []Block {
 	results := make([]Block, len(uses))
+	if !r.ensureLease(ctx) {
+		// Another invocation may hold the request: run nothing. These
+		// results are never written (the leg commits nothing).
+		for i, u := range uses {
+			results[i] = ErrorResult(u.ID, "not run: the request's lease was lost")
+		}
+		return results
+	}
 	var wg sync.WaitGroup
 	for i, u := range uses {
 		if b, ok := given[u.ID]; ok {

@@ -22,6 +22,8 @@ type TaskView struct {
 	NextAfterSeq     *int64            `json:"next_after_seq"`
 	Requests         []RequestView     `json:"requests"`
 	PendingApprovals []PendingView     `json:"pending_approvals"`
+	// Trusted: what decisions said to remember for the rest of the task.
+	Trusted []TrustView `json:"trusted"`
 }
 
 // ItemView is a history entry as clients see it.
@@ -32,6 +34,17 @@ type ItemView struct {
 	CreatedAt    time.Time        `json:"created_at"`
 	Content      []map[string]any `json:"content"`
 	SupersededBy string           `json:"superseded_by,omitempty"`
+	// CompactedBy is the seq of the summary that stands in for the entry
+	// in the model's context.
+	CompactedBy int64 `json:"compacted_by,omitempty"`
+	// Compacts, on a summary, is the range of entries it stands in for.
+	Compacts *SeqSpan `json:"compacts,omitempty"`
+}
+
+// SeqSpan is a range of entries [FromSeq, ToSeq).
+type SeqSpan struct {
+	FromSeq int64 `json:"from_seq"`
+	ToSeq   int64 `json:"to_seq"`
 }
 
 // ViewOptions are GET task's query options.
@@ -61,6 +74,7 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 		TaskID: t.ID, SessionID: t.SessionID, Agent: t.Agent, Status: t.Status, UserID: t.UserID,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Metadata: t.Metadata,
 		Items: []ItemView{}, Requests: []RequestView{}, PendingApprovals: []PendingView{},
+		Trusted: trustViews(t.Trusted),
 	}
 	if v.Metadata == nil {
 		v.Metadata = map[string]string{}
@@ -109,8 +123,18 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 			recs[i].Decisions = []Decision{}
 		}
 	}
+	var compactions []Compaction
 	for _, rec := range recs {
 		v.Requests = append(v.Requests, rec.RequestView)
+		compactions = append(compactions, rec.Compactions...)
+	}
+	if len(compactions) > 0 {
+		by := compactedBy(t, compactions)
+		for i := range v.Items {
+			if v.Items[i].SupersededBy == "" {
+				v.Items[i].CompactedBy = by(v.Items[i].Seq)
+			}
+		}
 	}
 	if t.Active != nil && t.Active.Status == StatusPaused {
 		v.PendingApprovals = PendingViews(t.Active.Pending, e.now(), true)
@@ -123,18 +147,12 @@ func (e *Engine) ownedMeta(ctx context.Context, agentName, userID, taskID string
 	if _, ok := e.Agents.Get(agentName); !ok {
 		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", agentName)
 	}
-	t, err := e.Store.GetTask(ctx, taskID)
+	t, err := e.getTask(ctx, taskID)
 	if err != nil {
-		if isNotFound(err) {
-			return nil, Errorf(CodeTaskNotFound, "no task %s", taskID)
-		}
-		return nil, fmt.Errorf("get task %s: %w", taskID, err)
+		return nil, err
 	}
-	if t.Agent != agentName {
-		return nil, Errorf(CodeTaskNotFound, "no task %s for agent %q", taskID, agentName)
-	}
-	if t.UserID != userID {
-		return nil, Errorf(CodeNotOwner, "task %s belongs to another user", taskID)
+	if err := owned(t, agentName, userID); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -143,7 +161,7 @@ func (e *Engine) ownedMeta(ctx context.Context, agentName, userID, taskID string
 func PendingViews(ps []PendingCall, now time.Time, withExpired bool) []PendingView {
 	out := make([]PendingView, 0, len(ps))
 	for _, p := range ps {
-		pv := PendingView{ToolCallID: p.ToolCallID, Name: p.Name, Input: rawOrEmpty(p.Input), ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC3339), Round: p.Round}
+		pv := PendingView{ToolCallID: p.ToolCallID, Name: p.Name, Input: rawOrEmpty(p.Input), ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC3339), Round: p.Round, Rule: p.Rule}
 		if withExpired {
 			exp := !now.Before(p.ExpiresAt)
 			pv.Expired = &exp
@@ -155,6 +173,9 @@ func PendingViews(ps []PendingCall, now time.Time, withExpired bool) []PendingVi
 
 func itemView(it Item, images bool) ItemView {
 	iv := ItemView{Seq: it.Seq, RequestID: it.RequestID, Role: it.Role, CreatedAt: it.CreatedAt, Content: make([]map[string]any, 0, len(it.Content))}
+	if it.Compacts != nil {
+		iv.Compacts = &SeqSpan{FromSeq: it.Compacts.From, ToSeq: it.Compacts.To}
+	}
 	for _, b := range it.Content {
 		iv.Content = append(iv.Content, blockView(b, images))
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -67,7 +68,7 @@ func toolConfig(specs []agent.ToolSpec, msgs []agent.Message) (*types.ToolConfig
 		if len(bytes.TrimSpace(schema)) == 0 || string(bytes.TrimSpace(schema)) == "null" {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
-		doc, err := jsonDocument(schema)
+		doc, err := schemaDocs.get(schema)
 		if err != nil {
 			return nil, agent.Errorf(agent.CodeModelError, "the input schema of tool %s is not JSON", s.Name)
 		}
@@ -186,6 +187,39 @@ func imageFormat(mediaType string) (types.ImageFormat, error) {
 
 // jsonDocument turns raw JSON into a document the SDK serialises exactly:
 // numbers keep their text (no float rounding of large integers).
+// schemaDocs keeps the documents of the tool schemas seen: they are the same
+// on every model call of an agent, and decoding them was a tenth of a
+// turn's CPU. A document is only read by the serializer, so one is shared by
+// concurrent calls.
+var schemaDocs = &docCache{docs: map[string]document.Interface{}}
+
+// maxSchemaDocs bounds the cache; past it, schemas are decoded per call.
+const maxSchemaDocs = 4096
+
+type docCache struct {
+	mu   sync.RWMutex
+	docs map[string]document.Interface
+}
+
+func (c *docCache) get(raw json.RawMessage) (document.Interface, error) {
+	c.mu.RLock()
+	doc, ok := c.docs[string(raw)]
+	c.mu.RUnlock()
+	if ok {
+		return doc, nil
+	}
+	doc, err := jsonDocument(raw)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.docs) < maxSchemaDocs {
+		c.docs[string(raw)] = doc
+	}
+	c.mu.Unlock()
+	return doc, nil
+}
+
 func jsonDocument(raw json.RawMessage) (document.Interface, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

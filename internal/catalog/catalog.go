@@ -36,6 +36,10 @@ type Env struct {
 	Lambda tools.LambdaInvoker
 	// Now is get_time's clock; time.Now when nil.
 	Now func() time.Time
+	// S3Files, when set, keeps a files group whose config.s3 names an S3
+	// location there (internal/s3files), Files or not: files on S3 work on
+	// Lambda.
+	S3Files func(bucket, prefix string) tools.FileStore
 }
 
 // Catalog is the set of agents deployed.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -117,7 +118,7 @@ func (d *decoder) definition(n *yaml.Node, env Env, dir string) *agent.Agent {
 func (d *decoder) spec(n *yaml.Node, a *agent.Agent, env Env, dir string) {
 	const at = "spec.agent"
 	f := d.fields(n, at, "name", "model", "system_prompt", "temperature", "max_tokens", "max_iterations",
-		"max_tool_result_bytes", "reasoning", "default_requires_approval", "tools")
+		"max_tool_result_bytes", "reasoning", "default_requires_approval", "tools", "context")
 	if f == nil {
 		return
 	}
@@ -154,6 +155,9 @@ func (d *decoder) spec(n *yaml.Node, a *agent.Agent, env Env, dir string) {
 	}
 	if n := f["reasoning"]; n != nil {
 		d.reasoning(n, join(at, "reasoning"), a)
+	}
+	if n := f["context"]; n != nil {
+		d.context(n, join(at, "context"), a)
 	}
 	defaultApproval := false
 	if n := f["default_requires_approval"]; n != nil {
@@ -265,11 +269,11 @@ func (d *decoder) builtin(f map[string]*yaml.Node, at string, policy agent.ToolP
 		}
 		members = tools.Clock(env.Now)
 	case tools.GroupFiles:
-		root, ok := d.filesRoot(f["config"], join(at, "config"), env, dir)
+		cfg, ok := d.filesConfig(f["config"], join(at, "config"), env, dir)
 		if !ok {
 			return nil
 		}
-		members = tools.Files(tools.FilesConfig{Root: root, Unavailable: !env.Files})
+		members = tools.Files(cfg)
 	default:
 		d.fail(join(at, "builtin"), "unknown group %q (known: %s)", group, strings.Join(tools.Groups(), ", "))
 		return nil
@@ -278,7 +282,7 @@ func (d *decoder) builtin(f map[string]*yaml.Node, at string, policy agent.ToolP
 	for _, m := range members {
 		names = append(names, m.Tool.Spec().Name)
 	}
-	needs, ok := d.requiresApproval(f["requires_approval"], join(at, "requires_approval"), names, defaultApproval)
+	needs, rules, ok := d.requiresApproval(f["requires_approval"], join(at, "requires_approval"), names, defaultApproval)
 	if !ok {
 		return nil
 	}
@@ -292,26 +296,60 @@ func (d *decoder) builtin(f map[string]*yaml.Node, at string, policy agent.ToolP
 		}
 		out = append(out, agent.BoundTool{Tool: m.Tool, Policy: p})
 	}
+	d.bindRules(rules, out)
 	return out
 }
 
 // filesRoot reads config.root, relative to the agent file's directory.
-func (d *decoder) filesRoot(n *yaml.Node, at string, env Env, dir string) (string, bool) {
+// filesConfig reads a files group's config: root, a directory relative to
+// the agent file's, and s3, an s3://bucket/prefix URL or env:NAME naming one.
+// Files go to S3 when s3 is set and the environment reaches S3, else to the
+// directory where the disk is shared (hitch serve); elsewhere (Lambda
+// without S3) every call answers ErrFilesUnavailable.
+func (d *decoder) filesConfig(n *yaml.Node, at string, env Env, dir string) (tools.FilesConfig, bool) {
 	if n == nil {
-		d.fail(join(at, "root"), "required: the directory the files tools work in")
-		return "", false
+		d.fail(join(at, "root"), "required: the directory the files tools work in (or s3: s3://bucket/prefix)")
+		return tools.FilesConfig{}, false
 	}
-	f := d.fields(n, at, "root")
+	f := d.fields(n, at, "root", "s3")
 	if f == nil {
-		return "", false
+		return tools.FilesConfig{}, false
+	}
+	if f["root"] == nil && f["s3"] == nil {
+		d.fail(join(at, "root"), "required: the directory the files tools work in (or s3: s3://bucket/prefix)")
+		return tools.FilesConfig{}, false
+	}
+	cfg := tools.FilesConfig{Unavailable: true}
+	if f["s3"] != nil {
+		ref, ok := d.nonEmpty(f["s3"], join(at, "s3"))
+		if !ok {
+			return cfg, false
+		}
+		url := ref
+		if name, isEnv := strings.CutPrefix(ref, "env:"); isEnv {
+			if name == "" {
+				d.fail(join(at, "s3"), "env: needs a variable name, e.g. env:HITCH_FILES_S3")
+				return cfg, false
+			}
+			url = os.Getenv(name) // unset: not configured here (hitch serve keeps the directory)
+		}
+		if url != "" {
+			bucket, prefix, err := tools.ParseS3URL(url)
+			if err != nil {
+				d.fail(join(at, "s3"), "%v", err)
+				return cfg, false
+			}
+			if env.S3Files != nil {
+				return tools.FilesConfig{Store: env.S3Files(bucket, prefix)}, true
+			}
+		}
 	}
 	if f["root"] == nil {
-		d.fail(join(at, "root"), "required: the directory the files tools work in")
-		return "", false
+		return cfg, true
 	}
 	root, ok := d.nonEmpty(f["root"], join(at, "root"))
 	if !ok {
-		return "", false
+		return cfg, false
 	}
 	if !filepath.IsAbs(root) {
 		root = filepath.Join(env.BaseDir, filepath.FromSlash(dir), root)
@@ -319,31 +357,53 @@ func (d *decoder) filesRoot(n *yaml.Node, at string, env Env, dir string) (strin
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		d.fail(join(at, "root"), "cannot be resolved: %v", err)
-		return "", false
+		return cfg, false
 	}
-	return abs, true
+	return tools.FilesConfig{Root: abs, Unavailable: !env.Files}, true
 }
 
-// requiresApproval reads requires_approval of a group: true, false, or the
-// list of its tools that need approval. Absent: the agent's default.
-func (d *decoder) requiresApproval(n *yaml.Node, at string, group []string, def bool) (func(string) bool, bool) {
+// requiresApproval reads requires_approval of a group: true, false, or a
+// list of the group's tools that need approval, each a name (always) or a
+// rule {tool, when} (only for the calls whose input matches; rules.go).
+// Absent: the agent's default. The rules come back for bindRules.
+func (d *decoder) requiresApproval(n *yaml.Node, at string, group []string, def bool) (func(string) bool, []approvalRule, bool) {
 	if n == nil {
-		return func(string) bool { return def }, true
+		return func(string) bool { return def }, nil, true
 	}
 	if n.Kind == yaml.ScalarNode {
 		v, ok := d.boolean(n, at)
-		return func(string) bool { return v }, ok
+		return func(string) bool { return v }, nil, ok
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.fail(at, "must be true, false or a list of the group's tools, got %s", describe(n))
-		return nil, false
+		d.fail(at, "must be true, false or a list of the group's tools (names or rules {tool, when}), got %s", describe(n))
+		return nil, nil, false
 	}
-	listed, ok := d.stringList(n, at)
-	if !ok {
-		return nil, false
-	}
+	ok := true
 	set := map[string]bool{}
-	for i, name := range listed {
+	ruled := map[string]bool{}
+	var rules []approvalRule
+	for i, e := range n.Content {
+		e = deref(e)
+		if e.Kind == yaml.MappingNode {
+			r, okRule := d.ruleEntry(e, index(at, i), group)
+			if !okRule {
+				ok = false
+				continue
+			}
+			if set[r.rule.Tool] {
+				d.fail(index(at, i), "%q is listed by name, so it always needs approval; a rule would change nothing", r.rule.Tool)
+				ok = false
+			}
+			ruled[r.rule.Tool] = true
+			rules = append(rules, r)
+			continue
+		}
+		if e.Kind != yaml.ScalarNode || e.Tag != "!!str" {
+			d.fail(index(at, i), "must be a tool's name or a rule {tool, when}, got %s", describe(e))
+			ok = false
+			continue
+		}
+		name := e.Value
 		switch {
 		case !contains(group, name):
 			d.fail(index(at, i), "unknown tool %q: the group has %s", name, strings.Join(group, ", "))
@@ -351,10 +411,13 @@ func (d *decoder) requiresApproval(n *yaml.Node, at string, group []string, def 
 		case set[name]:
 			d.fail(index(at, i), "%q is listed twice", name)
 			ok = false
+		case ruled[name]:
+			d.fail(index(at, i), "%q has rules, so listing it by name would make them change nothing", name)
+			ok = false
 		}
 		set[name] = true
 	}
-	return func(name string) bool { return set[name] }, ok
+	return func(name string) bool { return set[name] || ruled[name] }, rules, ok
 }
 
 // lambda binds a Lambda function.
@@ -390,9 +453,13 @@ func (d *decoder) lambda(f map[string]*yaml.Node, at string, policy agent.ToolPo
 		ok = ok && cfg.InputSchema != nil
 	}
 	needs := defaultApproval
-	if n := f["requires_approval"]; n != nil {
-		v, okReq := d.boolean(n, join(at, "requires_approval"))
-		needs, ok = v, ok && okReq
+	var rules []approvalRule
+	if n := f["requires_approval"]; n != nil && cfg.Name != "" {
+		need, rs, okReq := d.requiresApproval(n, join(at, "requires_approval"), []string{cfg.Name}, defaultApproval)
+		if okReq {
+			needs, rules = need(cfg.Name), rs
+		}
+		ok = ok && okReq
 	}
 	if n := f["idempotent"]; n != nil {
 		v, okIdem := d.boolean(n, join(at, "idempotent"))
@@ -414,7 +481,9 @@ func (d *decoder) lambda(f map[string]*yaml.Node, at string, policy agent.ToolPo
 	if !needs {
 		policy.ApprovalTTL = 0
 	}
-	return &agent.BoundTool{Tool: tool, Policy: policy}
+	bound := []agent.BoundTool{{Tool: tool, Policy: policy}}
+	d.bindRules(rules, bound)
+	return &bound[0]
 }
 
 // defaultInputSchema is a lambda tool's schema when its entry gives none.

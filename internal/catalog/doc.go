@@ -23,6 +23,12 @@
 // only to entries that say nothing. approval_ttl (a Go duration, default
 // DefaultApprovalTTL) applies to the tools that need approval.
 //
+// A requires_approval list may hold rules {tool, when: {field: glob}} (DESIGN
+// §12; rules.go, globs in internal/glob): the tool then needs approval only
+// for the calls whose input matches; each when field must be in the tool's
+// input schema. spec.agent.context {max_input_tokens, keep_turns} turns on
+// context compaction.
+//
 // Beyond DESIGN §5, a tool entry may set timeout (a Go duration, default
 // DefaultToolTimeout): how long one call of its tools may run.
 //

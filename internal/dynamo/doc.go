@@ -20,6 +20,8 @@
 //	SESSION#<sid>   TASK#<created_at>#<tid>         the session's index: agent, task_id, created_at
 //	IDEM#<key>      IDEM                            data (the IdemRecord as JSON), body_hash, task_id,
 //	                                                request_id, session_id, ttl
+//	A2A#<rid>       A2A                             data (the RequestLookup as JSON): finds a request
+//	                                                by its id alone; put by the write creating it
 //
 // Times in keys are UTC with nine fractional digits
 // (2006-01-02T15:04:05.000000000Z), so their lexical order is their order in
@@ -61,7 +63,11 @@
 //
 // LoadTask is one consistent Query, SK BETWEEN "ITEM#" AND "META", which
 // returns the history in seq order and the META last; it follows
-// LastEvaluatedKey only when the history passes 1 MB. ListUserTasks queries
+// LastEvaluatedKey only when the history passes 1 MB. LoadContext (agents
+// that compact their context) is one consistent Query of the same range read
+// backwards (ScanIndexForward false, Limit 128): the META comes first and
+// tells where the model's context starts (Task.Context.Seq); a further page
+// is read only if the context holds more entries than the first page. ListUserTasks queries
 // GSI1 newest first: one status, or the five merged by (updated_at, tid). Its
 // cursor, like ListSessionTasks', is the last position returned as base64url
 // JSON; both lists read one more than the limit so that the last page carries

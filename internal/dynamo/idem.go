@@ -69,3 +69,38 @@ func (st *Store) GetIdem(ctx context.Context, k string) (_ *agent.IdemRecord, er
 	}
 	return &r, nil
 }
+
+const lookupSK = "A2A"
+
+func lookupPK(requestID string) string { return "A2A#" + requestID }
+
+// lookupPut puts a request's lookup in the Write that creates the request.
+func (st *Store) lookupPut(l *agent.RequestLookup, ttl int64) (action, error) {
+	data, err := json.Marshal(l)
+	if err != nil {
+		return action{}, err
+	}
+	it := key(lookupPK(l.RequestID), lookupSK)
+	it[attrData] = s(string(data))
+	if ttl != 0 {
+		it[attrTTL] = n(ttl)
+	}
+	return st.put(it), nil
+}
+
+// FindRequest implements agent.Store: one consistent GetItem.
+func (st *Store) FindRequest(ctx context.Context, requestID string) (_ *agent.RequestLookup, err error) {
+	defer wrap(&err, "FindRequest", requestID)
+	out, err := st.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &st.table, Key: key(lookupPK(requestID), lookupSK), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	if len(out.Item) == 0 || !live(out.Item, st.now().Unix()) {
+		return nil, agent.ErrNotFound
+	}
+	var l agent.RequestLookup
+	if err := json.Unmarshal([]byte(str(out.Item, attrData)), &l); err != nil {
+		return nil, fmt.Errorf("corrupt request lookup: %w", err)
+	}
+	return &l, nil
+}

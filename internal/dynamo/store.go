@@ -46,8 +46,13 @@ const (
 	attrTTL       = "ttl"
 	attrGSI1PK    = "GSI1PK"
 	attrGSI1SK    = "GSI1SK"
-	gsi1          = "GSI1"
-	metaSK        = "META"
+	// attrClaim and attrLease mirror the active request's claim token and
+	// lease (epoch milliseconds) on META, for RenewLease's condition and
+	// update; a renewed lease is read from attrLease.
+	attrClaim = "claim_token"
+	attrLease = "lease_until"
+	gsi1      = "GSI1"
+	metaSK    = "META"
 )
 
 // timeKey formats times in keys: fixed width, so lexical order is time order.
@@ -117,6 +122,11 @@ func decodeTask(it item, now int64) (*agent.Task, error) {
 	var t agent.Task
 	if err := json.Unmarshal([]byte(str(it, attrData)), &t); err != nil {
 		return nil, fmt.Errorf("corrupt META %s: %w", str(it, attrPK), err)
+	}
+	// A renewal (RenewLease) changes these attributes, not data.
+	t.Version = num(it, attrVersion)
+	if ms := num(it, attrLease); t.Active != nil && ms != 0 && ms != t.Active.LeaseUntil.UnixMilli() {
+		t.Active.LeaseUntil = time.UnixMilli(ms).UTC()
 	}
 	return &t, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
 
 	"github.com/hitch-agents/hitch/internal/agent"
 )
@@ -39,7 +40,7 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		return errors.New("dynamo.Write: a write needs a task with an id")
 	}
 	defer wrap(&err, "Write", w.Task.ID)
-	now := st.now().Unix()
+	now := st.writeNow(w)
 	ttl := ttlOf(w.Expires)
 	pk := taskPK(w.Task.ID)
 
@@ -67,6 +68,13 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 			return err
 		}
 		at.idem = len(final)
+		final = append(final, a)
+	}
+	if w.Lookup != nil {
+		a, err := st.lookupPut(w.Lookup, ttl)
+		if err != nil {
+			return err
+		}
 		final = append(final, a)
 	}
 	var entries []action
@@ -98,6 +106,23 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	}
 	_, err = st.transact(ctx, w, final, at, "meta")
 	return err
+}
+
+// writeNow is the "now" a write's conditions compare ttls with: the time its
+// WriteID (a UUIDv7) was made, while that is in the last 10 minutes, else
+// the clock. A retry of the same write then sends the very same parameters
+// under the same ClientRequestToken (derived from the WriteID): DynamoDB
+// answers the retry of a landed write with success, where a parameter that
+// moved with the clock would get IdempotentParameterMismatchException.
+func (st *Store) writeNow(w *agent.Write) int64 {
+	now := st.now()
+	if u, err := uuid.Parse(w.Task.WriteID); err == nil && u.Version() == 7 {
+		sec, nsec := u.Time().UnixTime()
+		if t := time.Unix(sec, nsec); !t.After(now) && now.Sub(t) < 10*time.Minute {
+			return t.Unix()
+		}
+	}
+	return now.Unix()
 }
 
 // pack splits a write into transactions: batches of entries, each led by the
@@ -165,6 +190,10 @@ func (st *Store) metaPut(w *agent.Write, ttl int64, cond string, names map[strin
 	it[attrSessionID] = s(t.SessionID)
 	it[attrGSI1PK] = s(gsi1PK(t.UserID, t.Agent))
 	it[attrGSI1SK] = s(gsi1SK(t.Status, t.UpdatedAt, t.ID))
+	if a := t.Active; a != nil && a.ClaimToken != "" {
+		it[attrClaim] = s(a.ClaimToken)
+		it[attrLease] = n(a.LeaseUntil.UnixMilli())
+	}
 	if ttl != 0 {
 		it[attrTTL] = n(ttl)
 	}

@@ -33,6 +33,8 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"Expiry", testExpiry},
 		{"ExpiredPauseYieldsToAMessage", testExpiredFollowOn},
 		{"TakeoverAfterLeaseExpiry", testTakeover},
+		{"WaitingDuplicateTakesOver", testDuplicateTakesOver},
+		{"StalledHolderStops", testStalledHolder},
 		{"CancelPaused", testCancelPaused},
 		{"CancelRunning", testCancelRunning},
 		{"CancelMidTool", testCancelMidTool},
@@ -49,6 +51,11 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"IdempotentResume", testIdempotentResume},
 		{"Delete", testDelete},
 		{"Retention", testRetention},
+		{"ConditionalApproval", testConditionalApproval},
+		{"TrustAcrossRoundsRequestsEditsTasks", testTrust},
+		{"RememberRefusals", testRememberRefusals},
+		{"Compaction", testCompaction},
+		{"CompactionWithTools", testCompactionWithTools},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, New(t, newStore(t)))
@@ -406,6 +413,90 @@ func testTakeover(t *testing.T, env *Env) {
 	want := "g1=error:outcome_unknown: the request was interrupted while this call ran; it may or may not have run, and it was not run again; r1=success:retry did sync"
 	if got != want {
 		t.Errorf("results sent to the model:\n got %s\nwant %s", got, want)
+	}
+}
+
+// testDuplicateTakesOver: a duplicate of a decision in flight waits for it;
+// when the invocation running it dies (its lease ends, DESIGN §4), the
+// duplicate takes the request over and answers its outcome, and its stream
+// goes on without a request_lost.
+func testDuplicateTakesOver(t *testing.T, env *Env) {
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("r1", "retry", "sync")))
+	res, _ := env.Invoke(t, "", "do it")
+	// The first resume claims, then its process dies before running anything.
+	if _, err := env.E.StartResume(context.Background(), agent.ResumeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: Approve()}); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		res *agent.RequestResult
+		rec *Recorder
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		out, rec, err := env.Resume(res, "alice", Approve())
+		done <- answer{out, rec, err}
+	}()
+	select {
+	case a := <-done:
+		t.Fatalf("the duplicate answered while the lease was live: %+v %v", a.res, a.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	env.Model.Add(agenttest.Say("recovered"))
+	env.Advance(agent.LeaseDuration + time.Second)
+	var a answer
+	select {
+	case a = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the duplicate did not take the dead request over")
+	}
+	if a.err != nil || a.res.Status != agent.StatusCompleted {
+		t.Fatalf("the duplicate's answer: %+v %v", a.res, a.err)
+	}
+	if diff := cmp.Diff([]string{"sync"}, env.Retry.Runs()); diff != "" {
+		t.Errorf("runs of the idempotent call (-want +got):\n%s", diff)
+	}
+	for _, ev := range a.rec.Events {
+		if ev.Name == agent.EventError {
+			t.Errorf("the duplicate's stream has an error event: %+v", ev)
+		}
+	}
+}
+
+// testStalledHolder: an invocation that claimed a resume stalls past its
+// lease (a long pause, SIGSTOP); another takes the request over and ends it.
+// When the stalled one wakes, its lease is gone: it runs no tool, writes
+// nothing and logs no event.
+func testStalledHolder(t *testing.T, env *Env) {
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g1", "guarded", "delete")))
+	res, _ := env.Invoke(t, "", "do it")
+	ctx := context.Background()
+	stalled, err := env.E.StartResume(ctx, agent.ResumeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: Approve()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Advance(agent.LeaseDuration + time.Second)
+	env.Model.Add(agenttest.Say("taken over"))
+	out, _, err := env.Resume(res, "alice", Approve())
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("the takeover: %+v %v", out, err)
+	}
+	logged, _ := env.Store.ListEvents(ctx, res.TaskID, res.RequestID, 0)
+	meta, _ := env.Store.GetTask(ctx, res.TaskID)
+	rec := &Recorder{}
+	got := stalled.Execute(ctx, rec)
+	if got.Status != agent.StatusFailed || got.Error.Code != agent.CodeRequestLost {
+		t.Errorf("the stalled holder answered %s %+v, want request_lost", got.Status, got.Error)
+	}
+	if runs := env.Guarded.Runs(); len(runs) != 0 {
+		t.Errorf("the guarded call ran %v (the takeover reported it outcome_unknown; nobody may run it)", runs)
+	}
+	after, _ := env.Store.GetTask(ctx, res.TaskID)
+	if after.Version != meta.Version {
+		t.Errorf("the stalled holder wrote META (version %d → %d)", meta.Version, after.Version)
+	}
+	if evs, _ := env.Store.ListEvents(ctx, res.TaskID, res.RequestID, 0); len(evs) != len(logged) {
+		t.Errorf("the stalled holder logged events: %d → %d", len(logged), len(evs))
 	}
 }
 

@@ -154,6 +154,8 @@ type toolView struct {
 	InputSchema      json.RawMessage `json:"input_schema"`
 	RequiresApproval bool            `json:"requires_approval"`
 	ApprovalTTL      *string         `json:"approval_ttl"`
+	// ApprovalRules, when set, limit approval to the calls they match.
+	ApprovalRules []string `json:"approval_rules,omitempty"`
 }
 
 // AgentLister lists the deployed agents.
@@ -172,6 +174,9 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 			for _, t := range a.Tools {
 				sp := t.Tool.Spec()
 				tv := toolView{Name: sp.Name, Description: sp.Description, InputSchema: sp.InputSchema, RequiresApproval: t.Policy.RequiresApproval}
+				for _, rule := range t.Policy.Rules {
+					tv.ApprovalRules = append(tv.ApprovalRules, rule.Name())
+				}
 				if t.Policy.RequiresApproval {
 					ttl := t.Policy.ApprovalTTL
 					if ttl <= 0 {

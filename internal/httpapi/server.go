@@ -6,6 +6,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -56,6 +57,19 @@ type Server struct {
 	JSONWait time.Duration
 	// Keepalive is the SSE silence before ": keepalive" (15 s).
 	Keepalive time.Duration
+	// A2A, when set, answers the A2A routes (DESIGN §13); without it they
+	// are 404 route_not_found.
+	A2A A2AServer
+	// A2ADefaultAgent names the agent of the host's root Agent Card; empty:
+	// the only agent (404 when there are several).
+	A2ADefaultAgent string
+}
+
+// A2AServer answers the A2A binding once the API has authenticated the
+// caller, found the agent and read the body (internal/a2a).
+type A2AServer interface {
+	ServeRPC(w http.ResponseWriter, r *http.Request, body []byte, ag *agent.Agent, user string)
+	Card(r *http.Request, ag *agent.Agent) (json.RawMessage, error)
 }
 
 // Route is one route of the API and the function that serves it.
@@ -76,6 +90,15 @@ var Routes = []Route{
 	{"GET", "/agents/{agent}/sessions/{session_id}/tasks", "gettask"},
 	{"GET", "/agents", "gettask"},
 	{"GET", "/health", "any"},
+	{"GET", "/openapi.yaml", "any"},
+	{"POST", "/a2a/{agent}", "invoke"},
+	{"GET", "/a2a/{agent}/.well-known/agent-card.json", "gettask"},
+	{"GET", "/.well-known/agent-card.json", "gettask"},
+}
+
+// public are the routes that need no token: liveness and the Agent Cards.
+var public = map[string]bool{
+	"/health": true, "/openapi.yaml": true, "/a2a/{agent}/.well-known/agent-card.json": true, "/.well-known/agent-card.json": true,
 }
 
 func (s *Server) log() *slog.Logger {
@@ -109,8 +132,12 @@ func (s *Server) Handler() http.Handler {
 		"GET /agents/{agent}/tasks":                                         s.listTasks,
 		"GET /agents/{agent}/tasks/{task_id}/requests/{request_id}/events":  s.events,
 		"GET /agents/{agent}/sessions/{session_id}/tasks":                   s.listSessionTasks,
-		"GET /agents": s.listAgents,
-		"GET /health": s.health,
+		"GET /agents":       s.listAgents,
+		"GET /health":       s.health,
+		"GET /openapi.yaml": s.openAPI,
+		"POST /a2a/{agent}": s.a2aRPC,
+		"GET /a2a/{agent}/.well-known/agent-card.json": s.a2aCard,
+		"GET /.well-known/agent-card.json":             s.a2aCard,
 	}
 	// Group by path so that a known path with another method is 405, in JSON.
 	byPath := map[string]map[string]http.HandlerFunc{}
@@ -137,7 +164,7 @@ func (s *Server) Handler() http.Handler {
 				writeError(w, s.log(), agent.Errorf(agent.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
 				return
 			}
-			if p != "/health" {
+			if !public[p] {
 				user, err := s.authenticate(r)
 				if err != nil {
 					writeError(w, s.log(), err)

@@ -1,6 +1,7 @@
 package lambdafn_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/hitch-agents/hitch/docs"
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/auth"
 	"github.com/hitch-agents/hitch/internal/auth/authtest"
@@ -124,6 +126,7 @@ func TestEventFixtures(t *testing.T) {
 		want []answer // any of these
 	}{
 		{"health.json", []answer{{200, ""}}},
+		{"openapi.json", []answer{{200, ""}}},
 		{"agents.json", []answer{{200, ""}}},
 		{"invoke.json", []answer{{200, ""}}},
 		{"invoke-sse.json", []answer{{200, ""}}},
@@ -136,6 +139,9 @@ func TestEventFixtures(t *testing.T) {
 		{"session-tasks.json", []answer{{404, "session_not_found"}}},
 		{"delete-task.json", []answer{{404, "task_not_found"}}},
 		{"events.json", []answer{{404, "task_not_found"}}},
+		{"a2a-send.json", []answer{{200, ""}}},
+		{"agent-card.json", []answer{{200, ""}}},
+		{"root-agent-card.json", []answer{{200, ""}}},
 	}
 	files, err := filepath.Glob(filepath.Join("..", "..", "events", "*.json"))
 	if err != nil {
@@ -179,6 +185,12 @@ func TestEventFixtures(t *testing.T) {
 				evs := parseSSE(t, r.body)
 				if len(evs) < 2 || evs[0].Event != "request_started" || evs[len(evs)-1].Event != "request_complete" {
 					t.Errorf("events = %+v, want request_started … request_complete", evs)
+				}
+				return
+			}
+			if tc.file == "openapi.json" {
+				if ct != "application/yaml" || !bytes.Equal(r.body, docs.OpenAPI) {
+					t.Errorf("Content-Type %q, %d bytes: want application/yaml, the embedded docs/openapi.yaml", ct, len(r.body))
 				}
 				return
 			}
@@ -349,5 +361,26 @@ func TestAuthorizerFixture(t *testing.T) {
 		if _, ok := resp.Context[k]; !ok && k != "principalId" && k != "integrationLatency" {
 			t.Errorf("the fixtures' context has %s, which the authorizer does not give", k)
 		}
+	}
+}
+
+// The Agent Card served by the gettask function names the A2A endpoint with
+// the stage the request came through.
+func TestAgentCardURL(t *testing.T) {
+	fns := newFunctions(t, newBackend(t))
+	raw := readFixture(t, "agent-card.json")
+	r := serve(t, fns[functionOf(t, raw)], raw)
+	var card struct {
+		URL                 string `json:"url"`
+		SupportedInterfaces []struct {
+			URL, ProtocolVersion string
+		} `json:"supportedInterfaces"`
+	}
+	if err := json.Unmarshal(r.body, &card); err != nil || r.status != 200 {
+		t.Fatalf("card: %d %s (%v)", r.status, r.body, err)
+	}
+	const want = "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/v1/a2a/assistant"
+	if card.URL != want || len(card.SupportedInterfaces) == 0 || card.SupportedInterfaces[0].URL != want || card.SupportedInterfaces[0].ProtocolVersion != "1.0" {
+		t.Errorf("card url %q, interfaces %+v; want %s", card.URL, card.SupportedInterfaces, want)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -24,8 +25,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/hitch-agents/hitch/agents"
+	"github.com/hitch-agents/hitch/internal/a2a"
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/bedrock"
 	"github.com/hitch-agents/hitch/internal/catalog"
@@ -33,6 +36,8 @@ import (
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/lambdahttp"
 	"github.com/hitch-agents/hitch/internal/opentelemetry"
+	"github.com/hitch-agents/hitch/internal/s3files"
+	"github.com/hitch-agents/hitch/internal/tools"
 )
 
 // Config is what a function reads from its environment, once.
@@ -50,6 +55,9 @@ type Config struct {
 	// sam local.
 	DynamoDBEndpoint string
 	BedrockEndpoint  string
+	// CORSOrigin (HITCH_CORS_ORIGIN) is the browser origin allowed to read
+	// the answers (httpapi.CORS); empty: none.
+	CORSOrigin string
 	// Log is the logger; nil means JSON on stderr, with the trace and
 	// request ids in every line of a request.
 	Log *slog.Logger
@@ -68,6 +76,8 @@ type Clients struct {
 	Bedrock  *bedrockruntime.Client
 	// Lambda invokes the agents' Lambda tools.
 	Lambda *lambda.Client
+	// S3 keeps the files of agents whose files config names S3; nil: none.
+	S3 *s3.Client
 }
 
 // DeadlineMargin is kept free before the Lambda's deadline to commit.
@@ -110,7 +120,7 @@ func NewClients(ctx context.Context, c Config) (Clients, error) {
 		}
 	})
 	br := bedrock.NewClient(cfg, c.BedrockEndpoint)
-	return Clients{DynamoDB: ddb, Bedrock: br, Lambda: lambda.NewFromConfig(cfg)}, nil
+	return Clients{DynamoDB: ddb, Bedrock: br, Lambda: lambda.NewFromConfig(cfg), S3: s3files.NewClient(cfg)}, nil
 }
 
 // NewWith builds the function on clients built elsewhere.
@@ -139,7 +149,11 @@ func NewWith(c Config, cl Clients) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat, err := catalog.Load(agents.FS, ".", catalog.Env{Files: false, Lambda: cl.Lambda})
+	env := catalog.Env{Files: false, Lambda: cl.Lambda}
+	if cl.S3 != nil {
+		env.S3Files = func(bucket, prefix string) tools.FileStore { return s3files.New(cl.S3, bucket, prefix) }
+	}
+	cat, err := catalog.Load(agents.FS, ".", env)
 	if err != nil {
 		return nil, err
 	}
@@ -148,14 +162,24 @@ func NewWith(c Config, cl Clients) (*App, error) {
 		LegTimeout: 15 * time.Minute, DeadlineMargin: DeadlineMargin, RetentionDays: retention,
 	}
 	tracer := observe(engine, c)
-	api := &httpapi.Server{Engine: engine, Auth: AuthorizerIdentity, Log: log, MaxBody: int64(maxBody), Functions: []string{c.Function}}
+	api := &httpapi.Server{Engine: engine, Auth: AuthorizerIdentity, Log: log, MaxBody: int64(maxBody), Functions: []string{c.Function},
+		A2A: &a2a.Server{Engine: engine, Log: log, PathPrefix: stagePrefix}}
 	var direct lambdahttp.DirectFunc
 	if c.Function == "invoke" {
 		direct = Direct(engine)
 	}
-	h := lambdahttp.New(opentelemetry.Handler(tracer, api.Handler()), direct)
+	h := lambdahttp.New(opentelemetry.Handler(tracer, httpapi.CORS(c.CORSOrigin, api.Handler())), direct)
 	h.Log = log
 	return &App{Engine: engine, Handler: h, Log: log}, nil
+}
+
+// stagePrefix is "/<stage>" of an API Gateway request: the Agent Cards'
+// URLs are absolute.
+func stagePrefix(r *http.Request) string {
+	if rc, ok := lambdahttp.ProxyRequestContext(r.Context()); ok && rc.Stage != "" {
+		return "/" + rc.Stage
+	}
+	return ""
 }
 
 // Main builds the function and runs the Runtime API loop; it exits on an

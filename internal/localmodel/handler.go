@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/bedrock/bedrockwire"
 )
 
@@ -55,7 +56,9 @@ func (m *model) answer(req *bedrockwire.Request) bedrockwire.Turn {
 	}
 	ids := &idSource{m: m, pos: u, text: userText, n: len(msgs)}
 	var t bedrockwire.Turn
-	if u == len(msgs)-1 || !hasResults(last) {
+	if summarising(req) {
+		t = summary(last)
+	} else if u == len(msgs)-1 || !hasResults(last) {
 		t = m.answerText(texts(last), ids)
 	} else {
 		k := 0
@@ -313,4 +316,33 @@ func words(msgs []bedrockwire.Message) int {
 		}
 	}
 	return n
+}
+
+// summaryWords is how many words of each turn a summary keeps.
+const summaryWords = 6
+
+// summarising tells a summarising call (DESIGN §12 context compaction) by
+// its system prompt.
+func summarising(req *bedrockwire.Request) bool {
+	for _, b := range req.System {
+		if b.Text == agent.CompactionPrompt {
+			return true
+		}
+	}
+	return false
+}
+
+// summary answers a summarising call: "summary: " and the first words of
+// each text block (each a turn, the first perhaps an earlier summary),
+// joined by " / ".
+func summary(m bedrockwire.Message) bedrockwire.Turn {
+	var heads []string
+	for _, b := range m.Content {
+		if b.Text == nil {
+			continue
+		}
+		w := strings.Fields(*b.Text)
+		heads = append(heads, strings.Join(w[:min(summaryWords, len(w))], " "))
+	}
+	return bedrockwire.Turn{Blocks: []bedrockwire.Block{{Text: wordDeltas("summary: " + strings.Join(heads, " / "))}}, StopReason: "end_turn"}
 }

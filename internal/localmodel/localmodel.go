@@ -23,6 +23,10 @@
 //     messages (the iteration), the call's index — together with a random
 //     seed and a counter of the handler, so that even an edit repeating the
 //     same text at the same position gets new ids.
+//   - A summarising call (context compaction, DESIGN §12: its system prompt
+//     is agent.CompactionPrompt) answers "summary: " and the first six words
+//     of each text block of the last message (each block a turn, the first
+//     perhaps the earlier summary), joined by " / "; the turn ends.
 //   - Usage: input tokens are the words of the messages sent; output tokens
 //     are the reasoning and answer deltas.
 //

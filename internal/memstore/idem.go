@@ -26,3 +26,22 @@ func (s *Store) GetIdem(ctx context.Context, key string) (_ *agent.IdemRecord, e
 	}
 	return &rec, nil
 }
+
+// FindRequest implements agent.Store.
+func (s *Store) FindRequest(ctx context.Context, requestID string) (_ *agent.RequestLookup, err error) {
+	defer wrap(&err, "FindRequest", func() string { return requestID })
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.lookups[requestID]
+	if !ok || !live(r.ttl, s.now()) {
+		return nil, agent.ErrNotFound
+	}
+	var l agent.RequestLookup
+	if err := json.Unmarshal(r.data, &l); err != nil {
+		return nil, fmt.Errorf("corrupt request lookup: %w", err)
+	}
+	return &l, nil
+}

@@ -32,6 +32,7 @@ type Store struct {
 	tasks    map[string]*taskRec
 	sessions map[string]*sessionRec
 	idem     map[string]record // by key
+	lookups  map[string]record // by request id (A2A#<rid>)
 }
 
 // record is one stored item: its JSON and its ttl (epoch seconds; 0: none).
@@ -70,7 +71,7 @@ type indexEntry struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{now: time.Now, tasks: map[string]*taskRec{}, sessions: map[string]*sessionRec{}, idem: map[string]record{}}
+	return &Store{now: time.Now, tasks: map[string]*taskRec{}, sessions: map[string]*sessionRec{}, idem: map[string]record{}, lookups: map[string]record{}}
 }
 
 // ttlOf is the epoch second at which an item written with expires stops
@@ -125,6 +126,14 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 			return err
 		}
 		reqs[r.RequestID] = record{b, ttl}
+	}
+	var lookup *record
+	if w.Lookup != nil {
+		b, err := json.Marshal(w.Lookup)
+		if err != nil {
+			return err
+		}
+		lookup = &record{b, ttl}
 	}
 	var idem *record
 	if w.Idem != nil {
@@ -184,6 +193,9 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	}
 	if idem != nil {
 		s.idem[w.Idem.Key] = *idem
+	}
+	if lookup != nil {
+		s.lookups[w.Lookup.RequestID] = *lookup
 	}
 	if l := w.Session; l != nil {
 		ss := s.sessions[l.SessionID]

@@ -14,10 +14,12 @@ type Counter struct {
 	mu    sync.Mutex
 	calls map[string]int
 	spent time.Duration
+	// bytes sums the response bodies' lengths by operation.
+	bytes map[string]int64
 }
 
 // NewCounter returns a counter.
-func NewCounter() *Counter { return &Counter{calls: map[string]int{}} }
+func NewCounter() *Counter { return &Counter{calls: map[string]int{}, bytes: map[string]int64{}} }
 
 // Client returns a copy of base that reports to the counter.
 func (c *Counter) Client(base *dynamodb.Client) *dynamodb.Client {
@@ -27,6 +29,9 @@ func (c *Counter) Client(base *dynamodb.Client) *dynamodb.Client {
 }
 
 func (c *Counter) install(stack *middleware.Stack) error {
+	if err := stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("hitch-count-bytes", c.countBytes), middleware.After); err != nil {
+		return err
+	}
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("hitch-count",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			start := time.Now()
@@ -45,6 +50,7 @@ func (c *Counter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls = map[string]int{}
+	c.bytes = map[string]int64{}
 	c.spent = 0
 }
 

@@ -2,9 +2,10 @@
 // buffer, so that a slow or gone client never holds up the engine.
 //
 // The engine emits events into the Writer; one goroutine writes them to the
-// connection and flushes each. When a write fails or the buffer is full the
-// Writer detaches: further events are dropped here (they are still logged by
-// the engine's event log) and the engine goes on. A comment line
+// connection, flushing whenever it has written all that was queued. When a
+// write fails or the buffer is full the Writer detaches: further events are
+// dropped here (they are still logged by the engine's event log) and the
+// engine goes on. A comment line
 // ": keepalive" goes out after a period of silence.
 package sse
 
@@ -128,31 +129,12 @@ func (s *Writer) pump() {
 	t := time.NewTimer(s.keepalive)
 	defer t.Stop()
 	broken := false
-	write := func(b []byte) {
-		if broken || s.Detached() {
-			broken = true
-			return
-		}
-		// A stalled connection must not hold the handler past the commit.
-		_ = s.rc.SetWriteDeadline(time.Now().Add(WriteTimeout))
-		if _, err := s.w.Write(b); err == nil {
-			err = s.rc.Flush()
-			if err == nil {
-				return
-			}
-		}
-		broken = true
-		s.mu.Lock()
-		s.detached = true
-		s.mu.Unlock()
-	}
 	for {
 		select {
 		case b, ok := <-s.ch:
-			if !ok {
+			if !ok || !s.send(b, &broken) {
 				return
 			}
-			write(b)
 			if !t.Stop() {
 				select {
 				case <-t.C:
@@ -161,8 +143,48 @@ func (s *Writer) pump() {
 			}
 			t.Reset(s.keepalive)
 		case <-t.C:
-			write([]byte(": keepalive\n\n"))
+			if !s.send([]byte(": keepalive\n\n"), &broken) {
+				return
+			}
 			t.Reset(s.keepalive)
 		}
 	}
+}
+
+// send writes b and every frame already queued behind it, then flushes once:
+// the frames the engine queued while the last flush was under way go out in
+// one write, and a frame still reaches the wire as soon as the connection
+// takes it. It reports false when it found the queue closed.
+func (s *Writer) send(b []byte, broken *bool) (open bool) {
+	open = true
+	if *broken || s.Detached() {
+		*broken = true
+		return open
+	}
+	// A stalled connection must not hold the handler past the commit.
+	_ = s.rc.SetWriteDeadline(time.Now().Add(WriteTimeout))
+	_, err := s.w.Write(b)
+drain:
+	for err == nil {
+		select {
+		case next, ok := <-s.ch:
+			if !ok {
+				open = false
+				break drain
+			}
+			_, err = s.w.Write(next)
+		default:
+			break drain
+		}
+	}
+	if err == nil {
+		err = s.rc.Flush()
+	}
+	if err != nil {
+		*broken = true
+		s.mu.Lock()
+		s.detached = true
+		s.mu.Unlock()
+	}
+	return open
 }

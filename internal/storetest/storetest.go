@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"SessionOwnedByAnother", testSessionOwner},
 		{"ItemsPastNextSeqInvisible", testNextSeq},
 		{"LoadTaskBigHistory", testBigHistory},
+		{"LoadContext", testLoadContext},
 		{"ListItemsPaging", testListItems},
 		{"Requests", testRequests},
 		{"ListUserTasks", testListUserTasks},
@@ -57,6 +58,8 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"DeleteTask", testDeleteTask},
 		{"ExpireTask", testExpireTask},
 		{"ExpireTaskCleared", testExpireTaskCleared},
+		{"RenewLease", testRenewLease},
+		{"RequestLookup", testRequestLookup},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -740,5 +743,107 @@ func testConcurrentWriters(t *testing.T, s agent.Store) {
 		if ce.Current != nil && ce.Current.Version != 2 {
 			t.Errorf("a losing writer saw version %d, want 2", ce.Current.Version)
 		}
+	}
+}
+
+// A request's lookup is put with the write that creates the request, and only
+// if that write lands.
+func testRequestLookup(t *testing.T, s agent.Store) {
+	ctx := context.Background()
+	task := newTask("u1", "acc", id())
+	rid := task.Active.ID
+	if _, err := s.FindRequest(ctx, rid); !errors.Is(err, agent.ErrNotFound) {
+		t.Fatalf("FindRequest before the write: %v, want ErrNotFound", err)
+	}
+	want := &agent.RequestLookup{RequestID: rid, TaskID: task.ID, Agent: "acc", UserID: "u1"}
+	task.NextSeq = 2
+	if err := s.Write(ctx, &agent.Write{Task: task, Items: []agent.Item{textItem(1, "hi")}, Session: link(task), Lookup: want}); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	got, err := s.FindRequest(ctx, rid)
+	if err != nil {
+		t.Fatalf("FindRequest: %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("FindRequest (-want +got):\n%s", diff)
+	}
+	// A write that fails on its condition puts no lookup.
+	stale := next(task)
+	stale.Version = task.Version + 5
+	other := &agent.RequestLookup{RequestID: id(), TaskID: task.ID, Agent: "acc", UserID: "u1"}
+	err = s.Write(ctx, &agent.Write{Task: stale, PrevVersion: task.Version + 4, Lookup: other})
+	if !errors.Is(err, agent.ErrConflict) {
+		t.Fatalf("stale Write: %v, want a conflict", err)
+	}
+	if _, err := s.FindRequest(ctx, other.RequestID); !errors.Is(err, agent.ErrNotFound) {
+		t.Errorf("FindRequest after a failed write: %v, want ErrNotFound", err)
+	}
+}
+
+// A renewal extends only the holder's live lease, bumps the version (a writer
+// that read META before it conflicts, and so never writes a stale lease back)
+// and leaves the rest of META as it was.
+func testRenewLease(t *testing.T, s agent.Store) {
+	ctx := context.Background()
+	task := newTask("u1", "acc", id())
+	create(t, s, task, textItem(1, "hi"))
+	tok, lease := task.Active.ClaimToken, task.Active.LeaseUntil
+	until := lease.Add(20 * time.Second)
+
+	if _, err := s.RenewLease(ctx, task.ID, id(), until, base); !errors.Is(err, agent.ErrConflict) {
+		t.Errorf("another claim's renewal: %v, want a conflict", err)
+	}
+	if _, err := s.RenewLease(ctx, task.ID, tok, until, lease); !errors.Is(err, agent.ErrConflict) {
+		t.Errorf("a renewal at the lease's end: %v, want a conflict", err)
+	}
+	if _, err := s.RenewLease(ctx, id(), tok, until, base); !errors.Is(err, agent.ErrNotFound) {
+		t.Errorf("a renewal of a missing task: %v, want ErrNotFound", err)
+	}
+	got, err := s.RenewLease(ctx, task.ID, tok, until, base)
+	if err != nil {
+		t.Fatalf("RenewLease: %v", err)
+	}
+	want := task.Clone()
+	want.Version, want.Active.LeaseUntil = task.Version+1, until
+	if diff := cmp.Diff(want, got, opts); diff != "" {
+		t.Errorf("RenewLease answered (-want +got):\n%s", diff)
+	}
+	meta, err := s.GetTask(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, meta, opts); diff != "" {
+		t.Errorf("GetTask after the renewal (-want +got):\n%s", diff)
+	}
+	loaded, _ := mustLoad(t, s, task.ID)
+	if diff := cmp.Diff(want, loaded, opts); diff != "" {
+		t.Errorf("LoadTask after the renewal (-want +got):\n%s", diff)
+	}
+
+	// A writer that read META before the renewal (a cancel setting its flag)
+	// conflicts, and learns the renewed lease.
+	stale := next(task)
+	stale.Active.CancelRequested = true
+	err = s.Write(ctx, &agent.Write{Task: stale, PrevVersion: task.Version})
+	wantConflict(t, err, want)
+	// Rebased on the renewed META, it lands and keeps the renewed lease.
+	fresh := next(meta)
+	fresh.Active.CancelRequested = true
+	update(t, s, &agent.Write{Task: fresh, PrevVersion: meta.Version})
+	after, err := s.GetTask(ctx, task.ID)
+	if err != nil || !after.Active.LeaseUntil.Equal(until) || !after.Active.CancelRequested {
+		t.Errorf("after a write on the renewed META: %+v, %v", after.Active, err)
+	}
+	// The renewal returns the cancel flag, which stands in for a poll.
+	again, err := s.RenewLease(ctx, task.ID, tok, until.Add(time.Second), base)
+	if err != nil || !again.Active.CancelRequested {
+		t.Errorf("a renewal of a flagged request: %+v, %v", again, err)
+	}
+	// A request whose claim token was cleared (paused) is not renewed.
+	paused := next(again)
+	paused.Active.ClaimToken, paused.Active.Status, paused.Status = "", agent.StatusPaused, agent.StatusPaused
+	update(t, s, &agent.Write{Task: paused, PrevVersion: again.Version})
+	if _, err := s.RenewLease(ctx, task.ID, tok, until.Add(2*time.Second), base); !errors.Is(err, agent.ErrConflict) {
+		t.Errorf("a renewal of a paused request: %v, want a conflict", err)
 	}
 }

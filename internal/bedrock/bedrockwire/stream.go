@@ -14,12 +14,16 @@ import (
 var ErrStarted = errors.New("bedrockwire: the event stream has already started")
 
 // ResponseWriter answers one ConverseStream request: either an HTTP-level
-// error (Fail), or a 200 event stream, flushed after every event so each
-// delta reaches the client as it is written.
+// error (Fail), or a 200 event stream. An event written on its own (Event,
+// Exception) is flushed at once, so it reaches the client as it is written;
+// the events of one WriteTurn or WriteBlocks, which are all ready at once,
+// are flushed together at its end: the same bytes in one write instead of
+// one per delta.
 type ResponseWriter struct {
 	w       http.ResponseWriter
 	enc     *eventstream.Encoder
 	started bool
+	holding bool // inside WriteTurn / WriteBlocks: flush at their end
 }
 
 // NewResponseWriter wraps w.
@@ -90,10 +94,30 @@ func (rw *ResponseWriter) write(msg eventstream.Message, payload any) error {
 	if err := rw.enc.Encode(rw.w, msg); err != nil {
 		return err
 	}
+	if !rw.holding {
+		rw.flush()
+	}
+	return nil
+}
+
+func (rw *ResponseWriter) flush() {
 	if f, ok := rw.w.(http.Flusher); ok {
 		f.Flush()
 	}
-	return nil
+}
+
+// hold makes the writes until the returned function runs go out in one flush.
+func (rw *ResponseWriter) hold() (release func()) {
+	if rw.holding {
+		return func() {}
+	}
+	rw.holding = true
+	return func() {
+		rw.holding = false
+		if rw.started {
+			rw.flush()
+		}
+	}
 }
 
 // Turn is one scripted model turn, written by WriteTurn.
@@ -147,6 +171,7 @@ type Exception struct {
 // metadata, or t.Exception. It stops at the first write error (the client
 // went away).
 func (rw *ResponseWriter) WriteTurn(t Turn) error {
+	defer rw.hold()()
 	if err := rw.WriteBlocks(t); err != nil {
 		return err
 	}
@@ -168,6 +193,7 @@ func (rw *ResponseWriter) WriteTurn(t Turn) error {
 
 // WriteBlocks streams messageStart and t's blocks, leaving the message open.
 func (rw *ResponseWriter) WriteBlocks(t Turn) error {
+	defer rw.hold()()
 	if err := rw.Event("messageStart", map[string]string{"role": "assistant"}); err != nil {
 		return err
 	}

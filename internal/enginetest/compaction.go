@@ -1,0 +1,205 @@
+package enginetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+)
+
+// withContext turns compaction on for the agent.
+func (env *Env) withContext(maxTokens, keep int) {
+	env.E.Agents.(agentSet)["acc"].Context = agent.ContextPolicy{MaxInputTokens: maxTokens, KeepTurns: keep}
+}
+
+// AutoTurn answers a summarising call with "summary:" and the first three
+// words of each block, and any other call with "ok".
+func AutoTurn(_ context.Context, req *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
+	text := "ok"
+	if req.System == agent.CompactionPrompt {
+		var heads []string
+		for _, b := range req.Messages[0].Content {
+			w := strings.Fields(b.Text)
+			heads = append(heads, strings.Join(w[:min(3, len(w))], " "))
+		}
+		text = "summary: " + strings.Join(heads, " / ")
+	} else {
+		on(agent.Delta{Kind: agent.DeltaAnswer, Text: text})
+	}
+	return &agent.ModelResponse{Content: []agent.Block{agent.TextBlock(text)}, StopReason: agent.StopEndTurn,
+		Usage: agent.Usage{InputTokens: 1, OutputTokens: 1, TotalTokens: 2}}, nil
+}
+
+func testCompaction(t *testing.T, env *Env) {
+	const maxTokens = 300
+	env.withContext(maxTokens, 2)
+	for range 100 {
+		env.Model.Add(AutoTurn)
+	}
+	filler := strings.Repeat("word ", 30)
+	var reqs []*agent.RequestResult
+	taskID := ""
+	for i := 1; i <= 20; i++ {
+		res, rec := env.Invoke(t, taskID, fmt.Sprintf("turn%d %s", i, filler))
+		if res.Status != agent.StatusCompleted {
+			t.Fatalf("turn %d: %+v", i, res)
+		}
+		taskID = res.TaskID
+		reqs = append(reqs, res)
+		if i == 20 && !contains(rec.Names(), agent.EventContextCompacted) {
+			// Every few turns compact; the last may or may not.
+			t.Logf("turn 20 did not compact")
+		}
+	}
+	summaries := 0
+	for i := range env.Model.NCalls() {
+		req := env.Model.Call(i)
+		if got := agent.EstimateTokens(req.System, req.Messages); got > maxTokens {
+			t.Errorf("call %d sent %d estimated tokens, over %d", i, got, maxTokens)
+		}
+		if req.System == agent.CompactionPrompt {
+			summaries++
+		}
+	}
+	if summaries == 0 {
+		t.Fatal("no summarising call")
+	}
+	t.Logf("%d model calls, %d summarising", env.Model.NCalls(), summaries)
+	last := texts(env.Model.Call(env.Model.NCalls() - 1).Messages)
+	if !strings.HasPrefix(last[0], "user:Summary of the earlier conversation:\nsummary: ") || strings.Contains(strings.Join(last, "\n"), "turn1 ") {
+		t.Errorf("the last call's context: %q", last)
+	}
+	// GET task shows every entry; those the model no longer sees are
+	// marked by the summary that stands in for them.
+	meta, ctxItems, err := env.Store.LoadContext(context.Background(), taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Context.Seq <= 1 || len(ctxItems) == 0 || ctxItems[0].Seq != meta.Context.Seq {
+		t.Fatalf("context %+v, first read entry %+v", meta.Context, ctxItems[0])
+	}
+	v := env.view(t, taskID, agent.ViewOptions{Limit: 1000})
+	users, marked := 0, 0
+	for _, it := range v.Items {
+		switch {
+		case it.Role == agent.RoleUser:
+			users++
+		case it.Role == agent.RoleSummary && it.Compacts == nil:
+			t.Errorf("summary %d without its range", it.Seq)
+		}
+		if it.CompactedBy != 0 {
+			marked++
+		}
+		if it.Seq < meta.Context.Seq && it.Role != agent.RoleSummary && it.CompactedBy == 0 {
+			t.Errorf("entry %d is before the context but not marked", it.Seq)
+		}
+		if it.Seq >= meta.Context.Seq && it.CompactedBy != 0 && it.Role != agent.RoleSummary {
+			t.Errorf("entry %d is in the context but marked compacted by %d", it.Seq, it.CompactedBy)
+		}
+	}
+	if users != 20 || len(v.Items) != 40+summaries || marked == 0 {
+		t.Errorf("GET task: %d users, %d items (want %d), %d marked", users, len(v.Items), 40+summaries, marked)
+	}
+	// An edit of a compacted request undoes the summaries it supersedes:
+	// the model sees the turns before it again.
+	n := env.Model.NCalls()
+	edited, err := env.edit(t, reqs[2], "turn3 edited")
+	if err != nil || edited.Status != agent.StatusCompleted {
+		t.Fatalf("edit: %+v %v", edited, err)
+	}
+	got := texts(env.Model.Call(n).Messages)
+	want := []string{"user:turn1 " + filler, "assistant:ok", "user:turn2 " + filler, "assistant:ok", "user:turn3 edited"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("after the edit the model saw %q", got)
+	}
+	v = env.view(t, taskID, agent.ViewOptions{})
+	for _, it := range v.Items {
+		if it.CompactedBy != 0 {
+			t.Errorf("entry %d still marked compacted by %d after the edit", it.Seq, it.CompactedBy)
+		}
+	}
+	// Follow-ons compact again from there.
+	for i := 4; i <= 10; i++ {
+		if res, _ := env.Invoke(t, taskID, fmt.Sprintf("again%d %s", i, filler)); res.Status != agent.StatusCompleted {
+			t.Fatalf("again %d: %+v", i, res)
+		}
+	}
+	after, afterItems, _ := env.Store.LoadContext(context.Background(), taskID)
+	t.Logf("context after the edit and 7 turns: %+v, %d entries read", after.Context, len(afterItems))
+	if after.Context.Summary == 0 || after.Context.Summary < v.Items[len(v.Items)-1].Seq {
+		t.Errorf("no new summary after the edit: %+v", after.Context)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, s := range xs {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// toolTurn calls safe on the user's text (guarded when the text says
+// "guard"), then answers "ok" on the results; a summarising call is
+// answered as AutoTurn does.
+func toolTurn(ctx context.Context, req *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
+	last := req.Messages[len(req.Messages)-1]
+	if req.System == agent.CompactionPrompt || last.Content[len(last.Content)-1].Type == agent.BlockToolResult {
+		return AutoTurn(ctx, req, on)
+	}
+	n := len(req.Messages)
+	text := last.Content[len(last.Content)-1].Text
+	calls := []agent.Block{Call(fmt.Sprintf("s%d-%d", n, len(text)), "safe", "look")}
+	if strings.Contains(text, "guard") {
+		calls = append(calls, Call(fmt.Sprintf("g%d-%d", n, len(text)), "guarded", "act"))
+	}
+	return &agent.ModelResponse{Content: calls, StopReason: agent.StopToolUse, Usage: agent.Usage{InputTokens: 1, OutputTokens: 1, TotalTokens: 2}}, nil
+}
+
+// testCompactionWithTools: turns with tool calls and pauses compact without
+// ever parting a tool_use from its result (the scripted model refuses such
+// a conversation as Bedrock does), and resumed legs compact too.
+func testCompactionWithTools(t *testing.T, env *Env) {
+	const maxTokens = 250
+	env.withContext(maxTokens, 1)
+	for range 200 {
+		env.Model.Add(toolTurn)
+	}
+	filler := strings.Repeat("word ", 25)
+	taskID := ""
+	for i := 1; i <= 15; i++ {
+		text := fmt.Sprintf("turn%d %s", i, filler)
+		if i%4 == 0 {
+			text += " guard"
+		}
+		res, _ := env.Invoke(t, taskID, text)
+		taskID = res.TaskID
+		if res.Status == agent.StatusPaused {
+			if res, _, _ = env.Resume(res, "alice", Approve()); res == nil {
+				t.Fatalf("turn %d: resume refused", i)
+			}
+		}
+		if res.Status != agent.StatusCompleted {
+			t.Fatalf("turn %d: %+v", i, res)
+		}
+	}
+	summaries := 0
+	for i := range env.Model.NCalls() {
+		req := env.Model.Call(i)
+		if got := agent.EstimateTokens(req.System, req.Messages); got > maxTokens {
+			t.Errorf("call %d sent %d estimated tokens, over %d", i, got, maxTokens)
+		}
+		if req.System == agent.CompactionPrompt {
+			summaries++
+			if !strings.Contains(req.Messages[0].Content[len(req.Messages[0].Content)-1].Text, "result success: safe did look") {
+				t.Errorf("summarising call %d does not hold the turn's tool result: %+v", i, req.Messages[0].Content)
+			}
+		}
+	}
+	if summaries < 3 || len(env.Safe.Runs()) != 15 || len(env.Guarded.Runs()) != 3 {
+		t.Errorf("%d summaries, safe ran %d times, guarded %d", summaries, len(env.Safe.Runs()), len(env.Guarded.Runs()))
+	}
+}
