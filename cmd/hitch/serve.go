@@ -99,7 +99,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	obs, err := observe(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = obs.shutdown(context.WithoutCancel(ctx)) }()
+	log := obs.logger(slog.NewJSONHandler(stderr, nil))
 	if c.debugAddr != "" {
 		stop, err := serveDebug(c.debugAddr, log)
 		if err != nil {
@@ -180,6 +185,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		Store: store, Model: model, Agents: cat, Log: log,
 		LegTimeout: c.requestTimeout, RetentionDays: c.retentionDays,
 	}
+	obs.instrument(engine)
 	api := &httpapi.Server{Engine: engine, Auth: authn, Log: log, MaxBody: c.maxBody,
 		A2A: &a2a.Server{Engine: engine, Log: log, Detach: true}, A2ADefaultAgent: c.a2aDefaultAgent}
 
@@ -187,7 +193,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	if err != nil {
 		return fmt.Errorf("serve: listen on %s: %w", c.addr, err)
 	}
-	srv := &http.Server{Handler: console.Mount(httpapi.CORS(c.corsOrigin, api.Handler())), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: obs.handler(console.Mount(httpapi.CORS(c.corsOrigin, api.Handler()))), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("hitch serve: listening", "addr", "http://"+ln.Addr().String(), "store", c.store, "model", c.model, "agents", len(cat.List()))

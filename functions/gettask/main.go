@@ -18,5 +18,6 @@ func main() {
 		DynamoDBEndpoint: os.Getenv("HITCH_DYNAMODB_ENDPOINT"),
 		BedrockEndpoint:  os.Getenv("HITCH_BEDROCK_ENDPOINT"),
 		CORSOrigin:       os.Getenv("HITCH_CORS_ORIGIN"),
+		MetricsNamespace: os.Getenv("HITCH_METRICS_NAMESPACE"),
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"maps"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Agents finds deployed agents by name.
@@ -21,6 +23,10 @@ type Engine struct {
 	Model  Model
 	Agents Agents
 	Log    *slog.Logger
+	// Metrics, when set, receives the moments operations watch (DESIGN §14).
+	Metrics Metrics
+	// Tracer, when set, makes the spans of a leg, its model and tool calls.
+	Tracer trace.Tracer
 
 	// LegTimeout bounds a leg when the caller gives no earlier deadline
 	// (locally --request-timeout). The lease is LeaseDuration, renewed.
@@ -254,6 +260,7 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 		return nil, fmt.Errorf("claim task %s for a new %s: %w", t.ID, nr.kind, err)
 	}
 	e.logSettled(ctx, t.ID, records)
+	e.observeSettled(ag.Name, records)
 	return e.newRun(ag, next, append(items, w.Items...), deadline), nil
 }
 

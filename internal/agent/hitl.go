@@ -93,7 +93,7 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall) {
 		t.Active.ClaimToken = ""
 	}, nil, time.Time{})
 	if err != nil {
-		r.e.log().Error("recording the pause failed", "task_id", r.task.ID, "request_id", r.reqID, "err", err)
+		r.e.log().ErrorContext(ctx, "recording the pause failed", "task_id", r.task.ID, "request_id", r.reqID, "err", err)
 		a.Status, a.Pending = StatusRunning, nil
 		r.task.Status = StatusRunning
 		r.fail(CodeInternal, "the request could not be saved")

@@ -179,6 +179,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		}
 		e.retainFinished(ctx, next)
 		e.logSettled(ctx, t.ID, recs)
+		e.observeSettled(ag.Name, recs)
 		return nil, Errorf(CodeApprovalExpired, "the approval of round %d expired at %s", a.Round, recs[0].Error.Message[len("approval expired at "):])
 	case a.Status == StatusPaused && a.CancelRequested:
 		return nil, Errorf(CodeNotPaused, "request %s is being canceled", a.ID)
@@ -373,6 +374,7 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 		}
 		return nil, fmt.Errorf("claim resume of %s: %w", t.ID, err)
 	}
+	e.observeDecision(ag.Name, d, now.Sub(t.UpdatedAt))
 	history := replaceItems(items, edited)
 	run := e.newRun(ag, next, history, deadline)
 	run.decided = &next.Active.Decisions[len(next.Active.Decisions)-1]

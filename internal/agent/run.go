@@ -6,6 +6,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Run is a claimed request's leg, ready to execute.
@@ -31,10 +35,12 @@ type Run struct {
 	follow func(ctx context.Context, sink Sink) *RequestResult
 	// retake, on a follower of a decision in flight, takes the request over
 	// when the invocation running it died.
-	retake  func(ctx context.Context) (*Run, error)
-	eventID int64          // the last event id of the request
-	final   *ActiveRequest // the active request as it was when committed
-	elog    *eventLog
+	retake   func(ctx context.Context) (*Run, error)
+	eventID  int64          // the last event id of the request
+	started  time.Time      // when the leg started (metrics)
+	firstOut bool           // the leg's first model output was seen
+	final    *ActiveRequest // the active request as it was when committed
+	elog     *eventLog
 
 	// The lease: leaseMu serialises the leg's writes and its renewals;
 	// leaseSent is when the lease in force was sent (engine clock), renewed
@@ -81,6 +87,20 @@ func (r *Run) Execute(ctx context.Context, sink Sink) *RequestResult {
 	if r.follow != nil {
 		return r.follow(ctx, sink)
 	}
+	ctx, span := r.startLeg(ctx)
+	start := time.Now()
+	res := r.execute(ctx, sink)
+	r.e.metrics().RequestEnded(r.agent.Name, res.Status, time.Since(start))
+	span.SetAttributes(attribute.String("hitch.status", string(res.Status)))
+	if res.Error != nil {
+		span.SetStatus(codes.Error, res.Error.Code)
+	}
+	span.End()
+	return res
+}
+
+func (r *Run) execute(ctx context.Context, sink Sink) *RequestResult {
+	r.started = time.Now()
 	holds := func() bool { return !r.lost.Load() && r.e.now().Before(r.leaseEnds()) }
 	elog := newEventLog(r.e.Store, r.taskID, r.reqID, EventLogTTL+r.agent.longestApprovalTTL(), r.e.log().Error, holds)
 	defer elog.close(context.WithoutCancel(ctx))
@@ -161,7 +181,7 @@ func (r *Run) loop(ctx context.Context) {
 			}
 			// Record the calls before they run, so a crash never hides a call that ran.
 			if err := r.save(ctx); err != nil {
-				r.e.log().Error("recording tool calls failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
+				r.e.log().ErrorContext(ctx, "recording tool calls failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
 				r.fail(CodeInternal, "the request could not be saved")
 				return
 			}
@@ -190,7 +210,7 @@ func (r *Run) modelFailure(ctx context.Context, err error) {
 		r.fail(me.Code, me.Message)
 		r.retryAfter = me.RetryAfter
 	default:
-		r.e.log().Error("model call failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
+		r.e.log().ErrorContext(ctx, "model call failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
 		r.fail(CodeModelError, "the model call failed")
 	}
 }
@@ -205,14 +225,38 @@ func (r *Run) callModel(ctx context.Context) (*ModelResponse, error) {
 		Tools: ag.ToolSpecs(), Temperature: ag.Temperature, MaxTokens: ag.MaxTokens,
 		ReasoningBudget: ag.ReasoningBudget,
 	}
-	return r.e.Model.Converse(ctx, req, func(d Delta) {
+	ctx, span := r.e.tracer().Start(ctx, SpanModel, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("gen_ai.request.model", ag.ModelID)))
+	start := time.Now()
+	resp, err := r.e.Model.Converse(ctx, req, func(d Delta) {
 		switch d.Kind {
 		case DeltaThinking:
+			r.firstOutput()
 			r.emit(EventThinking, map[string]string{"delta": d.Text})
 		case DeltaAnswer:
+			r.firstOutput()
 			r.emit(EventAnswer, map[string]string{"delta": d.Text})
 		}
 	})
+	var u Usage
+	if resp != nil {
+		u = resp.Usage
+		r.firstOutput() // a turn of tool calls alone
+		span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", u.InputTokens),
+			attribute.Int64("gen_ai.usage.output_tokens", u.OutputTokens),
+			attribute.String("gen_ai.response.finish_reason", resp.StopReason))
+	}
+	r.e.metrics().ModelCalled(ag.Name, u, err != nil, time.Since(start))
+	endSpan(span, err)
+	return resp, err
+}
+
+// firstOutput reports the leg's time to its first model output, once.
+func (r *Run) firstOutput() {
+	if !r.firstOut {
+		r.firstOut = true
+		r.e.metrics().FirstEvent(r.agent.Name, time.Since(r.started))
+	}
 }
 
 // add appends a new entry of this request to the history.
@@ -290,6 +334,7 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 		if errors.As(err, &ce) && attempt < 3 && ce.Current != nil && ce.Current.Active != nil &&
 			ce.Current.Active.ClaimToken == r.task.Active.ClaimToken {
 			base = ce.Current
+			r.e.metrics().StoreRetry(r.agent.Name)
 			continue
 		}
 		if err != nil {
@@ -347,19 +392,19 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 			// Another call ended the request meanwhile (a cancel of what it
 			// saw paused): its record is the outcome.
 			if res := r.e.endedResult(cctx, r.agent, r.taskID, r.reqID); res != nil {
-				r.e.log().Warn("the request was ended by another call", "task_id", r.taskID, "request_id", r.reqID, "status", res.Status)
+				r.e.log().WarnContext(ctx, "the request was ended by another call", "task_id", r.taskID, "request_id", r.reqID, "status", res.Status)
 				r.emit(terminalEvent(res))
 				return res
 			}
 		}
-		r.e.log().Error("commit failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
+		r.e.log().ErrorContext(ctx, "commit failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
 		r.fail(CodeInternal, "the request's outcome could not be saved")
 		// Best effort: save what the leg did and release the claim, so that
 		// a retry takes the request over at once (a resume continues it; a
 		// new message records it Failed). If this fails too, the lease's
 		// expiry recovers the task.
 		if err := r.release(cctx); err != nil {
-			r.e.log().Error("release after a failed commit failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
+			r.e.log().ErrorContext(ctx, "release after a failed commit failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
 		}
 	}
 	res := r.result()

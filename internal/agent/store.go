@@ -161,9 +161,13 @@ type Write struct {
 // success — never a second run, never a claim nobody holds.
 func (e *Engine) write(ctx context.Context, w *Write) error {
 	err := e.Store.Write(ctx, w)
+	if errors.Is(err, ErrConflict) {
+		e.metrics().StoreConflict(w.Task.Agent)
+	}
 	if err == nil || errors.Is(err, ErrConflict) || errors.Is(err, ErrSessionOwner) || errors.Is(err, ErrIdemExists) {
 		return err
 	}
+	e.metrics().StoreRetry(w.Task.Agent)
 	cctx, cancel := writeContext(ctx)
 	defer cancel()
 	if t, gerr := e.Store.GetTask(cctx, w.Task.ID); gerr == nil && t.WriteID == w.Task.WriteID {

@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultToolTimeout bounds a tool call when the engine sets none.
@@ -44,7 +48,29 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 	return results
 }
 
-func (r *Run) runTool(ctx context.Context, u Block) (res Block) {
+// UnknownTool names, in metrics, a call of a tool the agent does not have.
+const UnknownTool = "(unknown)"
+
+// runTool runs one call in its span and counts it.
+func (r *Run) runTool(ctx context.Context, u Block) Block {
+	ctx, span := r.e.tracer().Start(ctx, SpanTool, trace.WithAttributes(
+		attribute.String("gen_ai.tool.name", u.Name), attribute.String("gen_ai.tool.call.id", u.ID)))
+	start := time.Now()
+	res := r.callTool(ctx, u)
+	failed := res.Status == ResultError
+	name := u.Name
+	if _, ok := r.agent.Tool(name); !ok {
+		name = UnknownTool // the model's invention: not a metric dimension
+	}
+	r.e.metrics().ToolCalled(r.agent.Name, name, failed, time.Since(start))
+	if failed {
+		span.SetStatus(codes.Error, "tool error")
+	}
+	span.End()
+	return res
+}
+
+func (r *Run) callTool(ctx context.Context, u Block) (res Block) {
 	bt, ok := r.agent.Tool(u.Name)
 	if !ok {
 		return ErrorResult(u.ID, fmt.Sprintf("unknown tool %q", u.Name))
@@ -69,7 +95,7 @@ func (r *Run) runTool(ctx context.Context, u Block) (res Block) {
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
-			r.e.log().Error("tool panicked", "tool", u.Name, "task_id", r.task.ID, "request_id", r.reqID, "panic", fmt.Sprint(p))
+			r.e.log().ErrorContext(ctx, "tool panicked", "tool", u.Name, "task_id", r.task.ID, "request_id", r.reqID, "panic", fmt.Sprint(p))
 			res = ErrorResult(u.ID, "the tool failed unexpectedly")
 		}
 	}()

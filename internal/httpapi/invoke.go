@@ -74,7 +74,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, r *http.Req
 		sw := sse.NewWriter(w, 0, s.Keepalive, log)
 		res := run.Execute(ctx, sw)
 		sw.Close()
-		log.Info("request ended", "status", res.Status, "stream_detached", sw.Detached())
+		log.InfoContext(ctx, "request ended", "status", res.Status, "stream_detached", sw.Detached())
 		return
 	}
 	done := make(chan *agent.RequestResult, 1)
@@ -87,7 +87,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, r *http.Req
 	defer timer.Stop()
 	select {
 	case res := <-done:
-		log.Info("request ended", "status", res.Status)
+		log.InfoContext(ctx, "request ended", "status", res.Status)
 		writeResult(w, res)
 		return
 	case <-timer.C:
@@ -103,7 +103,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, r *http.Req
 	for {
 		select {
 		case res := <-done:
-			log.Info("request ended", "status", res.Status)
+			log.InfoContext(ctx, "request ended", "status", res.Status)
 			b, _ := json.Marshal(res)
 			_, _ = w.Write(append(b, '\n'))
 			return

@@ -11,7 +11,9 @@ package lambdafn
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -33,6 +35,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/dynamo"
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/lambdahttp"
+	"github.com/hitch-agents/hitch/internal/opentelemetry"
 	"github.com/hitch-agents/hitch/internal/s3files"
 	"github.com/hitch-agents/hitch/internal/tools"
 )
@@ -55,8 +58,16 @@ type Config struct {
 	// CORSOrigin (HITCH_CORS_ORIGIN) is the browser origin allowed to read
 	// the answers (httpapi.CORS); empty: none.
 	CORSOrigin string
-	// Log is the logger; nil means JSON on stderr.
+	// Log is the logger; nil means JSON on stderr, with the trace and
+	// request ids in every line of a request.
 	Log *slog.Logger
+	// MetricsNamespace is HITCH_METRICS_NAMESPACE ("": Hitch).
+	MetricsNamespace string
+	// Metrics receives the EMF lines; nil means stdout (CloudWatch Logs).
+	Metrics io.Writer
+	// Tracing, when set, traces the function (New sets it up from the
+	// OTEL_EXPORTER_OTLP_* environment).
+	Tracing *opentelemetry.Tracing
 }
 
 // Clients are the AWS clients a function uses, built once.
@@ -86,6 +97,11 @@ func New(ctx context.Context, c Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Tracing == nil {
+		if c.Tracing, err = opentelemetry.Setup(ctx, "hitch-"+c.Function); err != nil {
+			return nil, err
+		}
+	}
 	return NewWith(c, cl)
 }
 
@@ -111,7 +127,7 @@ func NewClients(ctx context.Context, c Config) (Clients, error) {
 func NewWith(c Config, cl Clients) (*App, error) {
 	log := c.Log
 	if log == nil {
-		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		log = slog.New(opentelemetry.NewLogHandler(slog.NewJSONHandler(os.Stderr, nil), true))
 	}
 	log = log.With("function", c.Function)
 	switch c.Function {
@@ -145,13 +161,14 @@ func NewWith(c Config, cl Clients) (*App, error) {
 		Store: dynamo.New(cl.DynamoDB, c.Table), Model: bedrock.New(cl.Bedrock), Agents: cat, Log: log,
 		LegTimeout: 15 * time.Minute, DeadlineMargin: DeadlineMargin, RetentionDays: retention,
 	}
+	tracer := observe(engine, c)
 	api := &httpapi.Server{Engine: engine, Auth: AuthorizerIdentity, Log: log, MaxBody: int64(maxBody), Functions: []string{c.Function},
 		A2A: &a2a.Server{Engine: engine, Log: log, PathPrefix: stagePrefix}}
 	var direct lambdahttp.DirectFunc
 	if c.Function == "invoke" {
 		direct = Direct(engine)
 	}
-	h := lambdahttp.New(httpapi.CORS(c.CORSOrigin, api.Handler()), direct)
+	h := lambdahttp.New(opentelemetry.Handler(tracer, httpapi.CORS(c.CORSOrigin, api.Handler())), direct)
 	h.Log = log
 	return &App{Engine: engine, Handler: h, Log: log}, nil
 }
@@ -173,7 +190,10 @@ func Main(c Config) {
 		lambdahttp.ExitInitError(err)
 		return
 	}
-	lambdahttp.Start(app.Handler.Handle)
+	lambdahttp.Start(func(ctx context.Context, event json.RawMessage) (any, error) {
+		// The runtime sets the invocation's X-Ray header just before.
+		return app.Handler.Handle(opentelemetry.WithXRay(ctx, os.Getenv("_X_AMZN_TRACE_ID")), event)
+	})
 }
 
 func atoiOr(s string, def int, name string) (int, error) {
