@@ -230,7 +230,7 @@ func (t *Tool) Run(ctx context.Context, call agent.ToolCall) (agent.ToolOutput, 
 		key = call.RequestID + "#" + call.ID
 	}
 	start := time.Now()
-	res, err := t.server.call(ctx, &sdk.CallToolParams{
+	res, err := t.server.call(context.WithValue(ctx, keyCtx{}, key), &sdk.CallToolParams{
 		Meta:      sdk.Meta{"idempotency_key": key},
 		Name:      t.remote.Name,
 		Arguments: input,
@@ -332,17 +332,28 @@ func sameJSON(text string, compact []byte) bool {
 	return bytes.Equal(c.Bytes(), compact)
 }
 
-// headerTransport adds the entry's headers to every request.
+// keyCtx carries a call's idempotency key to its HTTP requests.
+type keyCtx struct{}
+
+// headerTransport adds the entry's headers to every request, and to a
+// call's requests the Idempotency-Key header. The header also lets Go's HTTP
+// transport send a call again when a kept-alive connection turns out to be
+// closed (a server that restarted): the call then meets the new server with
+// a session it does not know, is refused, and runs on a new session.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
 }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(h.headers) > 0 {
+	key, _ := r.Context().Value(keyCtx{}).(string)
+	if len(h.headers) > 0 || key != "" {
 		r = r.Clone(r.Context())
 		for k, v := range h.headers {
 			r.Header.Set(k, v)
+		}
+		if key != "" {
+			r.Header.Set("Idempotency-Key", key)
 		}
 	}
 	return h.base.RoundTrip(r)
