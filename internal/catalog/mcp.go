@@ -39,14 +39,14 @@ type MCPEnv struct {
 
 // mcpEntry binds the tools of an MCP server:
 //
-//	- mcp: https://host/mcp
-//	  name: tickets            # the tools become tickets_<tool>
-//	  headers: {Authorization: env:TOKEN}
-//	  allow: [search, close_ticket]
-//	  requires_approval: [close_ticket]   # or true/false; absent: annotations
-//	  idempotent: [search]                # or true/false; absent: annotations
-//	  timeout: 30s
-//	  optional: true           # down at start-up: load without its tools
+//   - mcp: https://host/mcp
+//     name: tickets            # the tools become tickets_<tool>
+//     headers: {Authorization: env:TOKEN}
+//     allow: [search, close_ticket]
+//     requires_approval: [close_ticket]   # or true/false; absent: annotations
+//     idempotent: [search]                # or true/false; absent: annotations
+//     timeout: 30s
+//     optional: true           # down at start-up: load without its tools
 func (d *decoder) mcpEntry(f map[string]*yaml.Node, at string, policy agent.ToolPolicy, env Env) []agent.BoundTool {
 	for _, key := range []string{"builtin", "lambda", "config", "description", "input_schema"} {
 		if f[key] != nil {
@@ -234,4 +234,3 @@ func (d *decoder) nameSet(n *yaml.Node, at string, group []string) (func(string)
 	}
 	return func(name string) bool { return set[name] }, ok
 }
-
