@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/hitch-agents/hitch/agents"
 	"github.com/hitch-agents/hitch/internal/agent"
@@ -33,6 +34,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/dynamo"
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/lambdahttp"
+	"github.com/hitch-agents/hitch/internal/secret"
 )
 
 // Config is what a function reads from its environment, once.
@@ -63,6 +65,8 @@ type Clients struct {
 	Bedrock  *bedrockruntime.Client
 	// Lambda invokes the agents' Lambda tools.
 	Lambda *lambda.Client
+	// SSM resolves ssm:/path header values of MCP tools; optional.
+	SSM *ssm.Client
 }
 
 // DeadlineMargin is kept free before the Lambda's deadline to commit.
@@ -100,7 +104,7 @@ func NewClients(ctx context.Context, c Config) (Clients, error) {
 		}
 	})
 	br := bedrock.NewClient(cfg, c.BedrockEndpoint)
-	return Clients{DynamoDB: ddb, Bedrock: br, Lambda: lambda.NewFromConfig(cfg)}, nil
+	return Clients{DynamoDB: ddb, Bedrock: br, Lambda: lambda.NewFromConfig(cfg), SSM: ssm.NewFromConfig(cfg)}, nil
 }
 
 // NewWith builds the function on clients built elsewhere.
@@ -129,7 +133,8 @@ func NewWith(c Config, cl Clients) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat, err := catalog.Load(agents.FS, ".", catalog.Env{Files: false, Lambda: cl.Lambda})
+	cat, err := catalog.Load(agents.FS, ".", catalog.Env{Files: false, Lambda: cl.Lambda,
+		MCP: catalog.MCPEnv{Secrets: secret.Resolver{SSM: cl.SSM}, Log: log}})
 	if err != nil {
 		return nil, err
 	}
