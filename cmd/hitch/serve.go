@@ -29,8 +29,8 @@ import (
 	"github.com/hitch-agents/hitch/internal/dynamo"
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/localmodel"
-	"github.com/hitch-agents/hitch/internal/secret"
 	"github.com/hitch-agents/hitch/internal/memstore"
+	"github.com/hitch-agents/hitch/internal/secret"
 )
 
 // serveConfig holds hitch serve's flags.
