@@ -26,7 +26,7 @@ func Check(ref string) error {
 	case !ok || (scheme != "env" && scheme != "ssm"):
 		return fmt.Errorf("%q is not a secret reference: want env:NAME or ssm:/path", ref)
 	case rest == "":
-		return fmt.Errorf("%q names nothing after %s:", ref, scheme)
+		return fmt.Errorf("%q names nothing after the %s scheme", ref, scheme)
 	case scheme == "ssm" && !strings.HasPrefix(rest, "/"):
 		return fmt.Errorf("%q: an SSM parameter path starts with /", ref)
 	case scheme == "env" && strings.ContainsAny(rest, "= \t"):
