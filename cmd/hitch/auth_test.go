@@ -42,6 +42,32 @@ func TestServeVerifiesTokens(t *testing.T) {
 		t.Fatalf("valid token: %d %s", code, body)
 	}
 	tid := decode(t, body)["task_id"].(string)
+
+	// Strict tokens (RFC 7515 §4.1.11, RFC 7519 §2): refused with exactly
+	// the answer of any other bad token, so the refusal tells nothing.
+	claims := func(mod func(jwt.MapClaims)) jwt.MapClaims {
+		c := jwt.MapClaims{
+			"iss": is.Issuer("tenant-1"), "aud": "api://hitch", "tid": "tenant-1", "oid": "user-oid-1",
+			"scp": "Tasks.ReadWrite", "exp": time.Now().Add(time.Hour).Unix(),
+		}
+		mod(c)
+		return c
+	}
+	_, garbage := call(t, "GET", base+"/agents/assistant/tasks/"+tid, "not.a.jwt", "")
+	for _, tc := range []struct{ name, bearer string }{
+		{"crit [exp]", is.SignHeader(t, map[string]any{"crit": []string{"exp"}}, claims(func(jwt.MapClaims) {}))},
+		{"exp a numeric string", is.Sign(t, claims(func(c jwt.MapClaims) { c["exp"] = "9999999999" }))},
+		{"nbf a numeric string", is.Sign(t, claims(func(c jwt.MapClaims) { c["nbf"] = "0" }))},
+		{"iat a numeric string", is.Sign(t, claims(func(c jwt.MapClaims) { c["iat"] = "0" }))},
+	} {
+		code, body := call(t, "GET", base+"/agents/assistant/tasks/"+tid, tc.bearer, "")
+		if code != 401 || string(body) != string(garbage) {
+			t.Errorf("%s: %d %s, want 401 and exactly %s", tc.name, code, body, garbage)
+		}
+	}
+	if code, body := call(t, "GET", base+"/agents/assistant/tasks/"+tid, is.Sign(t, claims(func(jwt.MapClaims) {})), ""); code != 200 {
+		t.Errorf("the same claims with a numeric exp: %d %s", code, body)
+	}
 	code, body = call(t, "GET", base+"/agents/assistant/tasks/"+tid, token("Tasks.ReadWrite"), "")
 	if code != 200 || decode(t, body)["user_id"] != "user-oid-1" {
 		t.Errorf("the task's owner: %d %s", code, body)

@@ -30,7 +30,9 @@ import (
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/localmodel"
 	"github.com/hitch-agents/hitch/internal/memstore"
+	"github.com/hitch-agents/hitch/internal/s3files"
 	"github.com/hitch-agents/hitch/internal/secret"
+	"github.com/hitch-agents/hitch/internal/tools"
 )
 
 // serveConfig holds hitch serve's flags.
@@ -127,6 +129,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	if cfg, err := loadAWS(); err == nil {
 		env.Lambda = lambda.NewFromConfig(cfg)
 		env.MCP.Secrets = secret.Resolver{SSM: ssm.NewFromConfig(cfg)}
+		s3c := s3files.NewClient(cfg)
+		env.S3Files = func(bucket, prefix string) tools.FileStore { return s3files.New(s3c, bucket, prefix) }
 	} else {
 		log.Warn("no AWS configuration: agents with Lambda function tools will not load", "err", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/catalog"
 	"github.com/hitch-agents/hitch/internal/httpapi"
+	"github.com/hitch-agents/hitch/internal/httpapi/contract"
 	"github.com/hitch-agents/hitch/internal/localmodel"
 	"github.com/hitch-agents/hitch/internal/memstore"
 )
@@ -78,7 +79,7 @@ func startStackWith(tb testing.TB, detach bool) *stack {
 	log := slog.New(slog.DiscardHandler)
 	e := &agent.Engine{Store: memstore.New(), Model: model, Agents: cat, Log: log, LegTimeout: time.Minute}
 	api := &httpapi.Server{Engine: e, Auth: httpapi.DevAuth, Log: log, A2A: &hitcha2a.Server{Engine: e, Log: log, Detach: detach}}
-	srv := httptest.NewServer(api.Handler())
+	srv := httptest.NewServer(contract.Check(tb, api.Handler()))
 	tb.Cleanup(srv.Close)
 	return &stack{url: srv.URL, sandbox: sandbox}
 }

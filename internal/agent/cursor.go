@@ -46,7 +46,13 @@ func ParseCursor(s string) (*ListPosition, error) {
 		return nil, bad
 	}
 	var c cursorJSON
-	if err := json.Unmarshal(b, &c); err != nil || c.ID == "" {
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, bad
+	}
+	// Lists are of tasks, whose ids are lower-case UUIDs: anything else
+	// never came from a list, and would reach the store's keys (DynamoDB
+	// refuses a key over 1,024 bytes with an error, not a page).
+	if id, err := ParseID("cursor", c.ID); err != nil || id != c.ID {
 		return nil, bad
 	}
 	at, err := time.Parse(ListTimeKey, c.At)

@@ -38,9 +38,10 @@ func (e *Engine) StartEdit(ctx context.Context, in EditInput) (*Run, error) {
 
 func (e *Engine) tryEdit(ctx context.Context, ag *Agent, in EditInput, content []Block) (*Run, error) {
 	t, items, err := e.LoadOwned(ctx, ag.Name, in.UserID, in.TaskID)
-	if err != nil {
+	if t == nil {
 		return nil, err
 	}
+	denied := err // another agent's or user's task: after the request's 404
 	first := int64(-1)
 	for _, it := range items {
 		if it.RequestID == in.RequestID {
@@ -59,6 +60,9 @@ func (e *Engine) tryEdit(ctx context.Context, ag *Agent, in EditInput, content [
 	}
 	if first < 0 {
 		return nil, Errorf(CodeRequestNotFound, "no request %s in task %s", in.RequestID, t.ID)
+	}
+	if denied != nil {
+		return nil, denied
 	}
 	if by, sup := t.IsSuperseded(first); sup {
 		return nil, Errorf(CodeRequestSuperseded, "request %s was superseded by %s; edit that one instead", in.RequestID, by)

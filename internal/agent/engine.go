@@ -178,11 +178,11 @@ func (e *Engine) LoadOwned(ctx context.Context, agentName, userID, taskID string
 	if err != nil {
 		return nil, nil, fmt.Errorf("load task %s: %w", taskID, err)
 	}
-	if t.Agent != agentName {
-		return nil, nil, Errorf(CodeTaskNotFound, "no task %s for agent %q", taskID, agentName)
-	}
-	if t.UserID != userID {
-		return nil, nil, Errorf(CodeNotOwner, "task %s belongs to another user", taskID)
+	// Another agent's task (404) or another user's (401) comes back with
+	// the error, so that a call naming a request checks the request first
+	// (DESIGN §3 "Errors"; see access.go).
+	if err := owned(t, agentName, userID); err != nil {
+		return t, items, err
 	}
 	return t, items, nil
 }

@@ -37,26 +37,35 @@ func (e *Engine) OpenEvents(ctx context.Context, agentName, userID, taskID, requ
 	if requestID, err = ParseID("request_id", requestID); err != nil {
 		return nil, err
 	}
-	t, err := e.ownedMeta(ctx, agentName, userID, taskID)
+	ag, ok := e.Agents.Get(agentName)
+	if !ok {
+		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", agentName)
+	}
+	t, err := e.getTask(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
-	ag, _ := e.Agents.Get(agentName)
+	var rec *RequestRecord
+	active := t.Active != nil && t.Active.ID == requestID
+	if !active {
+		if rec, err = e.findRecord(ctx, taskID, requestID); err != nil {
+			return nil, err
+		}
+	}
+	if err := requestFound(t, requestID, active || rec != nil); err != nil {
+		return nil, err
+	}
+	if err := owned(t, agentName, userID); err != nil {
+		return nil, err
+	}
 	f := &Follower{e: e, agent: ag, taskID: taskID, rid: requestID, after: after}
 	// Batches expire one by one (24 h after each was written): a log that
 	// starts past after+1 lost its beginning.
 	if evs, err := e.Store.ListEvents(ctx, taskID, requestID, after); err == nil && len(evs) > 0 && evs[0].ID > after+1 {
 		return nil, Errorf(CodeEventsExpired, "the events of request %s after %d have expired (kept %s)", requestID, after, EventLogTTL)
 	}
-	if t.Active != nil && t.Active.ID == requestID {
+	if active {
 		return f, nil
-	}
-	rec, err := e.findRecord(ctx, taskID, requestID)
-	if err != nil {
-		return nil, err
-	}
-	if rec == nil {
-		return nil, Errorf(CodeRequestNotFound, "no request %s in task %s", requestID, taskID)
 	}
 	if after < rec.LastEventID && e.now().After(rec.UpdatedAt.Add(EventLogTTL)) {
 		return nil, Errorf(CodeEventsExpired, "the events of request %s expired %s after it ended", requestID, EventLogTTL)

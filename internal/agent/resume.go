@@ -115,14 +115,28 @@ func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (*Run, error) 
 }
 
 func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run, error) {
-	t, items, err := e.LoadOwned(ctx, ag.Name, in.UserID, in.TaskID)
-	if err != nil {
-		return nil, err
+	t, items, denied := e.LoadOwned(ctx, ag.Name, in.UserID, in.TaskID)
+	if t == nil {
+		return nil, denied
 	}
 	a := t.Active
-	now := e.now()
+	var ended *RequestRecord
 	if a == nil || a.ID != in.RequestID {
-		return e.resumeEnded(ctx, ag, t, in)
+		var err error
+		if ended, err = e.findRecord(ctx, t.ID, in.RequestID); err != nil {
+			return nil, err
+		}
+		if ended == nil {
+			return nil, Errorf(CodeRequestNotFound, "no request %s in task %s", in.RequestID, t.ID)
+		}
+	}
+	if denied != nil {
+		// Another agent's or user's task: after the request's 404.
+		return nil, denied
+	}
+	now := e.now()
+	if ended != nil {
+		return e.resumeEnded(ag, t, ended, in)
 	}
 	if in.Body.Round == nil && len(in.Body.Decisions) > 0 && !decidesPending(a, in.Body.Decisions) {
 		// Decisions bind by their calls: they name the round they decide.
@@ -186,34 +200,24 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 	return e.takeOver(ctx, ag, t, items, in, now)
 }
 
-// resumeEnded answers a resume of a request that is not the active one.
-func (e *Engine) resumeEnded(ctx context.Context, ag *Agent, t *Task, in ResumeInput) (*Run, error) {
-	recs, err := e.Store.ListRequests(ctx, t.ID)
-	if err != nil {
-		return nil, fmt.Errorf("list requests of %s: %w", t.ID, err)
+// resumeEnded answers a resume of a request that is not the active one:
+// rec, its record.
+func (e *Engine) resumeEnded(ag *Agent, t *Task, rec *RequestRecord, in ResumeInput) (*Run, error) {
+	last := lastOf(rec.Decisions)
+	if in.Body.Round != nil {
+		last = decisionOf(rec.Decisions, *in.Body.Round)
 	}
-	for i := range recs {
-		rec := &recs[i]
-		if rec.RequestID != in.RequestID {
-			continue
-		}
-		last := lastOf(rec.Decisions)
-		if in.Body.Round != nil {
-			last = decisionOf(rec.Decisions, *in.Body.Round)
-		}
-		if last == nil || last.Approver == ApproverExpiry || rec.Status == StatusCanceled {
-			return nil, Errorf(CodeNotPaused, "request %s is not paused", in.RequestID)
-		}
-		d, err := e.decide(ag, in, pendingOf(last), last.Round, e.now())
-		if err != nil || !sameDecision(last, d) {
-			if final := lastOf(rec.Decisions); last.Round < final.Round {
-				return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise, and the request has ended", last.Round, in.RequestID)
-			}
-			return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, in.RequestID)
-		}
-		return e.follower(ag, t.ID, rec.RequestID, last.Round, in.Deadline), nil
+	if last == nil || last.Approver == ApproverExpiry || rec.Status == StatusCanceled {
+		return nil, Errorf(CodeNotPaused, "request %s is not paused", in.RequestID)
 	}
-	return nil, Errorf(CodeRequestNotFound, "no request %s in task %s", in.RequestID, t.ID)
+	d, err := e.decide(ag, in, pendingOf(last), last.Round, e.now())
+	if err != nil || !sameDecision(last, d) {
+		if final := lastOf(rec.Decisions); last.Round < final.Round {
+			return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise, and the request has ended", last.Round, in.RequestID)
+		}
+		return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, in.RequestID)
+	}
+	return e.follower(ag, t.ID, rec.RequestID, last.Round, in.Deadline), nil
 }
 
 // decide turns the body into the round's decision, checked against the

@@ -147,18 +147,12 @@ func (e *Engine) ownedMeta(ctx context.Context, agentName, userID, taskID string
 	if _, ok := e.Agents.Get(agentName); !ok {
 		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", agentName)
 	}
-	t, err := e.Store.GetTask(ctx, taskID)
+	t, err := e.getTask(ctx, taskID)
 	if err != nil {
-		if isNotFound(err) {
-			return nil, Errorf(CodeTaskNotFound, "no task %s", taskID)
-		}
-		return nil, fmt.Errorf("get task %s: %w", taskID, err)
+		return nil, err
 	}
-	if t.Agent != agentName {
-		return nil, Errorf(CodeTaskNotFound, "no task %s for agent %q", taskID, agentName)
-	}
-	if t.UserID != userID {
-		return nil, Errorf(CodeNotOwner, "task %s belongs to another user", taskID)
+	if err := owned(t, agentName, userID); err != nil {
+		return nil, err
 	}
 	return t, nil
 }

@@ -6,6 +6,14 @@
 //   - its header names RS256 (the only algorithm allowed: "none", HS256 and
 //     every other algorithm are refused before a key is looked up, so an RSA
 //     public key can never be used as an HMAC secret);
+//   - its header has no "crit" (RFC 7515 §4.1.11: critical extensions a
+//     recipient does not understand must be refused, and Verify understands
+//     none);
+//   - its claims are a JSON object whose registered claims have their types:
+//     "exp", "nbf" and "iat" JSON numbers (RFC 7519 §2 NumericDate; a numeric
+//     string such as "9999999999", or null, is refused), "iss", "sub", "oid",
+//     "tid" strings, "aud" a string or a list of strings; names match exactly
+//     ("EXP" is not "exp");
 //   - its unverified "iss" is exactly one of the configured issuers, and its
 //     "kid" names a key of that issuer's JWKS;
 //   - the signature verifies with that key;

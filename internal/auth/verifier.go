@@ -186,6 +186,60 @@ type claims struct {
 	Roles stringList `json:"roles,omitempty"`
 }
 
+// UnmarshalJSON decodes the claims strictly, where encoding/json and
+// jwt.NumericDate are lenient: claim names are matched exactly (RFC 7519
+// §4: "EXP" is not "exp"), and exp, nbf and iat must be JSON numbers
+// (RFC 7519 §2 NumericDate), never numeric strings like "9999999999" or null.
+// A claim of the wrong type fails the token rather than being ignored.
+func (c *claims) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	if m == nil {
+		return errors.New("the claims are not a JSON object")
+	}
+	for _, f := range []struct {
+		name string
+		dst  any
+	}{
+		{"iss", &c.Issuer}, {"sub", &c.Subject}, {"aud", &c.Audience}, {"jti", &c.ID},
+		{"oid", &c.OID}, {"tid", &c.TID}, {"scp", &c.Scp}, {"roles", &c.Roles},
+	} {
+		if raw, ok := m[f.name]; ok {
+			if err := json.Unmarshal(raw, f.dst); err != nil {
+				return fmt.Errorf("claim %q: %w", f.name, err)
+			}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  **jwt.NumericDate
+	}{{"exp", &c.ExpiresAt}, {"nbf", &c.NotBefore}, {"iat", &c.IssuedAt}} {
+		if raw, ok := m[f.name]; ok {
+			d, err := numericDate(raw)
+			if err != nil {
+				return fmt.Errorf("claim %q: %w", f.name, err)
+			}
+			*f.dst = d
+		}
+	}
+	return nil
+}
+
+// numericDate decodes a NumericDate: a JSON number of seconds.
+// jwt.NumericDate alone also takes a string holding a number.
+func numericDate(raw json.RawMessage) (*jwt.NumericDate, error) {
+	if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return nil, errors.New("not a JSON number")
+	}
+	d := new(jwt.NumericDate)
+	if err := d.UnmarshalJSON(raw); err != nil {
+		return nil, errors.New("not a number of seconds")
+	}
+	return d, nil
+}
+
 // stringList is a claim given as a space-separated string or a list of
 // strings ("scp" is a string in Entra ID, a list in some other issuers).
 type stringList []string
@@ -250,6 +304,12 @@ func (v *Verifier) key(ctx context.Context, t *jwt.Token, c *claims) (any, error
 	iss := v.match(c.Issuer, c.TID)
 	if iss == nil {
 		return nil, fmt.Errorf("issuer %q is not accepted", c.Issuer)
+	}
+	if _, ok := t.Header["crit"]; ok {
+		// RFC 7515 §4.1.11: a recipient must refuse a token whose crit
+		// names an extension it does not understand, and Hitch understands
+		// none (an empty or malformed crit is invalid too).
+		return nil, errors.New("token header has crit: no extension is understood")
 	}
 	kid, _ := t.Header["kid"].(string)
 	if kid == "" {

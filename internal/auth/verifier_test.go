@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -261,6 +262,39 @@ func TestVerify(t *testing.T) {
 			mod:  func(c jwt.MapClaims, _ time.Time) { c["pad"] = strings.Repeat("x", auth.MaxTokenBytes) },
 			want: auth.ErrUnauthorized,
 		},
+		// Strict tokens: RFC 7515 §4.1.11 crit, RFC 7519 §2 NumericDate.
+		{name: "crit naming exp", token: withHeader(is, map[string]any{"crit": []string{"exp"}}), want: auth.ErrUnauthorized},
+		{name: "crit naming an extension", token: withHeader(is, map[string]any{"crit": []string{"x-ext"}, "x-ext": true}), want: auth.ErrUnauthorized},
+		{name: "crit empty", token: withHeader(is, map[string]any{"crit": []string{}}), want: auth.ErrUnauthorized},
+		{name: "crit not a list", token: withHeader(is, map[string]any{"crit": "exp"}), want: auth.ErrUnauthorized},
+		{name: "crit null", token: withHeader(is, map[string]any{"crit": nil}), want: auth.ErrUnauthorized},
+		{name: "other header parameter", token: withHeader(is, map[string]any{"x-ext": true}), userID: "object-1"},
+		{name: "exp a numeric string", mod: func(c jwt.MapClaims, _ time.Time) { c["exp"] = "9999999999" }, want: auth.ErrUnauthorized},
+		{name: "exp a string of now+1h", mod: func(c jwt.MapClaims, now time.Time) { c["exp"] = fmt.Sprint(now.Add(time.Hour).Unix()) }, want: auth.ErrUnauthorized},
+		{name: "exp null", mod: func(c jwt.MapClaims, _ time.Time) { c["exp"] = nil }, want: auth.ErrUnauthorized},
+		{name: "exp a list", mod: func(c jwt.MapClaims, now time.Time) { c["exp"] = []int64{now.Add(time.Hour).Unix()} }, want: auth.ErrUnauthorized},
+		{name: "exp true", mod: func(c jwt.MapClaims, _ time.Time) { c["exp"] = true }, want: auth.ErrUnauthorized},
+		{name: "exp with a fraction", mod: func(c jwt.MapClaims, now time.Time) { c["exp"] = float64(now.Add(time.Hour).Unix()) + 0.5 }, userID: "object-1"},
+		{name: "exp only as EXP", mod: func(c jwt.MapClaims, _ time.Time) { c["EXP"] = c["exp"]; delete(c, "exp") }, want: auth.ErrUnauthorized},
+		{name: "an unregistered claim EXP as a string", mod: func(c jwt.MapClaims, _ time.Time) { c["EXP"] = "garbage" }, userID: "object-1"},
+		{name: "nbf a numeric string", mod: func(c jwt.MapClaims, now time.Time) { c["nbf"] = fmt.Sprint(now.Add(-time.Minute).Unix()) }, want: auth.ErrUnauthorized},
+		{name: "nbf null", mod: func(c jwt.MapClaims, _ time.Time) { c["nbf"] = nil }, want: auth.ErrUnauthorized},
+		{name: "iat a numeric string", mod: func(c jwt.MapClaims, now time.Time) { c["iat"] = fmt.Sprint(now.Unix()) }, want: auth.ErrUnauthorized},
+		{name: "iat an object", mod: func(c jwt.MapClaims, _ time.Time) { c["iat"] = map[string]int{"s": 1} }, want: auth.ErrUnauthorized},
+		{name: "no iat", mod: func(c jwt.MapClaims, _ time.Time) { delete(c, "iat") }, userID: "object-1"},
+		{name: "exp out of range", mod: func(c jwt.MapClaims, _ time.Time) { c["exp"] = json.Number("1e400") }, want: auth.ErrUnauthorized},
+		{name: "iss a number", mod: func(c jwt.MapClaims, _ time.Time) { c["iss"] = 7 }, want: auth.ErrUnauthorized},
+		{name: "oid a list", mod: func(c jwt.MapClaims, _ time.Time) { c["oid"] = []string{"object-1"} }, want: auth.ErrUnauthorized},
+		{
+			name:  "claims not an object",
+			token: func(tb testing.TB, _ jwt.MapClaims) string { return signRaw(tb, is, `["exp"]`) },
+			want:  auth.ErrUnauthorized,
+		},
+		{
+			name:  "claims null",
+			token: func(tb testing.TB, _ jwt.MapClaims) string { return signRaw(tb, is, `null`) },
+			want:  auth.ErrUnauthorized,
+		},
 		{
 			name:  "not a JWT",
 			token: func(testing.TB, jwt.MapClaims) string { return "not.a.jwt" },
@@ -298,6 +332,24 @@ func TestVerify(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withHeader signs with extra header parameters.
+func withHeader(is *authtest.Issuer, h map[string]any) func(testing.TB, jwt.MapClaims) string {
+	return func(tb testing.TB, c jwt.MapClaims) string { return is.SignHeader(tb, h, c) }
+}
+
+// signRaw signs a payload given as raw JSON with is's key.
+func signRaw(tb testing.TB, is *authtest.Issuer, payload string) string {
+	tb.Helper()
+	kid, key := is.Key()
+	h := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256","typ":"JWT","kid":"` + kid + `"}`))
+	text := h + "." + base64.RawURLEncoding.EncodeToString([]byte(payload))
+	sig, err := jwt.SigningMethodRS256.Sign(text, key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return text + "." + base64.RawURLEncoding.EncodeToString(sig)
 }
 
 func TestVerifyOversizedNotParsed(t *testing.T) {

@@ -39,6 +39,10 @@ type Env struct {
 	// MCP is what MCP entries need: secrets for headers, an HTTP client,
 	// a log for optional servers that are down (mcp.go).
 	MCP MCPEnv
+	// S3Files, when set, keeps a files group whose config.s3 names an S3
+	// location there (internal/s3files), Files or not: files on S3 work on
+	// Lambda.
+	S3Files func(bucket, prefix string) tools.FileStore
 }
 
 // Catalog is the set of agents deployed.

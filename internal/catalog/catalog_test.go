@@ -318,9 +318,9 @@ func TestLoadErrors(t *testing.T) {
 		{"requires_approval mapping", agentHead + "    tools:\n" + filesEntry + "        requires_approval: {write_file: true}\n",
 			[]string{`agents/a.yaml: spec.agent.tools[0].requires_approval: must be true, false or a list of the group's tools (names or rules {tool, when}), got a mapping`}},
 		{"files without root", agentHead + "    tools:\n      - builtin: files\n",
-			[]string{"agents/a.yaml: spec.agent.tools[0].config.root: required: the directory the files tools work in"}},
+			[]string{"agents/a.yaml: spec.agent.tools[0].config.root: required: the directory the files tools work in (or s3: s3://bucket/prefix)"}},
 		{"files config unknown", agentHead + "    tools:\n      - builtin: files\n        config: {root: ./s, mode: ro}\n",
-			[]string{"agents/a.yaml: spec.agent.tools[0].config.mode: unknown field (known: root)"}},
+			[]string{"agents/a.yaml: spec.agent.tools[0].config.mode: unknown field (known: root, s3)"}},
 		{"clock config", agentHead + "    tools:\n      - builtin: clock\n        config: {zone: UTC}\n",
 			[]string{"agents/a.yaml: spec.agent.tools[0].config: the clock group takes no config"}},
 		{"builtin with name", agentHead + "    tools:\n      - builtin: clock\n        name: now\n",
@@ -351,6 +351,12 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`agents/a.yaml: spec.agent.tools[0].idempotent: must be true or false, got "maybe"`}},
 		{"lambda with config", agentHead + "    tools:\n" + lambdaEntry + "        config: {root: x}\n",
 			[]string{`agents/a.yaml: spec.agent.tools[0].config: not allowed in a lambda entry (only in a builtin entry)`}},
+		{"files s3 not a URL", agentHead + "    tools:\n      - builtin: files\n        config: {root: x, s3: https://b/p}\n",
+			[]string{`agents/a.yaml: spec.agent.tools[0].config.s3: "https://b/p" is not an s3:// URL (s3://bucket/prefix)`}},
+		{"files s3 bad bucket", agentHead + "    tools:\n      - builtin: files\n        config: {s3: s3://Bad_Bucket/p}\n",
+			[]string{`agents/a.yaml: spec.agent.tools[0].config.s3: "s3://Bad_Bucket/p": "Bad_Bucket" is not an S3 bucket name (3–63 lower-case letters, digits, dots and hyphens)`}},
+		{"files s3 empty env", agentHead + "    tools:\n      - builtin: files\n        config: {root: x, s3: \"env:\"}\n",
+			[]string{`agents/a.yaml: spec.agent.tools[0].config.s3: env: needs a variable name, e.g. env:HITCH_FILES_S3`}},
 		{"several problems", head + "spec:\n  agent:\n    model: m\n    max_tokens: -1\n    tools:\n      - builtin: web\n", []string{
 			"agents/a.yaml: spec.agent.max_tokens: must be between 1 and 200000, got -1",
 			`agents/a.yaml: spec.agent.tools[0].builtin: unknown group "web" (known: clock, files)`}},
@@ -498,5 +504,56 @@ func TestLoadDir(t *testing.T) {
 	_, err = catalog.LoadDir(dir, catalog.Env{})
 	if err == nil || !strings.HasPrefix(err.Error(), filepath.Join(dir, "b.yaml")+": apiVersion: required") {
 		t.Errorf("LoadDir() error = %v, want it to name %s", err, filepath.Join(dir, "b.yaml"))
+	}
+}
+
+// Files go to S3 when config.s3 names a location and the environment reaches
+// S3; else to the directory (hitch serve), else nowhere (Lambda without S3).
+func TestFilesOnS3(t *testing.T) {
+	const agentHead = "apiVersion: tealagents/v1alpha1\nkind: Agent\nname: a\nversion: 0.1\nspec:\n  agent:\n    model: m\n"
+	def := agentHead + "    tools:\n      - builtin: files\n        config: {root: ./sandbox, s3: env:HITCH_TEST_FILES_S3}\n"
+	var gotBucket, gotPrefix string
+	s3dir := t.TempDir() // stands in for the bucket: a store the factory returns
+	env := catalog.Env{Files: true, BaseDir: t.TempDir(), S3Files: func(bucket, prefix string) tools.FileStore {
+		gotBucket, gotPrefix = bucket, prefix
+		return tools.Dir(s3dir)
+	}}
+	write := func(a *agent.Agent) string {
+		t.Helper()
+		bt, _ := a.Tool("write_file")
+		out, err := bt.Tool.Run(context.Background(), agent.ToolCall{ID: "c", Input: json.RawMessage(`{"path":"f.txt","content":"x"}`)})
+		if err != nil {
+			return err.Error()
+		}
+		return out.Content[0].Text
+	}
+	// Unset: the directory.
+	a, err := loadOne(t, def, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := write(a); got != "wrote 1 bytes to f.txt" || gotBucket != "" {
+		t.Fatalf("without HITCH_TEST_FILES_S3: %q, factory called with %q", got, gotBucket)
+	}
+	if _, err := os.Stat(filepath.Join(s3dir, "f.txt")); err == nil {
+		t.Error("the file went to S3 though s3 was not configured")
+	}
+	// Set: S3.
+	t.Setenv("HITCH_TEST_FILES_S3", "s3://files-bucket/agents/assistant")
+	if a, err = loadOne(t, def, env); err != nil {
+		t.Fatal(err)
+	}
+	if got := write(a); got != "wrote 1 bytes to f.txt" || gotBucket != "files-bucket" || gotPrefix != "agents/assistant" {
+		t.Fatalf("with HITCH_TEST_FILES_S3: %q, factory called with %q %q", got, gotBucket, gotPrefix)
+	}
+	if _, err := os.Stat(filepath.Join(s3dir, "f.txt")); err != nil {
+		t.Errorf("the file did not go to S3: %v", err)
+	}
+	// Lambda without S3: unavailable.
+	if a, err = loadOne(t, def, catalog.Env{Files: false, BaseDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := write(a); got != tools.ErrFilesUnavailable.Error() {
+		t.Errorf("on Lambda without S3: %q", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -276,11 +277,11 @@ func (d *decoder) builtin(f map[string]*yaml.Node, at string, policy agent.ToolP
 		}
 		members = tools.Clock(env.Now)
 	case tools.GroupFiles:
-		root, ok := d.filesRoot(f["config"], join(at, "config"), env, dir)
+		cfg, ok := d.filesConfig(f["config"], join(at, "config"), env, dir)
 		if !ok {
 			return nil
 		}
-		members = tools.Files(tools.FilesConfig{Root: root, Unavailable: !env.Files})
+		members = tools.Files(cfg)
 	default:
 		d.fail(join(at, "builtin"), "unknown group %q (known: %s)", group, strings.Join(tools.Groups(), ", "))
 		return nil
@@ -308,22 +309,55 @@ func (d *decoder) builtin(f map[string]*yaml.Node, at string, policy agent.ToolP
 }
 
 // filesRoot reads config.root, relative to the agent file's directory.
-func (d *decoder) filesRoot(n *yaml.Node, at string, env Env, dir string) (string, bool) {
+// filesConfig reads a files group's config: root, a directory relative to
+// the agent file's, and s3, an s3://bucket/prefix URL or env:NAME naming one.
+// Files go to S3 when s3 is set and the environment reaches S3, else to the
+// directory where the disk is shared (hitch serve); elsewhere (Lambda
+// without S3) every call answers ErrFilesUnavailable.
+func (d *decoder) filesConfig(n *yaml.Node, at string, env Env, dir string) (tools.FilesConfig, bool) {
 	if n == nil {
-		d.fail(join(at, "root"), "required: the directory the files tools work in")
-		return "", false
+		d.fail(join(at, "root"), "required: the directory the files tools work in (or s3: s3://bucket/prefix)")
+		return tools.FilesConfig{}, false
 	}
-	f := d.fields(n, at, "root")
+	f := d.fields(n, at, "root", "s3")
 	if f == nil {
-		return "", false
+		return tools.FilesConfig{}, false
+	}
+	if f["root"] == nil && f["s3"] == nil {
+		d.fail(join(at, "root"), "required: the directory the files tools work in (or s3: s3://bucket/prefix)")
+		return tools.FilesConfig{}, false
+	}
+	cfg := tools.FilesConfig{Unavailable: true}
+	if f["s3"] != nil {
+		ref, ok := d.nonEmpty(f["s3"], join(at, "s3"))
+		if !ok {
+			return cfg, false
+		}
+		url := ref
+		if name, isEnv := strings.CutPrefix(ref, "env:"); isEnv {
+			if name == "" {
+				d.fail(join(at, "s3"), "env: needs a variable name, e.g. env:HITCH_FILES_S3")
+				return cfg, false
+			}
+			url = os.Getenv(name) // unset: not configured here (hitch serve keeps the directory)
+		}
+		if url != "" {
+			bucket, prefix, err := tools.ParseS3URL(url)
+			if err != nil {
+				d.fail(join(at, "s3"), "%v", err)
+				return cfg, false
+			}
+			if env.S3Files != nil {
+				return tools.FilesConfig{Store: env.S3Files(bucket, prefix)}, true
+			}
+		}
 	}
 	if f["root"] == nil {
-		d.fail(join(at, "root"), "required: the directory the files tools work in")
-		return "", false
+		return cfg, true
 	}
 	root, ok := d.nonEmpty(f["root"], join(at, "root"))
 	if !ok {
-		return "", false
+		return cfg, false
 	}
 	if !filepath.IsAbs(root) {
 		root = filepath.Join(env.BaseDir, filepath.FromSlash(dir), root)
@@ -331,9 +365,9 @@ func (d *decoder) filesRoot(n *yaml.Node, at string, env Env, dir string) (strin
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		d.fail(join(at, "root"), "cannot be resolved: %v", err)
-		return "", false
+		return cfg, false
 	}
-	return abs, true
+	return tools.FilesConfig{Root: abs, Unavailable: !env.Files}, true
 }
 
 // requiresApproval reads requires_approval of a group: true, false, or a

@@ -43,6 +43,7 @@ var Routes = []Route{
 	{http.MethodGet, "/agents/{agent}/sessions/{session_id}/tasks", GetTask, false},
 	{http.MethodGet, "/agents", GetTask, false},
 	{http.MethodGet, "/health", GetTask, true},
+	{http.MethodGet, "/openapi.yaml", GetTask, true},
 	{http.MethodPost, "/a2a/{agent}", Invoke, false},
 	{http.MethodGet, "/a2a/{agent}/.well-known/agent-card.json", GetTask, true},
 	{http.MethodGet, "/.well-known/agent-card.json", GetTask, true},

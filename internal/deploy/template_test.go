@@ -560,3 +560,69 @@ func TestCORS(t *testing.T) {
 		}
 	}
 }
+
+// The embedded agents' files on S3: every files config.s3 of the form
+// env:NAME is set by the functions that run tools (invoke, resume) to a
+// location in the stack's FilesBucket, and each function may read, write,
+// delete and list that prefix only.
+func TestFilesBucket(t *testing.T) {
+	tpl := loadTemplate(t)
+	res := resources(t, tpl)
+	bucket, _ := res["FilesBucket"].(map[string]any)
+	if get(bucket, "Type") != "AWS::S3::Bucket" {
+		t.Fatalf("FilesBucket is %v, want an AWS::S3::Bucket", get(bucket, "Type"))
+	}
+	for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+		if get(bucket, "Properties", "PublicAccessBlockConfiguration", k) != true {
+			t.Errorf("FilesBucket: PublicAccessBlockConfiguration.%s is not true", k)
+		}
+	}
+	if get(bucket, "Properties", "BucketEncryption") == nil {
+		t.Error("FilesBucket has no encryption")
+	}
+	defs, err := filepath.Glob(filepath.Join(root, "agents", "*.yaml"))
+	if err != nil || len(defs) == 0 {
+		t.Fatalf("agents/*.yaml: %v", err)
+	}
+	envRef := regexp.MustCompile(`s3:\s*env:([A-Z0-9_]+)`)
+	var names []string
+	for _, f := range defs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range envRef.FindAllStringSubmatch(string(b), -1) {
+			names = append(names, m[1])
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("no embedded agent keeps its files on S3 (config.s3: env:NAME)")
+	}
+	for _, dir := range []string{deploy.Invoke, deploy.Resume} {
+		fn := function(t, res, dir)
+		for _, name := range names {
+			sub, _ := get(fn, "Properties", "Environment", "Variables", name, "Fn::Sub").(string)
+			prefix, ok := strings.CutPrefix(sub, "s3://${FilesBucket}/")
+			if !ok || prefix == "" || strings.Contains(prefix, "$") {
+				t.Errorf("%s: %s = %v, want !Sub s3://${FilesBucket}/<prefix>", dir, name, get(fn, "Properties", "Environment", "Variables", name))
+				continue
+			}
+			_, statements := policyActions(t, fn)
+			var objects, list bool
+			for _, st := range statements {
+				sid, _ := get(st, "Sid").(string)
+				switch sid {
+				case "FilesObjects":
+					r, _ := get(st, "Resource", "Fn::Sub").(string)
+					objects = r == "${FilesBucket.Arn}/"+prefix+"/*"
+				case "FilesList":
+					p := asList(get(st, "Condition", "StringLike", "s3:prefix"))
+					list = len(p) == 1 && p[0] == prefix+"/*"
+				}
+			}
+			if !objects || !list {
+				t.Errorf("%s: the S3 policy is not limited to %s/ (objects %v, list %v)", dir, prefix, objects, list)
+			}
+		}
+	}
+}

@@ -53,8 +53,10 @@ var statusOf = map[string]int{
 	agent.CodeDeadlineExceeded:      http.StatusGatewayTimeout,
 	// A request lost to an expired lease is reported like an internal failure.
 	agent.CodeLeaseExpired:   http.StatusInternalServerError,
-	agent.CodeRequestLost:    http.StatusInternalServerError,
 	agent.CodeOutcomeUnknown: http.StatusInternalServerError,
+	// A duplicate that waited for a request whose process died: try again
+	// (Retry-After) to take it over.
+	agent.CodeRequestLost: http.StatusServiceUnavailable,
 }
 
 // StatusOf returns the HTTP status of an error code; unknown codes are 500.
@@ -77,7 +79,7 @@ func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 		log.Error("internal error", "err", err)
 		e = &agent.Error{Code: agent.CodeInternal, Message: "the server failed to handle the request; it has been logged"}
 	}
-	if e.Code == agent.CodeThrottled {
+	if e.Code == agent.CodeThrottled || e.Code == agent.CodeRequestLost {
 		ra := e.RetryAfter
 		if ra <= 0 {
 			ra = 1

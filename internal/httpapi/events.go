@@ -40,8 +40,9 @@ func lastEventID(r *http.Request) (int64, error) {
 	if v == "" {
 		return 0, nil
 	}
+	// Event ids are what the server sent: decimal digits, no sign, no space.
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
+	if err != nil || v[0] < '0' || v[0] > '9' {
 		return 0, agent.Errorf(agent.CodeInvalidLastEventID, "%s must be a non-negative event id", name)
 	}
 	return n, nil

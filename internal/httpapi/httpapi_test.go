@@ -17,6 +17,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/agent/agenttest"
 	"github.com/hitch-agents/hitch/internal/httpapi"
+	"github.com/hitch-agents/hitch/internal/httpapi/contract"
 	"github.com/hitch-agents/hitch/internal/memstore"
 )
 
@@ -46,7 +47,7 @@ func newEnv(tb testing.TB) *env {
 	e := &agent.Engine{Store: store, Model: model, Agents: agentSet{"acc": ag, "other": {Name: "other", Version: "1"}},
 		LegTimeout: time.Minute, Log: slog.New(slog.DiscardHandler)}
 	api := &httpapi.Server{Engine: e, Auth: httpapi.DevAuth, Log: slog.New(slog.DiscardHandler), MaxBody: 4096}
-	srv := httptest.NewServer(api.Handler())
+	srv := httptest.NewServer(contract.Check(tb, api.Handler()))
 	tb.Cleanup(srv.Close)
 	return &env{srv: srv, api: api, model: model, store: store}
 }
@@ -506,7 +507,7 @@ func TestStatusTable(t *testing.T) {
 	for code, want := range map[string]int{
 		"invalid_json": 400, "not_owner": 401, "forbidden": 403, "route_not_found": 404, "method_not_allowed": 405,
 		"task_busy": 409, "approval_expired": 410, "body_too_large": 413, "idempotency_key_reused": 422,
-		"throttled": 429, "internal": 500, "model_error": 502, "context_window_exceeded": 502, "deadline_exceeded": 504,
+		"throttled": 429, "internal": 500, "request_lost": 503, "model_error": 502, "context_window_exceeded": 502, "deadline_exceeded": 504,
 		"something_new": 500,
 	} {
 		if got := httpapi.StatusOf(code); got != want {

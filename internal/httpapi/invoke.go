@@ -120,7 +120,7 @@ func writeResult(w http.ResponseWriter, res *agent.RequestResult) {
 	status := http.StatusOK
 	if res.Status == agent.StatusFailed && res.Error != nil {
 		status = StatusOf(res.Error.Code)
-		if res.Error.Code == agent.CodeThrottled {
+		if res.Error.Code == agent.CodeThrottled || res.Error.Code == agent.CodeRequestLost {
 			w.Header().Set("Retry-After", strconv.Itoa(max(res.RetryAfter, 1)))
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/agent/agenttest"
 	"github.com/hitch-agents/hitch/internal/enginetest"
 	"github.com/hitch-agents/hitch/internal/httpapi"
+	"github.com/hitch-agents/hitch/internal/httpapi/contract"
 	"github.com/hitch-agents/hitch/internal/memstore"
 )
 
@@ -24,7 +25,7 @@ func hitlEnv(t *testing.T) (*env, *enginetest.Env) {
 	en := enginetest.New(t, memstore.New())
 	en.E.Now = nil
 	api := &httpapi.Server{Engine: en.E, Auth: httpapi.DevAuth, Log: slog.New(slog.DiscardHandler)}
-	srv := httptest.NewServer(api.Handler())
+	srv := httptest.NewServer(contract.Check(t, api.Handler()))
 	t.Cleanup(srv.Close)
 	return &env{srv: srv, api: api, model: en.Model, store: en.Store}, en
 }

@@ -90,6 +90,7 @@ var Routes = []Route{
 	{"GET", "/agents/{agent}/sessions/{session_id}/tasks", "gettask"},
 	{"GET", "/agents", "gettask"},
 	{"GET", "/health", "any"},
+	{"GET", "/openapi.yaml", "any"},
 	{"POST", "/a2a/{agent}", "invoke"},
 	{"GET", "/a2a/{agent}/.well-known/agent-card.json", "gettask"},
 	{"GET", "/.well-known/agent-card.json", "gettask"},
@@ -97,7 +98,7 @@ var Routes = []Route{
 
 // public are the routes that need no token: liveness and the Agent Cards.
 var public = map[string]bool{
-	"/health": true, "/a2a/{agent}/.well-known/agent-card.json": true, "/.well-known/agent-card.json": true,
+	"/health": true, "/openapi.yaml": true, "/a2a/{agent}/.well-known/agent-card.json": true, "/.well-known/agent-card.json": true,
 }
 
 func (s *Server) log() *slog.Logger {
@@ -133,6 +134,7 @@ func (s *Server) Handler() http.Handler {
 		"GET /agents/{agent}/sessions/{session_id}/tasks":                   s.listSessionTasks,
 		"GET /agents":       s.listAgents,
 		"GET /health":       s.health,
+		"GET /openapi.yaml": s.openAPI,
 		"POST /a2a/{agent}": s.a2aRPC,
 		"GET /a2a/{agent}/.well-known/agent-card.json": s.a2aCard,
 		"GET /.well-known/agent-card.json":             s.a2aCard,

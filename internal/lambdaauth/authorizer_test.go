@@ -27,7 +27,7 @@ const (
 	stageARN  = "arn:aws:execute-api:eu-west-1:123456789012:abcdef1234/prod/*/*"
 )
 
-func setup(t *testing.T) (*lambdaauth.Authorizer, *authtest.Issuer, time.Time) {
+func setup(t testing.TB) (*lambdaauth.Authorizer, *authtest.Issuer, time.Time) {
 	t.Helper()
 	is := authtest.NewIssuer(t)
 	now := time.Now().Truncate(time.Second)
@@ -156,6 +156,13 @@ func TestUnauthorized(t *testing.T) {
 	big := claims(is, now)
 	big["pad"] = strings.Repeat("x", auth.MaxTokenBytes)
 	none := authtest.SignWith(t, jwt.SigningMethodNone, "key-1", jwt.UnsafeAllowNoneSignatureType, claims(is, now))
+	crit := is.SignHeader(t, map[string]any{"crit": []string{"exp"}}, claims(is, now))
+	strExp := claims(is, now)
+	strExp["exp"] = "9999999999"
+	strNbf := claims(is, now)
+	strNbf["nbf"] = strconv.FormatInt(now.Add(-time.Minute).Unix(), 10)
+	strIat := claims(is, now)
+	strIat["iat"] = strconv.FormatInt(now.Unix(), 10)
 
 	tests := []struct {
 		name    string
@@ -172,6 +179,10 @@ func TestUnauthorized(t *testing.T) {
 		{name: "wrong audience", headers: map[string]string{"Authorization": "Bearer " + is.Sign(t, wrongAud)}},
 		{name: "oversized", headers: map[string]string{"Authorization": "Bearer " + is.Sign(t, big)}},
 		{name: "alg none", headers: map[string]string{"Authorization": "Bearer " + none}},
+		{name: "crit [exp]", headers: map[string]string{"Authorization": "Bearer " + crit}},
+		{name: "exp a numeric string", headers: map[string]string{"Authorization": "Bearer " + is.Sign(t, strExp)}},
+		{name: "nbf a numeric string", headers: map[string]string{"Authorization": "Bearer " + is.Sign(t, strNbf)}},
+		{name: "iat a numeric string", headers: map[string]string{"Authorization": "Bearer " + is.Sign(t, strIat)}},
 		{
 			name:  "two Authorization headers",
 			multi: map[string][]string{"Authorization": {"Bearer " + valid, "Bearer " + valid}},

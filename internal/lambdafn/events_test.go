@@ -1,6 +1,7 @@
 package lambdafn_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/hitch-agents/hitch/docs"
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/auth"
 	"github.com/hitch-agents/hitch/internal/auth/authtest"
@@ -124,6 +126,7 @@ func TestEventFixtures(t *testing.T) {
 		want []answer // any of these
 	}{
 		{"health.json", []answer{{200, ""}}},
+		{"openapi.json", []answer{{200, ""}}},
 		{"agents.json", []answer{{200, ""}}},
 		{"invoke.json", []answer{{200, ""}}},
 		{"invoke-sse.json", []answer{{200, ""}}},
@@ -182,6 +185,12 @@ func TestEventFixtures(t *testing.T) {
 				evs := parseSSE(t, r.body)
 				if len(evs) < 2 || evs[0].Event != "request_started" || evs[len(evs)-1].Event != "request_complete" {
 					t.Errorf("events = %+v, want request_started … request_complete", evs)
+				}
+				return
+			}
+			if tc.file == "openapi.json" {
+				if ct != "application/yaml" || !bytes.Equal(r.body, docs.OpenAPI) {
+					t.Errorf("Content-Type %q, %d bytes: want application/yaml, the embedded docs/openapi.yaml", ct, len(r.body))
 				}
 				return
 			}

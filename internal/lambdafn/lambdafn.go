@@ -10,12 +10,10 @@
 package lambdafn
 
 import (
-	"net/http"
-
 	"context"
 	"fmt"
-	"github.com/hitch-agents/hitch/internal/a2a"
 	"log/slog"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -25,16 +23,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/hitch-agents/hitch/agents"
+	"github.com/hitch-agents/hitch/internal/a2a"
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/bedrock"
 	"github.com/hitch-agents/hitch/internal/catalog"
 	"github.com/hitch-agents/hitch/internal/dynamo"
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/lambdahttp"
+	"github.com/hitch-agents/hitch/internal/s3files"
 	"github.com/hitch-agents/hitch/internal/secret"
+	"github.com/hitch-agents/hitch/internal/tools"
 )
 
 // Config is what a function reads from its environment, once.
@@ -67,6 +69,8 @@ type Clients struct {
 	Lambda *lambda.Client
 	// SSM resolves ssm:/path header values of MCP tools; optional.
 	SSM *ssm.Client
+	// S3 keeps the files of agents whose files config names S3; nil: none.
+	S3 *s3.Client
 }
 
 // DeadlineMargin is kept free before the Lambda's deadline to commit.
@@ -104,7 +108,8 @@ func NewClients(ctx context.Context, c Config) (Clients, error) {
 		}
 	})
 	br := bedrock.NewClient(cfg, c.BedrockEndpoint)
-	return Clients{DynamoDB: ddb, Bedrock: br, Lambda: lambda.NewFromConfig(cfg), SSM: ssm.NewFromConfig(cfg)}, nil
+	return Clients{DynamoDB: ddb, Bedrock: br, Lambda: lambda.NewFromConfig(cfg), S3: s3files.NewClient(cfg),
+		SSM: ssm.NewFromConfig(cfg)}, nil
 }
 
 // NewWith builds the function on clients built elsewhere.
@@ -133,8 +138,12 @@ func NewWith(c Config, cl Clients) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat, err := catalog.Load(agents.FS, ".", catalog.Env{Files: false, Lambda: cl.Lambda,
-		MCP: catalog.MCPEnv{Secrets: secret.Resolver{SSM: cl.SSM}, Log: log}})
+	env := catalog.Env{Files: false, Lambda: cl.Lambda,
+		MCP: catalog.MCPEnv{Secrets: secret.Resolver{SSM: cl.SSM}, Log: log}}
+	if cl.S3 != nil {
+		env.S3Files = func(bucket, prefix string) tools.FileStore { return s3files.New(cl.S3, bucket, prefix) }
+	}
+	cat, err := catalog.Load(agents.FS, ".", env)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -67,8 +68,11 @@ func (h *Handler) Handle(ctx context.Context, event json.RawMessage) (any, error
 // it waits for the handler.
 func (h *Handler) ServeEvent(ctx context.Context, ev events.APIGatewayProxyRequest) (*events.APIGatewayProxyStreamingResponse, error) {
 	r, err := NewRequest(ctx, ev)
-	if err != nil {
+	if errors.Is(err, errBase64Body) {
 		return nil, &FunctionError{Type: ErrorType("invalid_event"), Message: "The request body is not valid base64."}
+	}
+	if err != nil {
+		return nil, &FunctionError{Type: ErrorType("invalid_event"), Message: "The event's method or path does not make an HTTP request."}
 	}
 	log := h.Log
 	if log == nil {

@@ -3,6 +3,7 @@ package lambdahttp
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 )
+
+// errBase64Body: the event says its body is base64, and it is not.
+var errBase64Body = errors.New("the body is not valid base64")
 
 type authorizerKey struct{}
 
@@ -84,7 +88,7 @@ func NewRequest(ctx context.Context, ev events.APIGatewayProxyRequest) (*http.Re
 	if ev.IsBase64Encoded {
 		b, err := base64.StdEncoding.DecodeString(ev.Body)
 		if err != nil {
-			return nil, fmt.Errorf("lambdahttp: decode base64 body: %w", err)
+			return nil, fmt.Errorf("lambdahttp: decode base64 body: %w: %w", errBase64Body, err)
 		}
 		body = b
 	} else {

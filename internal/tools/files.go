@@ -5,12 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/hitch-agents/hitch/internal/agent"
@@ -24,9 +19,42 @@ var ErrFilesUnavailable = errors.New("files tools need a shared disk; not availa
 type FilesConfig struct {
 	// Root is the directory the tools work in; created on first use.
 	Root string
+	// Store, when set, keeps the files instead of Root (files on S3:
+	// internal/s3files).
+	Store FileStore
 	// Unavailable makes every call fail with ErrFilesUnavailable.
 	Unavailable bool
 }
+
+// FileStore keeps a files group's files: a directory (Dir) or an S3 prefix
+// (internal/s3files). Names are clean, relative and slash-separated; "." is
+// the root. Errors are for the model to read: a missing file wraps
+// ErrNotExist, a directory where a file is wanted ErrIsDir, a file where a
+// directory is wanted ErrNotDir; others say what went wrong without internal
+// detail.
+type FileStore interface {
+	// List returns the entries of a directory, sorted, directories ending
+	// with "/".
+	List(ctx context.Context, dir string) ([]string, error)
+	// Read returns a file's content, at most limit bytes (more is an error).
+	Read(ctx context.Context, name string, limit int64) ([]byte, error)
+	// Write creates or replaces a file, creating its directories.
+	Write(ctx context.Context, name string, data []byte) error
+	// Append appends to a file, creating it (and its directories) if missing.
+	Append(ctx context.Context, name string, data []byte) error
+	// Delete deletes a file.
+	Delete(ctx context.Context, name string) error
+}
+
+// Errors a FileStore wraps, with the path: "a.txt: no such file or directory".
+var (
+	ErrNotExist = errors.New("no such file or directory")
+	ErrIsDir    = errors.New("is a directory")
+	ErrNotDir   = errors.New("not a directory")
+)
+
+// PathError is a FileStore's error about one path.
+func PathError(name string, err error) error { return fmt.Errorf("%s: %w", name, err) }
 
 // maxReadBytes bounds what read_file loads into memory; the engine cuts the
 // result to the agent's max_tool_result_bytes anyway.
@@ -35,8 +63,11 @@ const maxReadBytes = 8 << 20
 // Files returns the files group: list_files, read_file, write_file,
 // append_file, delete_file. All but append_file are idempotent.
 func Files(cfg FilesConfig) []Builtin {
-	fsys := &sandbox{root: cfg.Root, unavailable: cfg.Unavailable}
-	mk := func(op *fileOp) *FileTool { return &FileTool{fs: fsys, op: op} }
+	store := cfg.Store
+	if store == nil {
+		store = Dir(cfg.Root)
+	}
+	mk := func(op *fileOp) *FileTool { return &FileTool{store: store, unavailable: cfg.Unavailable, op: op} }
 	return []Builtin{
 		{Tool: mk(listFiles), Idempotent: true},
 		{Tool: mk(readFile), Idempotent: true},
@@ -48,8 +79,9 @@ func Files(cfg FilesConfig) []Builtin {
 
 // FileTool is one tool of the files group.
 type FileTool struct {
-	fs *sandbox
-	op *fileOp
+	store       FileStore
+	unavailable bool
+	op          *fileOp
 }
 
 var (
@@ -67,7 +99,7 @@ type fileOp struct {
 	name        string
 	description string
 	schema      *Schema
-	run         func(r *os.Root, in fileInput) (string, error)
+	run         func(ctx context.Context, s FileStore, in fileInput) (string, error)
 }
 
 // Spec describes the tool.
@@ -80,7 +112,7 @@ func (t *FileTool) ValidateInput(input json.RawMessage) error { return t.op.sche
 
 // Run runs the operation inside the root.
 func (t *FileTool) Run(ctx context.Context, call agent.ToolCall) (agent.ToolOutput, error) {
-	if t.fs.unavailable {
+	if t.unavailable {
 		return agent.ToolOutput{}, ErrFilesUnavailable
 	}
 	var in fileInput
@@ -95,37 +127,15 @@ func (t *FileTool) Run(ctx context.Context, call agent.ToolCall) (agent.ToolOutp
 	if err := ctx.Err(); err != nil {
 		return agent.ToolOutput{}, err
 	}
-	r, err := t.fs.open()
+	out, err := t.op.run(ctx, t.store, in)
 	if err != nil {
 		return agent.ToolOutput{}, err
-	}
-	defer r.Close()
-	out, err := t.op.run(r, in)
-	if err != nil {
-		return agent.ToolOutput{}, pathError(err)
 	}
 	return text(out), nil
 }
 
-// sandbox is the root directory shared by a group's tools.
-type sandbox struct {
-	root        string
-	unavailable bool
-}
-
-func (s *sandbox) open() (*os.Root, error) {
-	if err := os.MkdirAll(s.root, 0o755); err != nil {
-		return nil, errors.New("the files root cannot be created")
-	}
-	r, err := os.OpenRoot(s.root)
-	if err != nil {
-		return nil, errors.New("the files root cannot be opened")
-	}
-	return r, nil
-}
-
 // cleanPath checks a path given by the model: relative, not leaving the root.
-// "" is the root itself.
+// "" is the root itself. The result is slash-separated.
 func cleanPath(p string) (string, error) {
 	if p == "" {
 		return ".", nil
@@ -136,26 +146,7 @@ func cleanPath(p string) (string, error) {
 	if !filepath.IsLocal(p) {
 		return "", fmt.Errorf("path %q leaves the files root", p)
 	}
-	return filepath.Clean(p), nil
-}
-
-// pathError makes an error of os.Root readable for the model, without the
-// root's location on disk.
-func pathError(err error) error {
-	var pe *fs.PathError
-	if !errors.As(err, &pe) {
-		return err
-	}
-	name := filepath.ToSlash(pe.Path)
-	switch {
-	case strings.Contains(pe.Err.Error(), "path escapes from parent"):
-		return fmt.Errorf("path %q resolves outside the files root", name)
-	case errors.Is(pe.Err, fs.ErrNotExist):
-		return fmt.Errorf("%s: no such file or directory", name)
-	case errors.Is(pe.Err, fs.ErrPermission):
-		return fmt.Errorf("%s: permission denied", name)
-	}
-	return fmt.Errorf("%s: %v", name, pe.Err)
+	return filepath.ToSlash(filepath.Clean(p)), nil
 }
 
 const (
@@ -185,64 +176,29 @@ var listFiles = &fileOp{
 	name:        "list_files",
 	description: "Lists a directory of the files root (the root by default): one name per line, sorted, directories ending with /.",
 	schema:      MustCompileSchema(pathOptional),
-	run: func(r *os.Root, in fileInput) (string, error) {
-		d, err := r.Open(in.Path)
+	run: func(ctx context.Context, s FileStore, in fileInput) (string, error) {
+		names, err := s.List(ctx, in.Path)
 		if err != nil {
 			return "", err
-		}
-		defer d.Close()
-		entries, err := d.ReadDir(-1)
-		if err != nil {
-			if errors.Is(err, fs.ErrInvalid) || strings.Contains(err.Error(), "not a directory") {
-				return "", fmt.Errorf("%s: not a directory", filepath.ToSlash(in.Path))
-			}
-			return "", err
-		}
-		names := make([]string, 0, len(entries))
-		for _, e := range entries {
-			name := e.Name()
-			if e.IsDir() || e.Type()&fs.ModeSymlink != 0 && isDir(r, path.Join(filepath.ToSlash(in.Path), name)) {
-				name += "/"
-			}
-			names = append(names, name)
 		}
 		if len(names) == 0 {
 			return "(empty directory)", nil
 		}
-		slices.Sort(names)
 		return strings.Join(names, "\n"), nil
 	},
-}
-
-// isDir tells whether name, a symlink, resolves to a directory inside the root.
-func isDir(r *os.Root, name string) bool {
-	fi, err := r.Stat(name)
-	return err == nil && fi.IsDir()
 }
 
 var readFile = &fileOp{
 	name:        "read_file",
 	description: "Reads a text file of the files root.",
 	schema:      MustCompileSchema(pathOnly),
-	run: func(r *os.Root, in fileInput) (string, error) {
-		f, err := r.Open(in.Path)
+	run: func(ctx context.Context, s FileStore, in fileInput) (string, error) {
+		b, err := s.Read(ctx, in.Path, maxReadBytes)
+		if errors.Is(err, ErrIsDir) {
+			return "", fmt.Errorf("%s: is a directory; use list_files", in.Path)
+		}
 		if err != nil {
 			return "", err
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return "", err
-		}
-		if fi.IsDir() {
-			return "", fmt.Errorf("%s: is a directory; use list_files", filepath.ToSlash(in.Path))
-		}
-		b, err := io.ReadAll(io.LimitReader(f, maxReadBytes+1))
-		if err != nil {
-			return "", err
-		}
-		if len(b) > maxReadBytes {
-			return "", fmt.Errorf("%s: larger than %d bytes", filepath.ToSlash(in.Path), maxReadBytes)
 		}
 		if len(b) == 0 {
 			return "(empty file)", nil
@@ -255,14 +211,11 @@ var writeFile = &fileOp{
 	name:        "write_file",
 	description: "Writes a text file of the files root, creating it (and its directories) or replacing it.",
 	schema:      MustCompileSchema(pathContent),
-	run: func(r *os.Root, in fileInput) (string, error) {
-		if err := mkParents(r, in.Path); err != nil {
+	run: func(ctx context.Context, s FileStore, in fileInput) (string, error) {
+		if err := s.Write(ctx, in.Path, []byte(in.Content)); err != nil {
 			return "", err
 		}
-		if err := r.WriteFile(in.Path, []byte(in.Content), 0o644); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("wrote %d bytes to %s", len(in.Content), filepath.ToSlash(in.Path)), nil
+		return fmt.Sprintf("wrote %d bytes to %s", len(in.Content), in.Path), nil
 	},
 }
 
@@ -270,22 +223,11 @@ var appendFile = &fileOp{
 	name:        "append_file",
 	description: "Appends text to a file of the files root, creating it (and its directories) if missing.",
 	schema:      MustCompileSchema(pathContent),
-	run: func(r *os.Root, in fileInput) (string, error) {
-		if err := mkParents(r, in.Path); err != nil {
+	run: func(ctx context.Context, s FileStore, in fileInput) (string, error) {
+		if err := s.Append(ctx, in.Path, []byte(in.Content)); err != nil {
 			return "", err
 		}
-		f, err := r.OpenFile(in.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			return "", err
-		}
-		if _, err := io.WriteString(f, in.Content); err != nil {
-			f.Close()
-			return "", err
-		}
-		if err := f.Close(); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("appended %d bytes to %s", len(in.Content), filepath.ToSlash(in.Path)), nil
+		return fmt.Sprintf("appended %d bytes to %s", len(in.Content), in.Path), nil
 	},
 }
 
@@ -293,28 +235,46 @@ var deleteFile = &fileOp{
 	name:        "delete_file",
 	description: "Deletes a file of the files root.",
 	schema:      MustCompileSchema(pathOnly),
-	run: func(r *os.Root, in fileInput) (string, error) {
-		// Stat follows symlinks: a link resolving outside the root is refused
-		// like any other path leaving it.
-		fi, err := r.Stat(in.Path)
+	run: func(ctx context.Context, s FileStore, in fileInput) (string, error) {
+		err := s.Delete(ctx, in.Path)
+		if errors.Is(err, ErrIsDir) {
+			return "", fmt.Errorf("%s: is a directory; delete_file deletes files", in.Path)
+		}
 		if err != nil {
 			return "", err
 		}
-		if fi.IsDir() {
-			return "", fmt.Errorf("%s: is a directory; delete_file deletes files", filepath.ToSlash(in.Path))
-		}
-		if err := r.Remove(in.Path); err != nil {
-			return "", err
-		}
-		return "deleted " + filepath.ToSlash(in.Path), nil
+		return "deleted " + in.Path, nil
 	},
 }
 
-// mkParents creates the directories above name.
-func mkParents(r *os.Root, name string) error {
-	dir := filepath.Dir(name)
-	if dir == "." {
-		return nil
+// ParseS3URL splits s3://bucket[/prefix] and checks the bucket's name.
+func ParseS3URL(u string) (bucket, prefix string, err error) {
+	rest, ok := strings.CutPrefix(u, "s3://")
+	if !ok {
+		return "", "", fmt.Errorf("%q is not an s3:// URL (s3://bucket/prefix)", u)
 	}
-	return r.MkdirAll(dir, 0o755)
+	bucket, prefix, _ = strings.Cut(rest, "/")
+	if !validBucket(bucket) {
+		return "", "", fmt.Errorf("%q: %q is not an S3 bucket name (3–63 lower-case letters, digits, dots and hyphens)", u, bucket)
+	}
+	prefix = strings.Trim(prefix, "/")
+	for _, seg := range strings.Split(prefix, "/") {
+		if seg == "." || seg == ".." {
+			return "", "", fmt.Errorf("%q: the prefix may not hold . or .. segments", u)
+		}
+	}
+	return bucket, prefix, nil
+}
+
+func validBucket(b string) bool {
+	if len(b) < 3 || len(b) > 63 {
+		return false
+	}
+	for i, c := range b {
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || (c == '.' || c == '-') && i > 0 && i < len(b)-1
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

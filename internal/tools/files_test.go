@@ -13,6 +13,7 @@ import (
 
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/tools"
+	"github.com/hitch-agents/hitch/internal/tools/filestest"
 )
 
 // filesEnv is a files group over a fresh root holding:
@@ -244,4 +245,35 @@ func TestFilesUnavailable(t *testing.T) {
 	if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("root was created (%v); unavailable tools must not touch the disk", err)
 	}
+}
+
+// The files contract suite on a directory.
+func TestDirContract(t *testing.T) {
+	filestest.Run(t, func(tb testing.TB) *filestest.Backend {
+		base := tb.TempDir()
+		root := filepath.Join(base, "root")
+		if err := os.WriteFile(filepath.Join(base, "secret.txt"), []byte("secret"), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		return &filestest.Backend{
+			Store: tools.Dir(root),
+			Put: func(tb testing.TB, name, content string) {
+				p := filepath.Join(root, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					tb.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+					tb.Fatal(err)
+				}
+			},
+			Get: func(tb testing.TB, name string) (string, bool) {
+				b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
+				return string(b), err == nil
+			},
+			Outside: func(tb testing.TB) (string, bool) {
+				b, err := os.ReadFile(filepath.Join(base, "secret.txt"))
+				return string(b), err == nil
+			},
+		}
+	})
 }

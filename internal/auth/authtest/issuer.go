@@ -106,6 +106,23 @@ func (is *Issuer) Sign(tb testing.TB, claims jwt.MapClaims) string {
 	return SignWith(tb, jwt.SigningMethodRS256, kid, key, claims)
 }
 
+// SignHeader signs claims like Sign, with extra header parameters (e.g.
+// "crit"); they may not replace "alg" or "kid".
+func (is *Issuer) SignHeader(tb testing.TB, header map[string]any, claims jwt.MapClaims) string {
+	tb.Helper()
+	kid, key := is.Key()
+	t := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
+	for k, v := range header {
+		t.Header[k] = v
+	}
+	t.Header["kid"] = kid
+	s, err := t.SignedString(key)
+	if err != nil {
+		tb.Fatalf("authtest: signing a token: %v", err)
+	}
+	return s
+}
+
 // SignWith signs claims with any method, kid and key (for forged tokens).
 func SignWith(tb testing.TB, method jwt.SigningMethod, kid string, key any, claims jwt.MapClaims) string {
 	tb.Helper()
