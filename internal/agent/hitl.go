@@ -43,7 +43,8 @@ func canonicalJSON(raw json.RawMessage) []byte {
 // needApproval returns the pending calls of a model turn: those whose tool
 // needs approval. A call of an unknown tool or with invalid input needs none:
 // it becomes an error result the model can correct.
-func (r *Run) needApproval(uses []Block) []PendingCall {
+// seq is the history entry that holds the calls: META refers to it.
+func (r *Run) needApproval(uses []Block, seq int64) []PendingCall {
 	now := r.e.now()
 	round := r.task.Active.Round + 1
 	var out []PendingCall
@@ -64,7 +65,7 @@ func (r *Run) needApproval(uses []Block) []PendingCall {
 			ttl = DefaultApprovalTTL
 		}
 		in := inputOrEmpty(u.Input)
-		out = append(out, PendingCall{ToolCallID: u.ID, Name: u.Name, Input: in, InputHash: InputHash(in), ExpiresAt: now.Add(ttl), Round: round, Rule: rule})
+		out = append(out, PendingCall{ToolCallID: u.ID, Name: u.Name, Input: in, InputHash: InputHash(in), ItemSeq: seq, ExpiresAt: now.Add(ttl), Round: round, Rule: rule})
 	}
 	return out
 }

@@ -119,6 +119,11 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 	if t == nil {
 		return nil, denied
 	}
+	if denied == nil {
+		if err := e.pendingInputs(ctx, t, items); err != nil {
+			return nil, err
+		}
+	}
 	a := t.Active
 	var ended *RequestRecord
 	if a == nil || a.ID != in.RequestID {
@@ -501,10 +506,13 @@ func (e *Engine) boundFollower(ctx context.Context, ag *Agent, bound *IdemRecord
 	return e.follower(ag, bound.TaskID, bound.RequestID, 0, callerDeadline), nil
 }
 
+// DuplicatePoll is how often a waiting duplicate reads META: at most once a
+// second (DESIGN §4 Sizes), however many wait on one request.
+var DuplicatePoll = time.Second
+
 // waitOutcome polls until the request ends or pauses in a later round. It
 // returns the outcome and the id of the request's last event.
 func (e *Engine) waitOutcome(ctx context.Context, ag *Agent, taskID, rid string, round int) (*RequestResult, int64) {
-	poll := 50 * time.Millisecond
 	for {
 		t, err := e.Store.GetTask(ctx, taskID)
 		if errors.Is(err, ErrNotFound) {
@@ -515,6 +523,9 @@ func (e *Engine) waitOutcome(ctx context.Context, ag *Agent, taskID, rid string,
 			a := t.Active
 			switch {
 			case a != nil && a.ID == rid && a.Status == StatusPaused && a.Round > round:
+				if err := e.pendingInputs(ctx, t, nil); err != nil {
+					e.log().Warn("reading the pending calls' inputs failed", "task_id", taskID, "err", err)
+				}
 				return pausedResult(ag, t, e.now()), a.LastEventID
 			case a != nil && a.ID == rid && a.Status == StatusRunning && !e.now().Before(a.LeaseUntil):
 				return &RequestResult{SessionID: t.SessionID, TaskID: t.ID, RequestID: rid, Status: StatusFailed,
@@ -534,10 +545,7 @@ func (e *Engine) waitOutcome(ctx context.Context, ag *Agent, taskID, rid string,
 		case <-ctx.Done():
 			return &RequestResult{TaskID: taskID, RequestID: rid, Status: StatusFailed,
 				Error: &ErrorInfo{Code: CodeDeadlineExceeded, Message: "gave up waiting for the request's outcome"}, Source: ag.Source()}, 0
-		case <-time.After(poll):
-		}
-		if poll < 500*time.Millisecond {
-			poll *= 2
+		case <-time.After(DuplicatePoll):
 		}
 	}
 }
@@ -597,4 +605,38 @@ func roundOfCalls(decided []Decision, ds []DecisionInput) int {
 		}
 	}
 	return 0
+}
+
+// pendingInputs fills in the inputs of a paused round's calls, which META
+// holds by reference (the ITEM#<seq> of their tool_use; DESIGN §4 Sizes):
+// from items when they hold the tool_use, else with one read per entry.
+func (e *Engine) pendingInputs(ctx context.Context, t *Task, items []Item) error {
+	a := t.Active
+	if a == nil || len(a.Pending) == 0 {
+		return nil
+	}
+	inputs := map[string]json.RawMessage{}
+	collect := func(its []Item) {
+		for _, it := range its {
+			for _, u := range it.ToolUses() {
+				inputs[u.ID] = inputOrEmpty(u.Input)
+			}
+		}
+	}
+	collect(items)
+	for i := range a.Pending {
+		p := &a.Pending[i]
+		if p.Input != nil {
+			continue
+		}
+		if _, ok := inputs[p.ToolCallID]; !ok && p.ItemSeq > 0 {
+			its, err := e.Store.ListItems(ctx, t, p.ItemSeq-1, 1)
+			if err != nil {
+				return fmt.Errorf("read the pending calls of %s: %w", t.ID, err)
+			}
+			collect(its)
+		}
+		p.Input = inputs[p.ToolCallID]
+	}
+	return nil
 }

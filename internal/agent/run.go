@@ -154,7 +154,7 @@ func (r *Run) loop(ctx context.Context) {
 			if r.interrupted(ctx) {
 				return
 			}
-			if pending := r.needApproval(uses); len(pending) > 0 {
+			if pending := r.needApproval(uses, asst.Seq); len(pending) > 0 {
 				r.pause(ctx, pending)
 				return
 			}

@@ -111,12 +111,17 @@ type ActiveRequest struct {
 
 // PendingCall is a tool call awaiting a decision.
 type PendingCall struct {
-	ToolCallID string          `json:"tool_call_id"`
-	Name       string          `json:"name"`
-	Input      json.RawMessage `json:"input"`
-	InputHash  string          `json:"input_hash"`
-	ExpiresAt  time.Time       `json:"expires_at"`
-	Round      int             `json:"round"`
+	ToolCallID string `json:"tool_call_id"`
+	Name       string `json:"name"`
+	// Input is the call's input: held in memory, never on META, which
+	// refers to the ITEM#<ItemSeq> holding the tool_use instead, so that
+	// META does not grow with the inputs (DESIGN §4 Sizes). Readers of META
+	// fill it back (Engine.pendingInputs) where they need it.
+	Input     json.RawMessage `json:"-"`
+	ItemSeq   int64           `json:"item_seq,omitempty"`
+	InputHash string          `json:"input_hash"`
+	ExpiresAt time.Time       `json:"expires_at"`
+	Round     int             `json:"round"`
 	// Rule is the approval rule that asked, when a rule did.
 	Rule string `json:"rule,omitempty"`
 }

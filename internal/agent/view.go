@@ -137,6 +137,9 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 		}
 	}
 	if t.Active != nil && t.Active.Status == StatusPaused {
+		if err := e.pendingInputs(ctx, t, nil); err != nil {
+			return nil, err
+		}
 		v.PendingApprovals = PendingViews(t.Active.Pending, e.now(), true)
 	}
 	return v, nil
