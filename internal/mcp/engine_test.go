@@ -169,3 +169,31 @@ func TestAgentsListsMCPTools(t *testing.T) {
 		t.Errorf("GET /agents %s lists a tool allow leaves out", raw)
 	}
 }
+
+// TestEngineServerDiesMidCall: the server goes away while a call runs (and
+// comes back at once); the model gets an error result, the request
+// completes, and the call is not sent again.
+func TestEngineServerDiesMidCall(t *testing.T) {
+	tt := newTestTools(t)
+	srv := serveMCP(t, tt, "127.0.0.1:0")
+	a := newAPI(t, definition(srv.URL, "        timeout: 20s\n"))
+	go func() {
+		for tt.Calls("hang") == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		srv.Stop()
+		serveMCP(t, tt, srv.addr)
+	}()
+	start := time.Now()
+	res := a.post(t, "/agents/tickets/invoke", say("/call tk_hang {}"))
+	out, _ := res["output"].(string)
+	if res["status"] != "Completed" || !strings.Contains(out, "tk_hang error: MCP server "+srv.URL) {
+		t.Fatalf("invoke: %v, want an error result naming the server", res)
+	}
+	if n := tt.Calls("hang"); n != 1 {
+		t.Errorf("hang ran %d times, want 1", n)
+	}
+	if strings.Contains(out, "timed out") {
+		t.Errorf("output %q: the call waited for its timeout (%s) instead of failing when the server died", out, time.Since(start))
+	}
+}

@@ -85,6 +85,17 @@ func Connect(ctx context.Context, cfg Config) (*Server, []Remote, error) {
 	if cfg.HTTPClient != nil && cfg.HTTPClient.Transport != nil {
 		base = cfg.HTTPClient.Transport
 	}
+	// A fresh connection for every request: a kept-alive connection to a
+	// server that restarted fails with EOF, and Go's transport would replay
+	// a request on such an error, which might run a call twice. On a fresh
+	// connection a restarted server refuses the old session (404), which is
+	// safe to retry, and a server that dies mid-call is an error, never a
+	// second run.
+	if t, ok := base.(*http.Transport); ok {
+		t = t.Clone()
+		t.DisableKeepAlives = true
+		base = t
+	}
 	s := &Server{
 		cfg:    cfg,
 		client: sdk.NewClient(&sdk.Implementation{Name: "hitch", Version: "1"}, nil),
@@ -336,10 +347,8 @@ func sameJSON(text string, compact []byte) bool {
 type keyCtx struct{}
 
 // headerTransport adds the entry's headers to every request, and to a
-// call's requests the Idempotency-Key header. The header also lets Go's HTTP
-// transport send a call again when a kept-alive connection turns out to be
-// closed (a server that restarted): the call then meets the new server with
-// a session it does not know, is refused, and runs on a new session.
+// call's requests the Idempotency-Key header (the same key as _meta's), for
+// servers that dedupe at the HTTP layer.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
