@@ -40,6 +40,10 @@ type eventLog struct {
 	ttl time.Duration
 	// abandoned: the leg lost its lease; nothing more is written.
 	abandoned bool
+	// holds, when set, tells whether the leg still holds its lease by its
+	// own count: a process that stalled past it (and was taken over) writes
+	// nothing when it wakes, before its watcher has even noticed.
+	holds func() bool
 }
 
 // abandon drops what is buffered and what comes: a leg that lost its lease
@@ -51,8 +55,8 @@ func (l *eventLog) abandon() {
 	l.mu.Unlock()
 }
 
-func newEventLog(s Store, taskID, rid string, ttl time.Duration, log func(string, ...any)) *eventLog {
-	l := &eventLog{store: s, taskID: taskID, rid: rid, ttl: ttl, stop: make(chan struct{}), done: make(chan struct{}), log: log}
+func newEventLog(s Store, taskID, rid string, ttl time.Duration, log func(string, ...any), holds func() bool) *eventLog {
+	l := &eventLog{store: s, taskID: taskID, rid: rid, ttl: ttl, stop: make(chan struct{}), done: make(chan struct{}), log: log, holds: holds}
 	go l.loop()
 	return l
 }
@@ -87,6 +91,9 @@ func (l *eventLog) loop() {
 func (l *eventLog) flush(ctx context.Context) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	if l.holds != nil && !l.holds() {
+		l.abandon()
+	}
 	l.mu.Lock()
 	batch := l.pending
 	l.pending = nil

@@ -36,6 +36,11 @@ func (r *Run) leaseEnds() time.Time {
 func (r *Run) renew(ctx context.Context) (*Task, error) {
 	r.leaseMu.Lock()
 	defer r.leaseMu.Unlock()
+	return r.renewLocked(ctx)
+}
+
+// renewLocked is renew with leaseMu held.
+func (r *Run) renewLocked(ctx context.Context) (*Task, error) {
 	if r.lost.Load() {
 		return nil, errLeaseLost
 	}

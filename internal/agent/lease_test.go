@@ -132,3 +132,27 @@ func TestLeaseIsShort(t *testing.T) {
 		t.Fatalf("a message %s after the death: %+v", agent.LeaseDuration, res)
 	}
 }
+
+// A leg that stalled past its lease writes none of its buffered events when
+// it wakes, before its watcher has even renewed: the request may be another
+// invocation's now, numbering its own events.
+func TestStalledLegFlushesNothing(t *testing.T) {
+	f := newFixture(t, nil)
+	f.model.Add(func(ctx context.Context, _ *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
+		on(agent.Delta{Kind: agent.DeltaAnswer, Text: "before the stall"})
+		f.advance(agent.LeaseDuration + 5*time.Second) // the process stalls
+		time.Sleep(3 * agent.EventFlushInterval)       // the event log's timer fires meanwhile
+		return agenttest.Say("after")(ctx, nil, on)
+	})
+	run, err := f.e.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", Items: text("go")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run.Execute(context.Background(), &recorder{})
+	if res.Error == nil || res.Error.Code != agent.CodeRequestLost {
+		t.Errorf("the stalled leg answered %s %+v, want request_lost", res.Status, res.Error)
+	}
+	if evs, _ := f.store.ListEvents(context.Background(), run.TaskID(), run.RequestID(), 0); len(evs) != 0 {
+		t.Errorf("the stalled leg logged %d events", len(evs))
+	}
+}

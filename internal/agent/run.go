@@ -81,7 +81,8 @@ func (r *Run) Execute(ctx context.Context, sink Sink) *RequestResult {
 	if r.follow != nil {
 		return r.follow(ctx, sink)
 	}
-	elog := newEventLog(r.e.Store, r.taskID, r.reqID, EventLogTTL+r.agent.longestApprovalTTL(), r.e.log().Error)
+	holds := func() bool { return !r.lost.Load() && r.e.now().Before(r.leaseEnds()) }
+	elog := newEventLog(r.e.Store, r.taskID, r.reqID, EventLogTTL+r.agent.longestApprovalTTL(), r.e.log().Error, holds)
 	defer elog.close(context.WithoutCancel(ctx))
 	r.elog = elog
 	r.sink = teeSink{client: sink, log: elog}
@@ -245,6 +246,18 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 	if r.lost.Load() {
 		return errLeaseLost
 	}
+	if !r.e.now().Before(r.leaseSent.Add(LeaseDuration - leaseGrace)) {
+		// Past the lease by our count (the process stalled): write only if
+		// a renewal lands, that is, if nobody took the request over.
+		if _, err := r.renewLocked(ctx); err != nil {
+			r.e.log().Warn("the request's lease ended before the leg could write; it stops", "task_id", r.taskID, "request_id", r.reqID, "err", err)
+			r.lost.Store(true)
+			if r.elog != nil {
+				r.elog.abandon()
+			}
+			return errLeaseLost
+		}
+	}
 	base := r.task
 	if r.renewed > base.Version {
 		base = base.Clone()
@@ -326,6 +339,9 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 	cctx, cancel := writeContext(ctx)
 	defer cancel()
 	if err := r.commit(cctx); err != nil {
+		if r.lost.Load() {
+			return r.abandon()
+		}
 		var ce *ConflictError
 		if errors.As(err, &ce) && ce.Current != nil && (ce.Current.Active == nil || ce.Current.Active.ID != r.reqID) {
 			// Another call ended the request meanwhile (a cancel of what it

@@ -17,7 +17,7 @@ func (st *Store) RenewLease(ctx context.Context, taskID, claimToken string, unti
 	defer wrap(&err, "RenewLease", taskID)
 	cond := "#claim = :claim AND #lease > :now AND (attribute_not_exists(#ttl) OR #ttl > :nowsec)"
 	update := "SET #v = #v + :one, #lease = :until"
-	out, err := st.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	in := &dynamodb.UpdateItemInput{
 		TableName: &st.table, Key: key(taskPK(taskID), metaSK),
 		ConditionExpression: &cond, UpdateExpression: &update,
 		ExpressionAttributeNames: map[string]string{"#claim": attrClaim, "#lease": attrLease, "#v": attrVersion, "#ttl": attrTTL},
@@ -27,7 +27,19 @@ func (st *Store) RenewLease(ctx context.Context, taskID, claimToken string, unti
 		},
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	}
+	// A renewal that crosses a transaction on META (another process's
+	// cancel, say) meets TransactionConflict: it is tried again for up to
+	// about 200 ms (DESIGN §4).
+	out, err := st.client.UpdateItem(ctx, in)
+	for wait := 10 * time.Millisecond; isTransactionConflict(err) && wait <= 80*time.Millisecond; wait *= 2 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		out, err = st.client.UpdateItem(ctx, in)
+	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		cur, derr := decodeTask(ccf.Item, st.now().Unix())
@@ -43,4 +55,9 @@ func (st *Store) RenewLease(ctx context.Context, taskID, claimToken string, unti
 		return nil, translate(err)
 	}
 	return decodeTask(out.Attributes, st.now().Unix())
+}
+
+func isTransactionConflict(err error) bool {
+	var tc *types.TransactionConflictException
+	return errors.As(err, &tc)
 }

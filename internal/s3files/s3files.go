@@ -9,7 +9,10 @@
 // directory with a trailing "/", and an empty directory does not exist.
 // append_file reads the object and writes it back on the condition that it
 // has not changed (If-Match on its ETag, If-None-Match for a new one),
-// retrying a few times, so concurrent appends never lose a line.
+// retrying a few times, so concurrent appends never lose a line. A role
+// that may list only under its prefix (the template's s3:prefix condition)
+// gets 403 for a missing key where others get 404; a listing of the key
+// tells the two apart, so a missing file reads as missing, not as denied.
 package s3files
 
 import (
@@ -94,15 +97,24 @@ func (s *Store) head(ctx context.Context, name string) (*s3.HeadObjectOutput, er
 	return s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(name))})
 }
 
-// isDir tells whether objects exist under name/.
-func (s *Store) isDir(ctx context.Context, name string) bool {
+// isDir tells whether objects exist under name/. Its error is S3's (a
+// missing bucket, a denied listing): a HEAD's bare 404 cannot tell a
+// missing key from a missing bucket, the listing can.
+func (s *Store) isDir(ctx context.Context, name string) (bool, error) {
 	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.key(name) + "/"), MaxKeys: aws.Int32(1)})
-	return err == nil && len(out.Contents) > 0
+	if err != nil {
+		return false, s.readable(name, err)
+	}
+	return len(out.Contents) > 0, nil
 }
 
 // missing answers a name with no object: a directory, or nothing.
 func (s *Store) missing(ctx context.Context, name string) error {
-	if s.isDir(ctx, name) {
+	dir, err := s.isDir(ctx, name)
+	if err != nil {
+		return err
+	}
+	if dir {
 		return tools.PathError(name, tools.ErrIsDir)
 	}
 	return tools.PathError(name, tools.ErrNotExist)
@@ -120,6 +132,9 @@ func (s *Store) get(ctx context.Context, name string, limit int64) ([]byte, stri
 	if isNotFound(err) {
 		return nil, "", s.missing(ctx, name)
 	}
+	if isDenied(err) {
+		return nil, "", s.deniedOrMissing(ctx, name, err)
+	}
 	if err != nil {
 		return nil, "", s.readable(name, err)
 	}
@@ -136,7 +151,9 @@ func (s *Store) get(ctx context.Context, name string, limit int64) ([]byte, stri
 
 // Write implements tools.FileStore.
 func (s *Store) Write(ctx context.Context, name string, data []byte) error {
-	if s.isDir(ctx, name) {
+	if dir, err := s.isDir(ctx, name); err != nil {
+		return err
+	} else if dir {
 		return tools.PathError(name, tools.ErrIsDir)
 	}
 	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(name)), Body: bytes.NewReader(data),
@@ -176,6 +193,8 @@ func (s *Store) Append(ctx context.Context, name string, data []byte) error {
 func (s *Store) Delete(ctx context.Context, name string) error {
 	if _, err := s.head(ctx, name); isNotFound(err) {
 		return s.missing(ctx, name)
+	} else if isDenied(err) {
+		return s.deniedOrMissing(ctx, name, err)
 	} else if err != nil {
 		return s.readable(name, err)
 	}
@@ -188,6 +207,26 @@ func isNotFound(err error) bool {
 	var nf *types.NotFound
 	var ae smithy.APIError
 	return errors.As(err, &nsk) || errors.As(err, &nf) || errors.As(err, &ae) && ae.ErrorCode() == "NotFound"
+}
+
+func isDenied(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && (ae.ErrorCode() == "AccessDenied" || ae.ErrorCode() == "Forbidden")
+}
+
+// deniedOrMissing tells what a 403 on a GetObject or HeadObject means. S3
+// answers a missing key 404 only to a caller with an unconditional
+// s3:ListBucket; a role that may list only under its prefix (an s3:prefix
+// condition, as template.yaml grants) gets 403 AccessDenied for a missing
+// key. A listing of the key itself, which that condition allows, tells a
+// missing key (or a directory) from a real denial.
+func (s *Store) deniedOrMissing(ctx context.Context, name string, denied error) error {
+	key := s.key(name)
+	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &key, MaxKeys: aws.Int32(1)})
+	if err != nil || len(out.Contents) > 0 && aws.ToString(out.Contents[0].Key) == key {
+		return s.readable(name, denied)
+	}
+	return s.missing(ctx, name)
 }
 
 func isPreconditionFailed(err error) bool {

@@ -130,7 +130,7 @@ func TestS3Errors(t *testing.T) {
 	defer denied.Close()
 	for tool, input := range map[string]string{
 		"read_file": `{"path":"a.txt"}`, "write_file": `{"path":"a.txt","content":"x"}`,
-		"delete_file": `{"path":"a.txt"}`, "list_files": `{}`,
+		"delete_file": `{"path":"a.txt"}`, "list_files": `{}`, "append_file": `{"path":"a.txt","content":"x"}`,
 	} {
 		_, err := runTool(t, s3files.New(client(denied.URL), bucket, "agents/root"), tool, input)
 		if err == nil || !strings.Contains(err.Error(), "access denied to s3://hitch-files/agents/root/") {
