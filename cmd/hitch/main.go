@@ -18,6 +18,8 @@ const usage = `hitch runs stateful, human-in-the-loop LLM agents.
 Usage:
   hitch serve [flags]   serve the API locally (hitch serve -h for the flags)
   hitch chat [flags]    talk to an agent from the terminal, approving its calls
+  hitch mcp-example [--addr 127.0.0.1:8090]
+                        serve an example MCP server (notes, tickets) to try MCP tools
 `
 
 func main() {
@@ -39,6 +41,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args[1:], stdout, stderr, nil)
 	case "chat":
 		return chat(ctx, args[1:], os.Stdin, stdout, stderr)
+	case "mcp-example":
+		return mcpExample(ctx, args[1:], stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/hitch-agents/hitch/agents"
 	"github.com/hitch-agents/hitch/internal/a2a"
@@ -30,6 +31,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/localmodel"
 	"github.com/hitch-agents/hitch/internal/memstore"
 	"github.com/hitch-agents/hitch/internal/s3files"
+	"github.com/hitch-agents/hitch/internal/secret"
 	"github.com/hitch-agents/hitch/internal/tools"
 )
 
@@ -128,8 +130,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	env := catalog.Env{Files: true}
 	// Lambda function tools call AWS with the normal credential chain; an
 	// agent without them never uses the client.
+	env.MCP = catalog.MCPEnv{Secrets: secret.Resolver{}, Log: log}
 	if cfg, err := loadAWS(); err == nil {
 		env.Lambda = lambda.NewFromConfig(cfg)
+		env.MCP.Secrets = secret.Resolver{SSM: ssm.NewFromConfig(cfg)}
 		s3c := s3files.NewClient(cfg)
 		env.S3Files = func(bucket, prefix string) tools.FileStore { return s3files.New(s3c, bucket, prefix) }
 	} else {

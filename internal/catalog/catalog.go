@@ -36,6 +36,9 @@ type Env struct {
 	Lambda tools.LambdaInvoker
 	// Now is get_time's clock; time.Now when nil.
 	Now func() time.Time
+	// MCP is what MCP entries need: secrets for headers, an HTTP client,
+	// a log for optional servers that are down (mcp.go).
+	MCP MCPEnv
 	// S3Files, when set, keeps a files group whose config.s3 names an S3
 	// location there (internal/s3files), Files or not: files on S3 work on
 	// Lambda.

@@ -215,7 +215,7 @@ func (d *decoder) tools(n *yaml.Node, at string, a *agent.Agent, defaultApproval
 // function. nameField is where a duplicate name is reported.
 func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env Env, dir string) (bound []agent.BoundTool, nameField string) {
 	f := d.fields(n, at, "builtin", "config", "lambda", "name", "description", "input_schema",
-		"requires_approval", "idempotent", "approval_ttl", "timeout")
+		"requires_approval", "idempotent", "approval_ttl", "timeout", "mcp", "headers", "allow", "optional")
 	if f == nil {
 		return nil, at
 	}
@@ -228,6 +228,14 @@ func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env E
 	if n := f["timeout"]; n != nil {
 		if v, ok := d.duration(n, join(at, "timeout")); ok {
 			policy.Timeout = v
+		}
+	}
+	if f["mcp"] != nil {
+		return d.mcpEntry(f, at, policy, env), join(at, "name")
+	}
+	for _, key := range []string{"headers", "allow", "optional"} {
+		if f[key] != nil {
+			d.fail(join(at, key), "not allowed here (only in an mcp entry)")
 		}
 	}
 	switch {
@@ -251,7 +259,7 @@ func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env E
 		}
 		return []agent.BoundTool{*b}, join(at, "name")
 	}
-	d.fail(at, "needs builtin (a group: %s) or lambda (a function ARN)", strings.Join(tools.Groups(), ", "))
+	d.fail(at, "needs builtin (a group: %s), lambda (a function ARN) or mcp (a server's URL)", strings.Join(tools.Groups(), ", "))
 	return nil, at
 }
 

@@ -179,8 +179,6 @@ func (d *decoder) duration(n *yaml.Node, field string) (time.Duration, bool) {
 }
 
 // stringList reads a list of strings.
-//
-//lint:ignore U1000 requires_approval lists now hold rules too (rules.go); kept for the list fields of other tool entries (allow:).
 func (d *decoder) stringList(n *yaml.Node, field string) ([]string, bool) {
 	if n.Kind != yaml.SequenceNode {
 		d.fail(field, "must be a list, got %s", describe(n))

@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/hitch-agents/hitch/agents"
 	"github.com/hitch-agents/hitch/internal/a2a"
@@ -37,6 +38,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/lambdahttp"
 	"github.com/hitch-agents/hitch/internal/opentelemetry"
 	"github.com/hitch-agents/hitch/internal/s3files"
+	"github.com/hitch-agents/hitch/internal/secret"
 	"github.com/hitch-agents/hitch/internal/tools"
 )
 
@@ -76,6 +78,8 @@ type Clients struct {
 	Bedrock  *bedrockruntime.Client
 	// Lambda invokes the agents' Lambda tools.
 	Lambda *lambda.Client
+	// SSM resolves ssm:/path header values of MCP tools; optional.
+	SSM *ssm.Client
 	// S3 keeps the files of agents whose files config names S3; nil: none.
 	S3 *s3.Client
 }
@@ -120,7 +124,8 @@ func NewClients(ctx context.Context, c Config) (Clients, error) {
 		}
 	})
 	br := bedrock.NewClient(cfg, c.BedrockEndpoint)
-	return Clients{DynamoDB: ddb, Bedrock: br, Lambda: lambda.NewFromConfig(cfg), S3: s3files.NewClient(cfg)}, nil
+	return Clients{DynamoDB: ddb, Bedrock: br, Lambda: lambda.NewFromConfig(cfg), S3: s3files.NewClient(cfg),
+		SSM: ssm.NewFromConfig(cfg)}, nil
 }
 
 // NewWith builds the function on clients built elsewhere.
@@ -149,7 +154,8 @@ func NewWith(c Config, cl Clients) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := catalog.Env{Files: false, Lambda: cl.Lambda}
+	env := catalog.Env{Files: false, Lambda: cl.Lambda,
+		MCP: catalog.MCPEnv{Secrets: secret.Resolver{SSM: cl.SSM}, Log: log}}
 	if cl.S3 != nil {
 		env.S3Files = func(bucket, prefix string) tools.FileStore { return s3files.New(cl.S3, bucket, prefix) }
 	}

@@ -1,0 +1,199 @@
+package mcp_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/catalog"
+	"github.com/hitch-agents/hitch/internal/httpapi"
+	"github.com/hitch-agents/hitch/internal/localmodel"
+	"github.com/hitch-agents/hitch/internal/memstore"
+)
+
+// definition is an agent with the tools of an MCP server.
+func definition(url, extra string) string {
+	return fmt.Sprintf(`apiVersion: tealagents/v1alpha1
+kind: Agent
+name: tickets
+version: "1"
+description: Works on tickets.
+spec:
+  agent:
+    model: local
+    tools:
+      - mcp: %s
+        name: tk
+%s`, url, extra)
+}
+
+// api serves the engine over HTTP with the local model and the catalog of
+// one definition.
+type api struct {
+	srv *httptest.Server
+}
+
+func newAPI(tb testing.TB, def string) *api {
+	tb.Helper()
+	cat, err := catalog.Load(fstest.MapFS{"tickets.yaml": {Data: []byte(def)}}, ".", catalog.Env{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	model, stop, err := localmodel.Start(tb.Context())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(stop)
+	log := slog.New(slog.DiscardHandler)
+	e := &agent.Engine{Store: memstore.New(), Model: model, Agents: cat, LegTimeout: time.Minute, Log: log}
+	s := httptest.NewServer((&httpapi.Server{Engine: e, Auth: httpapi.DevAuth, Log: log, MaxBody: 1 << 20}).Handler())
+	tb.Cleanup(s.Close)
+	return &api{srv: s}
+}
+
+func (a *api) post(tb testing.TB, path string, body any) map[string]any {
+	tb.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", a.srv.URL+path, bytes.NewReader(raw))
+	req.Header.Set("Authorization", "Bearer alice")
+	return a.do(tb, req)
+}
+
+func (a *api) get(tb testing.TB, path string) map[string]any {
+	tb.Helper()
+	req, _ := http.NewRequest("GET", a.srv.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer alice")
+	return a.do(tb, req)
+}
+
+func (a *api) do(tb testing.TB, req *http.Request) map[string]any {
+	tb.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil || resp.StatusCode != 200 {
+		tb.Fatalf("%s %s: %d %s", req.Method, req.URL.Path, resp.StatusCode, b)
+	}
+	return m
+}
+
+func say(text string) map[string]any {
+	return map[string]any{"items": []any{map[string]any{"content": text}}}
+}
+
+// TestEngineApprovalAcrossRestart: the model calls a destructive MCP tool;
+// the request pauses for approval; the server restarts; approval runs the
+// tool exactly once and the model sees its result.
+func TestEngineApprovalAcrossRestart(t *testing.T) {
+	tt := newTestTools(t)
+	srv := serveMCP(t, tt, "127.0.0.1:0")
+	a := newAPI(t, definition(srv.URL, "        timeout: 2s\n"))
+
+	res := a.post(t, "/agents/tickets/invoke", say(`/call tk_close_ticket {"id":"T-7"}`))
+	if res["status"] != "Paused" {
+		t.Fatalf("invoke: %v, want Paused", res)
+	}
+	pending := res["pending_approvals"].([]any)
+	if len(pending) != 1 || pending[0].(map[string]any)["name"] != "tk_close_ticket" {
+		t.Fatalf("pending approvals %v", pending)
+	}
+	if n := tt.Calls("close_ticket"); n != 0 {
+		t.Fatalf("close_ticket ran %d times before approval", n)
+	}
+
+	srv.Stop()
+	serveMCP(t, tt, srv.addr)
+
+	res = a.post(t, res["resume_url"].(string), map[string]any{"action": "approve"})
+	if res["status"] != "Completed" || !strings.Contains(res["output"].(string), "tk_close_ticket success: closed T-7") {
+		t.Fatalf("resume: %v", res)
+	}
+	if n := tt.Calls("close_ticket"); n != 1 {
+		t.Errorf("close_ticket ran %d times, want 1", n)
+	}
+	wantKey := res["request_id"].(string) + "#" + pending[0].(map[string]any)["tool_call_id"].(string)
+	if got := tt.Key("close_ticket"); got != wantKey {
+		t.Errorf("idempotency key %q, want %q", got, wantKey)
+	}
+}
+
+// TestEngineResults: read-only tools run without approval; an error result,
+// a timeout and structured content reach the model.
+func TestEngineResults(t *testing.T) {
+	tt := newTestTools(t)
+	srv := serveMCP(t, tt, "127.0.0.1:0")
+	a := newAPI(t, definition(srv.URL, "        timeout: 500ms\n"))
+	res := a.post(t, "/agents/tickets/invoke", say("/call tk_echo {\"text\":\"hi\"}\n/call tk_weather {\"city\":\"Oslo\"}\n/call tk_fail {}\n/call tk_hang {}"))
+	if res["status"] != "Completed" {
+		t.Fatalf("invoke: %v", res)
+	}
+	out := res["output"].(string)
+	for _, want := range []string{
+		"tk_echo success: echo hi",
+		`tk_weather success: {"city":"Oslo","temp_c":21.5}`,
+		"tk_fail error: the database is read-only today",
+		"tk_hang error: the tool timed out after 500ms",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output %q lacks %q", out, want)
+		}
+	}
+}
+
+// TestAgentsListsMCPTools: GET /agents shows the MCP tools with their policy.
+func TestAgentsListsMCPTools(t *testing.T) {
+	tt := newTestTools(t)
+	srv := serveMCP(t, tt, "127.0.0.1:0")
+	a := newAPI(t, definition(srv.URL, "        allow: [echo, close_ticket]\n"))
+	res := a.get(t, "/agents")
+	raw, _ := json.Marshal(res)
+	for _, want := range []string{`"name":"tk_echo"`, `"name":"tk_close_ticket"`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("GET /agents %s lacks %s", raw, want)
+		}
+	}
+	if strings.Contains(string(raw), "tk_weather") {
+		t.Errorf("GET /agents %s lists a tool allow leaves out", raw)
+	}
+}
+
+// TestEngineServerDiesMidCall: the server goes away while a call runs (and
+// comes back at once); the model gets an error result, the request
+// completes, and the call is not sent again.
+func TestEngineServerDiesMidCall(t *testing.T) {
+	tt := newTestTools(t)
+	srv := serveMCP(t, tt, "127.0.0.1:0")
+	a := newAPI(t, definition(srv.URL, "        timeout: 20s\n"))
+	go func() {
+		for tt.Calls("hang") == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		srv.Stop()
+		serveMCP(t, tt, srv.addr)
+	}()
+	start := time.Now()
+	res := a.post(t, "/agents/tickets/invoke", say("/call tk_hang {}"))
+	out, _ := res["output"].(string)
+	if res["status"] != "Completed" || !strings.Contains(out, "tk_hang error: MCP server "+srv.URL) {
+		t.Fatalf("invoke: %v, want an error result naming the server", res)
+	}
+	if n := tt.Calls("hang"); n != 1 {
+		t.Errorf("hang ran %d times, want 1", n)
+	}
+	if strings.Contains(out, "timed out") {
+		t.Errorf("output %q: the call waited for its timeout (%s) instead of failing when the server died", out, time.Since(start))
+	}
+}

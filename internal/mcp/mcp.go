@@ -1,0 +1,369 @@
+// Package mcp makes the tools of an MCP server (streamable HTTP transport,
+// the official Go SDK) agent tools.
+//
+// Connect lists the server's tools once (at start-up, a cold start on
+// Lambda); the list is cached for the life of the process. A call uses a
+// cached session; a session the server no longer knows (it restarted) is
+// replaced and the call sent again, which is safe because the server
+// refused it before running anything. Every other failure — the server down,
+// an answer that is not MCP, a timeout — is the call's error, which the
+// engine reports to the model as an error result. The session is then
+// dropped so that the next call starts afresh.
+//
+// Each call carries _meta {"idempotency_key": "<request_id>#<tool_call_id>"}
+// so that a server may recognise a call it has already run.
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/tools"
+)
+
+// Config is how to reach a server.
+type Config struct {
+	// URL is the server's streamable HTTP endpoint.
+	URL string
+	// Headers are sent with every request (already resolved secrets).
+	Headers map[string]string
+	// HTTPClient is the client to use; http.DefaultClient's transport when nil.
+	HTTPClient *http.Client
+}
+
+// Server is a connection to one MCP server.
+type Server struct {
+	cfg    Config
+	client *sdk.Client
+	http   *http.Client
+
+	mu      sync.Mutex
+	session *sdk.ClientSession
+}
+
+// Remote is a tool as the server lists it.
+type Remote struct {
+	Name        string
+	Description string
+	InputSchema json.RawMessage
+	Annotations *sdk.ToolAnnotations
+}
+
+// NeedsApproval is the annotations' default: approval unless readOnlyHint
+// is true or destructiveHint is explicitly false (an absent destructiveHint
+// is true, as the spec says).
+func (r Remote) NeedsApproval() bool {
+	a := r.Annotations
+	if a == nil {
+		return true
+	}
+	if a.ReadOnlyHint {
+		return false
+	}
+	return a.DestructiveHint == nil || *a.DestructiveHint
+}
+
+// Idempotent is the annotations' default: readOnlyHint or idempotentHint.
+func (r Remote) Idempotent() bool {
+	a := r.Annotations
+	return a != nil && (a.ReadOnlyHint || a.IdempotentHint)
+}
+
+// Connect opens a session and lists the server's tools.
+func Connect(ctx context.Context, cfg Config) (*Server, []Remote, error) {
+	base := http.DefaultTransport
+	if cfg.HTTPClient != nil && cfg.HTTPClient.Transport != nil {
+		base = cfg.HTTPClient.Transport
+	}
+	// A fresh connection for every request: a kept-alive connection to a
+	// server that restarted fails with EOF, and Go's transport would replay
+	// a request on such an error, which might run a call twice. On a fresh
+	// connection a restarted server refuses the old session (404), which is
+	// safe to retry, and a server that dies mid-call is an error, never a
+	// second run.
+	if t, ok := base.(*http.Transport); ok {
+		t = t.Clone()
+		t.DisableKeepAlives = true
+		base = t
+	}
+	s := &Server{
+		cfg:    cfg,
+		client: sdk.NewClient(&sdk.Implementation{Name: "hitch", Version: "1"}, nil),
+		http:   &http.Client{Transport: headerTransport{base: base, headers: cfg.Headers}},
+	}
+	cs, err := s.connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.session = cs
+	var out []Remote
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			s.Close()
+			return nil, nil, fmt.Errorf("list the tools of %s: %w", cfg.URL, err)
+		}
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			s.Close()
+			return nil, nil, fmt.Errorf("tool %q of %s: input schema: %v", t.Name, cfg.URL, err)
+		}
+		out = append(out, Remote{Name: t.Name, Description: t.Description, InputSchema: schema, Annotations: t.Annotations})
+	}
+	return s, out, nil
+}
+
+func (s *Server) connect(ctx context.Context) (*sdk.ClientSession, error) {
+	t := &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.http, MaxRetries: -1, DisableStandaloneSSE: true}
+	cs, err := s.client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", s.cfg.URL, err)
+	}
+	return cs, nil
+}
+
+// Close ends the session.
+func (s *Server) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session != nil {
+		_ = s.session.Close()
+		s.session = nil
+	}
+}
+
+// current returns the cached session, connecting if there is none.
+func (s *Server) current(ctx context.Context) (*sdk.ClientSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session != nil {
+		return s.session, nil
+	}
+	cs, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.session = cs
+	return cs, nil
+}
+
+// drop forgets cs if it is still the cached session.
+func (s *Server) drop(cs *sdk.ClientSession) {
+	s.mu.Lock()
+	if s.session == cs {
+		s.session = nil
+	}
+	s.mu.Unlock()
+	go func() { _ = cs.Close() }()
+}
+
+// call calls a tool, replacing a session the server no longer knows once.
+func (s *Server) call(ctx context.Context, p *sdk.CallToolParams) (*sdk.CallToolResult, error) {
+	for attempt := 0; ; attempt++ {
+		cs, err := s.current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := cs.CallTool(ctx, p)
+		if err == nil {
+			return res, nil
+		}
+		s.drop(cs)
+		// Neither was sent to a server that ran it: the session is gone
+		// (404) or closed before the request went out.
+		gone := errors.Is(err, sdk.ErrSessionMissing) || errors.Is(err, sdk.ErrConnectionClosed)
+		if attempt == 0 && gone && ctx.Err() == nil {
+			continue
+		}
+		return nil, err
+	}
+}
+
+// Tool is one tool of a server, named for the model.
+type Tool struct {
+	server *Server
+	remote Remote
+	spec   agent.ToolSpec
+	schema *tools.Schema
+}
+
+var (
+	_ agent.Tool           = (*Tool)(nil)
+	_ agent.InputValidator = (*Tool)(nil)
+)
+
+// NewTool names a server's tool for the model. Its input is checked against
+// its schema before a call when the schema compiles; the server checks it in
+// any case.
+func NewTool(s *Server, r Remote, name string) *Tool {
+	t := &Tool{server: s, remote: r, spec: agent.ToolSpec{Name: name, Description: r.Description, InputSchema: r.InputSchema}}
+	if t.spec.Description == "" {
+		t.spec.Description = "The tool " + r.Name + " of the MCP server " + s.cfg.URL
+	}
+	if sc, err := tools.CompileSchema(r.InputSchema); err == nil {
+		t.schema = sc
+		t.spec.InputSchema = sc.Raw()
+	}
+	return t
+}
+
+// Spec describes the tool.
+func (t *Tool) Spec() agent.ToolSpec { return t.spec }
+
+// ValidateInput checks the input against the tool's schema.
+func (t *Tool) ValidateInput(input json.RawMessage) error {
+	if t.schema == nil {
+		return nil
+	}
+	return t.schema.Validate(input)
+}
+
+// Run calls the tool on the server.
+func (t *Tool) Run(ctx context.Context, call agent.ToolCall) (agent.ToolOutput, error) {
+	if err := t.ValidateInput(call.Input); err != nil {
+		return agent.ToolOutput{}, err
+	}
+	input := call.Input
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = json.RawMessage("{}")
+	}
+	key := call.IdempotencyKey
+	if key == "" {
+		key = call.RequestID + "#" + call.ID
+	}
+	start := time.Now()
+	res, err := t.server.call(context.WithValue(ctx, keyCtx{}, key), &sdk.CallToolParams{
+		Meta:      sdk.Meta{"idempotency_key": key},
+		Name:      t.remote.Name,
+		Arguments: input,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return agent.ToolOutput{}, fmt.Errorf("MCP server %s did not answer %s in %s: %v", t.server.cfg.URL, t.remote.Name, time.Since(start).Round(time.Millisecond), ctx.Err())
+		}
+		return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.cfg.URL, t.remote.Name, err)
+	}
+	out := Result(res)
+	if res.IsError {
+		return agent.ToolOutput{}, errors.New(errorText(out))
+	}
+	return out, nil
+}
+
+// errorText is the text of an isError result.
+func errorText(out agent.ToolOutput) string {
+	var parts []string
+	for _, b := range out.Content {
+		switch b.Type {
+		case agent.BlockText:
+			parts = append(parts, b.Text)
+		case agent.BlockJSON:
+			parts = append(parts, string(b.JSON))
+		}
+	}
+	if len(parts) == 0 {
+		return "the tool reported an error and said nothing more"
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Result maps a call's result to blocks: text to text, structured content to
+// one json block (a text block repeating it is left out), images of a type
+// the model takes to image blocks; audio, resource links, embedded resources
+// and other images to a text note naming them.
+func Result(res *sdk.CallToolResult) agent.ToolOutput {
+	var out []agent.Block
+	var structured []byte
+	if res.StructuredContent != nil {
+		if raw, err := json.Marshal(res.StructuredContent); err == nil {
+			var c bytes.Buffer
+			if json.Compact(&c, raw) == nil {
+				structured = c.Bytes()
+				out = append(out, agent.Block{Type: agent.BlockJSON, JSON: structured})
+			}
+		}
+	}
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *sdk.TextContent:
+			if c.Text == "" || (structured != nil && sameJSON(c.Text, structured)) {
+				continue
+			}
+			out = append(out, agent.TextBlock(c.Text))
+		case *sdk.ImageContent:
+			if imageTypes[c.MIMEType] {
+				out = append(out, agent.Block{Type: agent.BlockImage, MediaType: c.MIMEType, Data: c.Data})
+			} else {
+				out = append(out, agent.TextBlock(fmt.Sprintf("[image of type %s, %d bytes, not shown: the model takes png, jpeg, gif and webp]", c.MIMEType, len(c.Data))))
+			}
+		case *sdk.AudioContent:
+			out = append(out, agent.TextBlock(fmt.Sprintf("[audio of type %s, %d bytes, not shown]", c.MIMEType, len(c.Data))))
+		case *sdk.ResourceLink:
+			out = append(out, agent.TextBlock(fmt.Sprintf("[resource link %q: %s]", c.Name, c.URI)))
+		case *sdk.EmbeddedResource:
+			uri, mime := "", ""
+			if c.Resource != nil {
+				uri, mime = c.Resource.URI, c.Resource.MIMEType
+			}
+			out = append(out, agent.TextBlock(fmt.Sprintf("[embedded resource %s (%s), not shown]", uri, orUnknown(mime))))
+		default:
+			out = append(out, agent.TextBlock(fmt.Sprintf("[content of type %T, not shown]", c)))
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, agent.TextBlock("(the tool returned no content)"))
+	}
+	return agent.ToolOutput{Content: out}
+}
+
+var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "type unknown"
+	}
+	return s
+}
+
+// sameJSON tells whether text is the JSON value compact.
+func sameJSON(text string, compact []byte) bool {
+	var c bytes.Buffer
+	if json.Compact(&c, []byte(text)) != nil {
+		return false
+	}
+	return bytes.Equal(c.Bytes(), compact)
+}
+
+// keyCtx carries a call's idempotency key to its HTTP requests.
+type keyCtx struct{}
+
+// headerTransport adds the entry's headers to every request, and to a
+// call's requests the Idempotency-Key header (the same key as _meta's), for
+// servers that dedupe at the HTTP layer.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	key, _ := r.Context().Value(keyCtx{}).(string)
+	if len(h.headers) > 0 || key != "" {
+		r = r.Clone(r.Context())
+		for k, v := range h.headers {
+			r.Header.Set(k, v)
+		}
+		if key != "" {
+			r.Header.Set("Idempotency-Key", key)
+		}
+	}
+	return h.base.RoundTrip(r)
+}
