@@ -77,7 +77,7 @@ func load(fsys fs.FS, dir string, env Env, display func(string) string) (*Catalo
 	}
 	c := &Catalog{byName: map[string]*agent.Agent{}}
 	definedIn := map[string]string{}
-	var errs []error
+	var errs, skipped []error
 	for _, name := range names {
 		file := display(name)
 		data, err := fs.ReadFile(fsys, name)
@@ -86,6 +86,11 @@ func load(fsys fs.FS, dir string, env Env, display func(string) string) (*Catalo
 			continue
 		}
 		a, err := parse(file, data, env, path.Dir(name))
+		if err != nil && onlyUnavailable(err) {
+			skipped = append(skipped, err)
+			env.MCP.logger().Error("an agent is left out: what it needs is not reachable", "file", file, "err", err.Error())
+			continue
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -99,10 +104,30 @@ func load(fsys fs.FS, dir string, env Env, display func(string) string) (*Catalo
 		c.list = append(c.list, a)
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, errors.Join(append(errs, skipped...)...)
+	}
+	if len(c.list) == 0 && len(skipped) > 0 {
+		return nil, errors.Join(skipped...)
 	}
 	slices.SortFunc(c.list, func(a, b *agent.Agent) int { return strings.Compare(a.Name, b.Name) })
 	return c, nil
+}
+
+// onlyUnavailable tells whether every problem in err is an Unavailable one.
+func onlyUnavailable(err error) bool {
+	var list []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	} else {
+		list = []error{err}
+	}
+	for _, e := range list {
+		var ce *Error
+		if !errors.As(e, &ce) || !ce.Unavailable {
+			return false
+		}
+	}
+	return len(list) > 0
 }
 
 // Get finds an agent by name.
@@ -120,6 +145,10 @@ type Error struct {
 	File   string
 	Field  string
 	Reason string
+	// Unavailable: the definition is valid but something it needs was not
+	// reachable at start-up (an MCP server). Such an agent is left out and
+	// the others load.
+	Unavailable bool
 }
 
 func (e *Error) Error() string {

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -35,6 +36,13 @@ type MCPEnv struct {
 	HTTPClient *http.Client
 	// Log says which optional servers were left out; slog.Default when nil.
 	Log *slog.Logger
+}
+
+func (e MCPEnv) logger() *slog.Logger {
+	if e.Log != nil {
+		return e.Log
+	}
+	return slog.Default()
 }
 
 // mcpEntry binds the tools of an MCP server:
@@ -136,15 +144,12 @@ func (d *decoder) mcpEntry(f map[string]*yaml.Node, at string, policy agent.Tool
 	srv, remotes, err := mcp.Connect(ctx, mcp.Config{URL: rawURL, Headers: headers, HTTPClient: env.MCP.HTTPClient})
 	if err != nil {
 		if optional {
-			log := env.MCP.Log
-			if log == nil {
-				log = slog.Default()
-			}
-			log.Warn("MCP server down at start-up: the agent loads without its tools (optional: true)",
+			env.MCP.logger().Warn("MCP server down at start-up: the agent loads without its tools (optional: true)",
 				"file", d.file, "field", join(at, "mcp"), "server", rawURL, "err", err.Error())
 			return nil
 		}
-		d.fail(join(at, "mcp"), "MCP server %s is not reachable: %v (set optional: true to load the agent without its tools)", rawURL, err)
+		d.errs = append(d.errs, &Error{File: d.file, Field: join(at, "mcp"), Unavailable: true,
+			Reason: fmt.Sprintf("MCP server %s is not reachable: %v (the agent is left out; set optional: true to load it without these tools)", rawURL, err)})
 		return nil
 	}
 	byName := map[string]mcp.Remote{}

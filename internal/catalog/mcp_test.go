@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -151,5 +152,33 @@ func TestLoadMCPErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An agent whose MCP server is down at start-up is left out, said so in the
+// log; the other agents load. An invalid definition still stops everything.
+func TestMCPServerDownLeavesOneAgentOut(t *testing.T) {
+	down := downURL(t)
+	fine := strings.Replace(mcpDef(""), "name: a\n", "name: fine\n", 1)
+	broken := strings.Replace(mcpDef("      - mcp: "+down+"\n        name: tk\n"), "name: a\n", "name: tickets\n", 1)
+	var logged bytes.Buffer
+	env := catalog.Env{MCP: catalog.MCPEnv{Log: slog.New(slog.NewTextHandler(&logged, nil))}}
+	cat, err := catalog.Load(fstest.MapFS{"fine.yaml": {Data: []byte(fine)}, "tickets.yaml": {Data: []byte(broken)}}, ".", env)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if _, ok := cat.Get("fine"); !ok {
+		t.Error("the agent without MCP did not load")
+	}
+	if _, ok := cat.Get("tickets"); ok {
+		t.Error("the agent whose MCP server is down loaded")
+	}
+	if !strings.Contains(logged.String(), "tickets.yaml") || !strings.Contains(logged.String(), down) {
+		t.Errorf("the log does not name the file and server: %q", logged.String())
+	}
+	invalid := strings.Replace(mcpDef("      - mcp: not a url\n        name: tk\n"), "name: a\n", "name: bad\n", 1)
+	_, err = catalog.Load(fstest.MapFS{"fine.yaml": {Data: []byte(fine)}, "bad.yaml": {Data: []byte(invalid)}}, ".", env)
+	if err == nil || !strings.Contains(err.Error(), "bad.yaml: spec.agent.tools[1].mcp") {
+		t.Errorf("an invalid definition: %v, want a start-up error", err)
 	}
 }
