@@ -115,6 +115,11 @@ func TestCompactionReadsOnePage(t *testing.T) {
 		}
 		taskID = res.TaskID
 		calls, read := count()
+		// A turn that takes over a second on a loaded machine also polls
+		// for a cancel (GetItem), and past 5 s renews its lease (UpdateItem):
+		// neither is on the success path nor counted (DESIGN §4).
+		delete(calls, "GetItem")
+		delete(calls, "UpdateItem")
 		if i > 1 {
 			if diff := cmp.Diff(followOn, calls); diff != "" {
 				t.Fatalf("turn %d's calls (-want +got):\n%s", i, diff)
