@@ -10,17 +10,17 @@ import (
 // call (DESIGN §13).
 func (s *Server) a2aRPC(w http.ResponseWriter, r *http.Request) {
 	if s.A2A == nil {
-		writeError(w, s.log(), agent.Errorf(agent.CodeRouteNotFound, "A2A is not served here"))
+		writeError(w, r, s.log(), agent.Errorf(agent.CodeRouteNotFound, "A2A is not served here"))
 		return
 	}
 	body, err := readBody(w, r, s.maxBody())
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	ag, ok := s.Engine.Agents.Get(r.PathValue("agent"))
 	if !ok {
-		writeError(w, s.log(), agent.Errorf(agent.CodeAgentNotFound, "no agent is named %q", r.PathValue("agent")))
+		writeError(w, r, s.log(), agent.Errorf(agent.CodeAgentNotFound, "no agent is named %q", r.PathValue("agent")))
 		return
 	}
 	s.A2A.ServeRPC(w, r, body, ag, userOf(r))
@@ -30,7 +30,7 @@ func (s *Server) a2aRPC(w http.ResponseWriter, r *http.Request) {
 // default agent's at the host's root. No token.
 func (s *Server) a2aCard(w http.ResponseWriter, r *http.Request) {
 	if s.A2A == nil {
-		writeError(w, s.log(), agent.Errorf(agent.CodeRouteNotFound, "A2A is not served here"))
+		writeError(w, r, s.log(), agent.Errorf(agent.CodeRouteNotFound, "A2A is not served here"))
 		return
 	}
 	name := r.PathValue("agent")
@@ -47,15 +47,15 @@ func (s *Server) a2aCard(w http.ResponseWriter, r *http.Request) {
 	ag, ok := s.Engine.Agents.Get(name)
 	if !ok {
 		if name == "" {
-			writeError(w, s.log(), agent.Errorf(agent.CodeAgentNotFound, "there is no default agent: read /a2a/{agent}/.well-known/agent-card.json"))
+			writeError(w, r, s.log(), agent.Errorf(agent.CodeAgentNotFound, "there is no default agent: read /a2a/{agent}/.well-known/agent-card.json"))
 			return
 		}
-		writeError(w, s.log(), agent.Errorf(agent.CodeAgentNotFound, "no agent is named %q", name))
+		writeError(w, r, s.log(), agent.Errorf(agent.CodeAgentNotFound, "no agent is named %q", name))
 		return
 	}
 	card, err := s.A2A.Card(r, ag)
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

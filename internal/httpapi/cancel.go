@@ -23,13 +23,13 @@ type cancelPending struct {
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(w, r, s.maxBody())
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	var b cancelBody
 	if len(trimSpace(body)) > 0 {
 		if err := decodeStrict(body, &b, "the body", agent.CodeInvalidJSON); err != nil {
-			writeError(w, s.log(), err)
+			writeError(w, r, s.log(), err)
 			return
 		}
 	}
@@ -37,7 +37,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		Agent: r.PathValue("agent"), UserID: userOf(r), TaskID: r.PathValue("task_id"), Reason: b.Reason,
 	})
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	if out.Pending {

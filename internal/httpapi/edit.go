@@ -11,12 +11,12 @@ import (
 func (s *Server) edit(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(w, r, s.maxBody())
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	msg, err := parseUserMessage(body, true)
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	ctx := context.WithoutCancel(r.Context())
@@ -26,7 +26,7 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request) {
 		RequestID: r.PathValue("request_id"), Items: msg.Items, Deadline: deadline, Idem: idempotency(r, callHash(r, body)),
 	})
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	s.execute(ctx, w, r, run)

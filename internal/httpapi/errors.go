@@ -73,10 +73,12 @@ type errorBody struct {
 
 // writeError answers err as the error body of DESIGN §3. An error that is not
 // an *agent.Error is internal: it is logged, and its text never shown.
-func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
+// writeError answers err as the error body; an internal error is logged with
+// the request's context (its trace and ids) and never shown.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	var e *agent.Error
 	if !errors.As(err, &e) {
-		log.Error("internal error", "err", err)
+		log.ErrorContext(r.Context(), "internal error", "err", err)
 		e = &agent.Error{Code: agent.CodeInternal, Message: "the server failed to handle the request; it has been logged"}
 	}
 	if e.Code == agent.CodeThrottled || e.Code == agent.CodeRequestLost {

@@ -14,12 +14,12 @@ import (
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	after, err := lastEventID(r)
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	f, err := s.Engine.OpenEvents(r.Context(), r.PathValue("agent"), userOf(r), r.PathValue("task_id"), r.PathValue("request_id"), after)
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	sse.SetHeaders(w.Header())
@@ -51,7 +51,7 @@ func lastEventID(r *http.Request) (int64, error) {
 // deleteTask is DELETE /agents/{agent}/tasks/{task_id}: 204.
 func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request) {
 	if err := s.Engine.DeleteTask(r.Context(), r.PathValue("agent"), userOf(r), r.PathValue("task_id")); err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

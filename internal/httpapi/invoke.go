@@ -23,12 +23,12 @@ func (s *Server) maxBody() int64 {
 func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(w, r, s.maxBody())
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	msg, err := parseUserMessage(body, false)
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	// The request outlives its connection: nothing below is canceled by the
@@ -41,7 +41,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		Idem: idempotency(r, agent.MessageHash(msg.SessionID, msg.TaskID, msg.Items, msg.Metadata)),
 	})
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	s.execute(ctx, w, r, run)

@@ -13,31 +13,31 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	tid, err := agent.ParseID("task_id", r.PathValue("task_id"))
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	o := agent.ViewOptions{}
 	if o.Limit, err = intParam(q.Get("limit"), "limit", agent.DefaultItemLimit, 1, agent.MaxItemLimit); err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	after, err := intParam(q.Get("after_seq"), "after_seq", 0, 0, 1<<53)
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	o.AfterSeq = int64(after)
 	if o.IncludeSuperseded, err = boolParam(q.Get("include_superseded"), "include_superseded"); err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	if o.IncludeImages, err = boolParam(q.Get("include_images"), "include_images"); err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	v, err := s.Engine.GetTask(r.Context(), r.PathValue("agent"), userOf(r), tid, o)
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
@@ -59,25 +59,25 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	lq := agent.ListQuery{Agent: r.PathValue("agent"), UserID: userOf(r), Cursor: q.Get("cursor")}
 	if _, err := agent.ParseCursor(lq.Cursor); err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	var err error
 	if lq.Limit, err = intParam(q.Get("limit"), "limit", defaultListLimit, 1, maxListLimit); err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	if st := q.Get("status"); st != "" {
 		status, ok := agent.ParseStatus(st)
 		if !ok {
-			writeError(w, s.log(), agent.Errorf(agent.CodeInvalidQuery, "status %q is not one of Running, Paused, Completed, Failed, Canceled", st))
+			writeError(w, r, s.log(), agent.Errorf(agent.CodeInvalidQuery, "status %q is not one of Running, Paused, Completed, Failed, Canceled", st))
 			return
 		}
 		lq.Status = status
 	}
 	tasks, next, err := s.Engine.ListTasks(r.Context(), lq)
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	writeList(w, tasks, next)
@@ -88,21 +88,21 @@ func (s *Server) listSessionTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	sid, err := agent.ParseID("session_id", r.PathValue("session_id"))
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	lq := agent.ListQuery{Agent: r.PathValue("agent"), UserID: userOf(r), SessionID: sid, Cursor: q.Get("cursor")}
 	if _, err := agent.ParseCursor(lq.Cursor); err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	if lq.Limit, err = intParam(q.Get("limit"), "limit", defaultListLimit, 1, maxListLimit); err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	tasks, next, err := s.Engine.ListSessionTasks(r.Context(), lq)
 	if err != nil {
-		writeError(w, s.log(), err)
+		writeError(w, r, s.log(), err)
 		return
 	}
 	writeList(w, tasks, next)

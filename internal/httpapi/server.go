@@ -161,13 +161,13 @@ func (s *Server) Handler() http.Handler {
 				h, ok = methods[http.MethodGet]
 			}
 			if !ok {
-				writeError(w, s.log(), agent.Errorf(agent.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+				writeError(w, r, s.log(), agent.Errorf(agent.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
 				return
 			}
 			if !public[p] {
 				user, err := s.authenticate(r)
 				if err != nil {
-					writeError(w, s.log(), err)
+					writeError(w, r, s.log(), err)
 					return
 				}
 				r = r.WithContext(context.WithValue(r.Context(), userKey{}, user))
@@ -176,7 +176,7 @@ func (s *Server) Handler() http.Handler {
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, s.log(), agent.Errorf(agent.CodeRouteNotFound, "no route %s %s", r.Method, r.URL.Path))
+		writeError(w, r, s.log(), agent.Errorf(agent.CodeRouteNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	return mux
 }
