@@ -224,6 +224,11 @@ func (tr *taskRec) current(now time.Time) (*agent.Task, error) {
 // LoadTask implements agent.Store.
 func (s *Store) LoadTask(ctx context.Context, taskID string) (_ *agent.Task, _ []agent.Item, err error) {
 	defer wrap(&err, "LoadTask", func() string { return taskID })
+	return s.load(ctx, taskID, func(*agent.Task) int64 { return 0 })
+}
+
+// load reads META and the live entries after the seq from(META) gives.
+func (s *Store) load(ctx context.Context, taskID string, from func(*agent.Task) int64) (*agent.Task, []agent.Item, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -238,7 +243,7 @@ func (s *Store) LoadTask(ctx context.Context, taskID string) (_ *agent.Task, _ [
 	if t == nil {
 		return nil, nil, agent.ErrNotFound
 	}
-	items, err := tr.list(now, 0, t.NextSeq, 0)
+	items, err := tr.list(now, from(t), t.NextSeq, 0)
 	if err != nil {
 		return nil, nil, err
 	}
