@@ -53,16 +53,7 @@ func testCompaction(t *testing.T, env *Env) {
 			t.Logf("turn 20 did not compact")
 		}
 	}
-	summaries := 0
-	for i := range env.Model.NCalls() {
-		req := env.Model.Call(i)
-		if got := agent.EstimateTokens(req.System, req.Messages); got > maxTokens {
-			t.Errorf("call %d sent %d estimated tokens, over %d", i, got, maxTokens)
-		}
-		if req.System == agent.CompactionPrompt {
-			summaries++
-		}
-	}
+	summaries := checkModelCalls(t, env, maxTokens, nil)
 	if summaries == 0 {
 		t.Fatal("no summarising call")
 	}
@@ -186,6 +177,20 @@ func testCompactionWithTools(t *testing.T, env *Env) {
 			t.Fatalf("turn %d: %+v", i, res)
 		}
 	}
+	summaries := checkModelCalls(t, env, maxTokens, func(i int, req *agent.ModelRequest) {
+		if !strings.Contains(req.Messages[0].Content[len(req.Messages[0].Content)-1].Text, "result success: safe did look") {
+			t.Errorf("summarising call %d does not hold the turn's tool result: %+v", i, req.Messages[0].Content)
+		}
+	})
+	if summaries < 3 || len(env.Safe.Runs()) != 15 || len(env.Guarded.Runs()) != 3 {
+		t.Errorf("%d summaries, safe ran %d times, guarded %d", summaries, len(env.Safe.Runs()), len(env.Guarded.Runs()))
+	}
+}
+
+// checkModelCalls checks that no model call was sent more than maxTokens
+// (estimated) and counts the summarising calls, handing each to summary.
+func checkModelCalls(t *testing.T, env *Env, maxTokens int, summary func(i int, req *agent.ModelRequest)) int {
+	t.Helper()
 	summaries := 0
 	for i := range env.Model.NCalls() {
 		req := env.Model.Call(i)
@@ -194,12 +199,10 @@ func testCompactionWithTools(t *testing.T, env *Env) {
 		}
 		if req.System == agent.CompactionPrompt {
 			summaries++
-			if !strings.Contains(req.Messages[0].Content[len(req.Messages[0].Content)-1].Text, "result success: safe did look") {
-				t.Errorf("summarising call %d does not hold the turn's tool result: %+v", i, req.Messages[0].Content)
+			if summary != nil {
+				summary(i, req)
 			}
 		}
 	}
-	if summaries < 3 || len(env.Safe.Runs()) != 15 || len(env.Guarded.Runs()) != 3 {
-		t.Errorf("%d summaries, safe ran %d times, guarded %d", summaries, len(env.Safe.Runs()), len(env.Guarded.Runs()))
-	}
+	return summaries
 }
