@@ -22,6 +22,9 @@ type Agent struct {
 
 	// Tools in the order the definition lists them.
 	Tools []BoundTool
+
+	// Notifications are the agent's webhooks (DESIGN §11).
+	Notifications []Notification
 }
 
 // Source is "name:version", the RequestResult's source.

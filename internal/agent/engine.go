@@ -89,6 +89,8 @@ type InvokeInput struct {
 	Deadline time.Time
 	// Idem, when set, makes the call idempotent (DESIGN §3 Idempotency-Key).
 	Idem *Idempotency
+	// Waiter, when set, is told of the request's end (DESIGN §11).
+	Waiter *Waiter
 }
 
 // legDeadline is when a leg started now must stop (wall clock), and its

@@ -88,6 +88,8 @@ type ResumeInput struct {
 	Body                             ResumeRequest
 	Deadline                         time.Time
 	Idem                             *Idempotency
+	// Waiter, when set, is told of the request's end (DESIGN §11).
+	Waiter *Waiter
 }
 
 // StartResume decides a paused request's round and claims it (DESIGN §3 the
