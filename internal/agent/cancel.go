@@ -234,7 +234,7 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 	a.CancelRequested, a.CanceledBy, a.CanceledAt, a.CancelReason = true, ci.by, ci.at, ci.reason
 	if a.Status == StatusRunning {
 		// A dead leg may have logged events past what META knows.
-		a.LastEventID = e.lastLogged(ctx, t.ID, t.Active)
+		cutLeg(a, e.lastLogged(ctx, t.ID, t.Active))
 	}
 	var extra []Item
 	if closing := danglingResults(items, a.ID, cancelMessage(ci)); len(closing) > 0 {
@@ -259,7 +259,7 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 	if ci.reason != "" {
 		ev["reason"] = ci.reason
 	}
-	e.logEvents(ctx, t.ID, a.ID, Event{ID: a.LastEventID - 1, Name: EventCancelled, Data: ev},
+	e.logEvents(ctx, t.ID, a.ID, a.Epoch, Event{ID: a.LastEventID - 1, Name: EventCancelled, Data: ev},
 		Event{ID: a.LastEventID, Name: EventRequestComplete, Data: res})
 	return res, nil
 }

@@ -153,7 +153,7 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 		Status: StatusRunning, CreatedAt: now, UpdatedAt: now,
 		Metadata: maps.Clone(in.Metadata), Version: 1, NextSeq: 2, WriteID: e.newID(),
 		Active: &ActiveRequest{
-			ID: rid, Kind: KindInvoke, Status: StatusRunning, ClaimToken: e.newID(),
+			ID: rid, Kind: KindInvoke, Status: StatusRunning, ClaimToken: e.newID(), Epoch: 1,
 			LeaseUntil: lease, CreatedAt: now, FirstSeq: 1,
 		},
 	}
@@ -231,9 +231,10 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	next := t.Clone()
 	var extra []Item
 	var records []RequestRecord
+	var decided []RequestDecision
 	if t.Active != nil {
 		var err error
-		if extra, records, err = e.settleActive(ctx, ag, next, items, now); err != nil {
+		if extra, records, decided, err = e.settleActive(ctx, ag, next, items, now); err != nil {
 			return nil, err
 		}
 	}
@@ -245,10 +246,10 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	next.Version, next.WriteID = t.Version+1, e.newID()
 	next.NextSeq++
 	next.Active = &ActiveRequest{
-		ID: rid, Kind: nr.kind, Status: StatusRunning, ClaimToken: e.newID(),
+		ID: rid, Kind: nr.kind, Status: StatusRunning, ClaimToken: e.newID(), Epoch: 1,
 		LeaseUntil: lease, CreatedAt: now, FirstSeq: user.Seq,
 	}
-	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records,
+	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records, Decisions: decided,
 		Idem:   e.newIdem(nr.user, ag.Name, nr.route, nr.idem, t.ID, t.SessionID, rid, 0),
 		Lookup: &RequestLookup{RequestID: rid, TaskID: t.ID, Agent: ag.Name, UserID: t.UserID}}
 	if err := e.clearRetention(ctx, t, next); err != nil {
@@ -270,15 +271,15 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 // claimed: a live one refuses (409); a dead one (lease expired) is recorded
 // Failed lease_expired with its dangling calls closed; an expired pause is
 // applied. It changes next and returns the items and records to write.
-func (e *Engine) settleActive(ctx context.Context, ag *Agent, next *Task, items []Item, now time.Time) ([]Item, []RequestRecord, error) {
+func (e *Engine) settleActive(ctx context.Context, ag *Agent, next *Task, items []Item, now time.Time) ([]Item, []RequestRecord, []RequestDecision, error) {
 	a := next.Active
 	switch {
 	case a.Status == StatusPaused && !roundExpired(a, now):
-		return nil, nil, Errorf(CodeTaskPaused, "task %s is paused awaiting approval of request %s (round %d)", next.ID, a.ID, a.Round)
+		return nil, nil, nil, Errorf(CodeTaskPaused, "task %s is paused awaiting approval of request %s (round %d)", next.ID, a.ID, a.Round)
 	case a.Status == StatusPaused:
 		return e.expireRound(next, items, now)
 	case now.Before(a.LeaseUntil):
-		return nil, nil, Errorf(CodeTaskBusy, "task %s is running request %s", next.ID, a.ID)
+		return nil, nil, nil, Errorf(CodeTaskBusy, "task %s is running request %s", next.ID, a.ID)
 	}
 	e.log().Warn("recovering a request whose lease expired", "task_id", next.ID, "request_id", a.ID, "lease_until", a.LeaseUntil)
 	closing := danglingResults(items, a.ID, "not run: the request was lost (its lease expired)")
@@ -288,13 +289,24 @@ func (e *Engine) settleActive(ctx context.Context, ag *Agent, next *Task, items 
 		next.NextSeq++
 	}
 	// Its leg may have logged events past what META knows: the error event
-	// logSettled writes comes after them.
-	a.LastEventID = e.lastLogged(ctx, next.ID, a) + 1
+	// logSettled writes comes after them, in an epoch of its own.
+	cutLeg(a, e.lastLogged(ctx, next.ID, a))
+	a.LastEventID++
 	rec := recordOf(a, StatusFailed, now)
 	rec.Error = &ErrorInfo{Code: CodeLeaseExpired, Message: "the request stopped without finishing (its lease expired); it was recorded as failed"}
 	next.Active = nil
 	next.Status = StatusFailed
-	return extra, []RequestRecord{rec}, nil
+	return extra, []RequestRecord{rec}, nil, nil
+}
+
+// cutLeg ends the events of a's dead leg at its last commit (what META
+// counts): readers drop what it logged later, which a stalled holder may
+// still flush. The next writer logs under a new epoch, numbering on after
+// last, the highest id already logged.
+func cutLeg(a *ActiveRequest, last int64) {
+	a.Cuts = append(a.Cuts, EventCut{Epoch: a.Epoch, Last: a.LastEventID})
+	a.Epoch++
+	a.LastEventID = max(a.LastEventID, last)
 }
 
 // roundExpired tells whether a paused round has passed its earliest expiry.
@@ -308,7 +320,7 @@ func roundExpired(a *ActiveRequest, now time.Time) bool {
 }
 
 // expireRound applies a paused round's expiry (DESIGN §4 Expiry).
-func (e *Engine) expireRound(next *Task, items []Item, now time.Time) ([]Item, []RequestRecord, error) {
+func (e *Engine) expireRound(next *Task, items []Item, now time.Time) ([]Item, []RequestRecord, []RequestDecision, error) {
 	a := next.Active
 	var at time.Time
 	for _, p := range a.Pending {
@@ -333,7 +345,7 @@ func (e *Engine) expireRound(next *Task, items []Item, now time.Time) ([]Item, [
 	rec.Error = &ErrorInfo{Code: CodeApprovalExpired, Message: msg}
 	next.Active = nil
 	next.Status = StatusFailed
-	return extra, []RequestRecord{rec}, nil
+	return extra, []RequestRecord{rec}, []RequestDecision{{RequestID: a.ID, Decision: d}}, nil
 }
 
 // danglingResults returns error results for the request's tool calls that
@@ -371,6 +383,7 @@ func recordOf(a *ActiveRequest, status Status, now time.Time) RequestRecord {
 		RequestView: RequestView{RequestID: a.ID, Kind: a.Kind, Status: status, CreatedAt: a.CreatedAt, UpdatedAt: now,
 			Usage: a.Usage, Decisions: decisions},
 		Round: a.Round, FirstSeq: a.FirstSeq, LastEventID: a.LastEventID, Compactions: a.Compactions,
+		Epoch: a.Epoch, Cuts: a.Cuts,
 	}
 	if a.CanceledBy != "" {
 		by, at, reason := a.CanceledBy, a.CanceledAt, a.CancelReason

@@ -12,6 +12,39 @@ type StoredEvent struct {
 	ID   int64           `json:"id"`
 	Name string          `json:"name"`
 	Data json.RawMessage `json:"data"`
+	// Epoch is the claim epoch of the leg that logged it (the batch's key
+	// holds it, DESIGN §4).
+	Epoch int `json:"-"`
+}
+
+// EventCut ends a taken-over leg's events: readers drop those of its epoch
+// with an id past Last (its last commit's), which a stalled holder may
+// still flush late (DESIGN §4 After a lease expires).
+type EventCut struct {
+	Epoch int   `json:"epoch"`
+	Last  int64 `json:"last"`
+}
+
+// Visible drops the events that cuts hide and keeps one event of each id,
+// in id order (events come from ListEvents, by id then epoch).
+func Visible(events []StoredEvent, cuts []EventCut) []StoredEvent {
+	out := events[:0:0]
+	for _, ev := range events {
+		if cutOff(ev, cuts) || (len(out) > 0 && out[len(out)-1].ID == ev.ID) {
+			continue
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func cutOff(ev StoredEvent, cuts []EventCut) bool {
+	for _, c := range cuts {
+		if c.Epoch == ev.Epoch && ev.ID > c.Last {
+			return true
+		}
+	}
+	return false
 }
 
 // EventLogTTL is how long a request's events are kept after its last one.
@@ -44,6 +77,9 @@ type eventLog struct {
 	// own count: a process that stalled past it (and was taken over) writes
 	// nothing when it wakes, before its watcher has even noticed.
 	holds func() bool
+	// epoch is the leg's claim epoch, in its batches' keys: what a stalled
+	// holder still flushes after a takeover is cut off by readers.
+	epoch int
 }
 
 // abandon drops what is buffered and what comes: a leg that lost its lease
@@ -55,8 +91,8 @@ func (l *eventLog) abandon() {
 	l.mu.Unlock()
 }
 
-func newEventLog(s Store, taskID, rid string, ttl time.Duration, log func(string, ...any), holds func() bool) *eventLog {
-	l := &eventLog{store: s, taskID: taskID, rid: rid, ttl: ttl, stop: make(chan struct{}), done: make(chan struct{}), log: log, holds: holds}
+func newEventLog(s Store, taskID, rid string, epoch int, ttl time.Duration, log func(string, ...any), holds func() bool) *eventLog {
+	l := &eventLog{store: s, taskID: taskID, rid: rid, epoch: epoch, ttl: ttl, stop: make(chan struct{}), done: make(chan struct{}), log: log, holds: holds}
 	go l.loop()
 	return l
 }
@@ -68,7 +104,7 @@ func (l *eventLog) add(e Event) {
 	}
 	l.mu.Lock()
 	if !l.abandoned {
-		l.pending = append(l.pending, StoredEvent{ID: e.ID, Name: e.Name, Data: data})
+		l.pending = append(l.pending, StoredEvent{ID: e.ID, Name: e.Name, Data: data, Epoch: l.epoch})
 	}
 	l.mu.Unlock()
 }
@@ -122,14 +158,14 @@ func (l *eventLog) close(ctx context.Context) {
 
 // logEvents writes events that no leg emits (a cancel of a paused request,
 // an applied expiry) to the request's log, best effort.
-func (e *Engine) logEvents(ctx context.Context, taskID, rid string, evs ...Event) {
+func (e *Engine) logEvents(ctx context.Context, taskID, rid string, epoch int, evs ...Event) {
 	batch := make([]StoredEvent, 0, len(evs))
 	for _, ev := range evs {
 		data, err := json.Marshal(ev.Data)
 		if err != nil {
 			data = []byte(`{}`)
 		}
-		batch = append(batch, StoredEvent{ID: ev.ID, Name: ev.Name, Data: data})
+		batch = append(batch, StoredEvent{ID: ev.ID, Name: ev.Name, Data: data, Epoch: epoch})
 	}
 	expires := time.Now().Add(EventLogTTL)
 	if err := e.Store.AppendEvents(ctx, taskID, rid, batch, expires); err != nil {
@@ -146,7 +182,7 @@ func (e *Engine) logEvents(ctx context.Context, taskID, rid string, evs ...Event
 func (e *Engine) logSettled(ctx context.Context, taskID string, recs []RequestRecord) {
 	for _, r := range recs {
 		if r.Error != nil && (r.Error.Code == CodeApprovalExpired || r.Error.Code == CodeLeaseExpired) {
-			e.logEvents(ctx, taskID, r.RequestID, Event{ID: r.LastEventID, Name: EventError,
+			e.logEvents(ctx, taskID, r.RequestID, r.Epoch, Event{ID: r.LastEventID, Name: EventError,
 				Data: map[string]string{"code": r.Error.Code, "message": r.Error.Message, "request_id": r.RequestID}})
 		}
 	}

@@ -25,6 +25,8 @@ type Follower struct {
 	after  int64
 	// legRound, when > 0, starts at the resume leg of that round instead.
 	legRound int
+	// cuts hide what taken-over legs logged after their last commit.
+	cuts []EventCut
 }
 
 // OpenEvents checks a GET …/events call: ids (400), agent, task, request
@@ -59,6 +61,9 @@ func (e *Engine) OpenEvents(ctx context.Context, agentName, userID, taskID, requ
 		return nil, err
 	}
 	f := &Follower{e: e, agent: ag, taskID: taskID, rid: requestID, after: after}
+	if rec != nil {
+		f.cuts = rec.Cuts
+	}
 	// Batches expire one by one (24 h after each was written): a log that
 	// starts past after+1 lost its beginning.
 	if evs, err := e.Store.ListEvents(ctx, taskID, requestID, after); err == nil && len(evs) > 0 && evs[0].ID > after+1 {
@@ -94,11 +99,21 @@ func (f *Follower) Stream(ctx context.Context, sink Sink) {
 	var endedAt time.Time
 	poll := FollowPoll
 	for {
-		evs, err := f.e.Store.ListEvents(ctx, f.taskID, f.rid, after)
-		if err != nil && ctx.Err() == nil {
-			f.e.log().Error("reading events failed", "task_id", f.taskID, "request_id", f.rid, "err", err)
+		// META first: the cuts it holds are those of every takeover before
+		// the events read next, so a stalled holder's late flush is hidden.
+		meta, err := f.e.Store.GetTask(ctx, f.taskID)
+		if err == nil && meta.Active != nil && meta.Active.ID == f.rid {
+			f.cuts = meta.Active.Cuts
+		} else if err == nil && endedAt.IsZero() {
+			if rec, rerr := f.e.findRecord(ctx, f.taskID, f.rid); rerr == nil && rec != nil {
+				f.cuts = rec.Cuts
+			}
 		}
-		for _, ev := range evs {
+		evs, lerr := f.e.Store.ListEvents(ctx, f.taskID, f.rid, after)
+		if lerr != nil && ctx.Err() == nil {
+			f.e.log().Error("reading events failed", "task_id", f.taskID, "request_id", f.rid, "err", lerr)
+		}
+		for _, ev := range Visible(evs, f.cuts) {
 			after = ev.ID
 			if !started {
 				started = isLegStart(ev, f.legRound)
@@ -111,7 +126,6 @@ func (f *Follower) Stream(ctx context.Context, sink Sink) {
 				return
 			}
 		}
-		meta, err := f.e.Store.GetTask(ctx, f.taskID)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return

@@ -143,7 +143,16 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 	}
 	now := e.now()
 	if ended != nil {
+		if err := e.loadDecisions(ctx, t.ID, ended.RequestID, &ended.Decisions); err != nil {
+			return nil, err
+		}
 		return e.resumeEnded(ag, t, ended, in)
+	}
+	if pastRound(a, in.Body) {
+		// Earlier rounds' decisions are DEC# items.
+		if err := e.loadDecisions(ctx, t.ID, a.ID, &a.Decisions); err != nil {
+			return nil, err
+		}
 	}
 	if in.Body.Round == nil && len(in.Body.Decisions) > 0 && !decidesPending(a, in.Body.Decisions) {
 		// Decisions bind by their calls: they name the round they decide.
@@ -173,10 +182,10 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; it is paused in round %d", *in.Body.Round, a.ID, a.Round)
 	case a.Status == StatusPaused && roundExpired(a, now):
 		next := t.Clone()
-		extra, recs, _ := e.expireRound(next, items, now)
+		extra, recs, decided, _ := e.expireRound(next, items, now)
 		next.Version, next.WriteID, next.UpdatedAt = t.Version+1, e.newID(), now
 		next.RetainUntil = e.retainUntil()
-		if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: recs}); err != nil {
+		if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: recs, Decisions: decided}); err != nil {
 			return nil, fmt.Errorf("expire round of %s: %w", t.ID, err)
 		}
 		e.retainFinished(ctx, next)
@@ -333,6 +342,33 @@ func decisionOf(ds []Decision, round int) *Decision {
 	return nil
 }
 
+// pastRound tells whether a resume of a may name a round before its
+// current one: by its round, or by decisions of calls not pending.
+func pastRound(a *ActiveRequest, b ResumeRequest) bool {
+	if b.Round != nil {
+		return *b.Round < a.Round
+	}
+	return len(b.Decisions) > 0 && !decidesPending(a, b.Decisions)
+}
+
+// loadDecisions reads the request's decided rounds (DEC# items) into ds,
+// keeping what ds holds when there are none (a task written before them).
+func (e *Engine) loadDecisions(ctx context.Context, taskID, rid string, ds *[]Decision) error {
+	decs, err := e.Store.ListDecisions(ctx, taskID, rid)
+	if err != nil {
+		return fmt.Errorf("list decisions of %s: %w", rid, err)
+	}
+	if len(decs) == 0 {
+		return nil
+	}
+	out := make([]Decision, 0, len(decs))
+	for _, d := range decs {
+		out = append(out, d.Decision)
+	}
+	*ds = out
+	return nil
+}
+
 func lastOf(ds []Decision) *Decision {
 	if len(ds) == 0 {
 		return nil
@@ -361,13 +397,14 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	deadline, lease := e.legDeadline(in.Deadline)
 	na := next.Active
 	na.Status, na.ClaimToken, na.LeaseUntil = StatusRunning, e.newID(), lease
-	na.Decisions = append(na.Decisions, *d)
+	na.Epoch++
+	na.Decisions = []Decision{*d} // earlier rounds' are DEC# items
 	remember(next, a, d)
 	na.Pending = nil
 	next.Status, next.UpdatedAt = StatusRunning, now
 	next.Version, next.WriteID = t.Version+1, e.newID()
 	edited := editItems(items, a.ID, d)
-	w := &Write{Task: next, PrevVersion: t.Version, Items: edited,
+	w := &Write{Task: next, PrevVersion: t.Version, Items: edited, Decisions: []RequestDecision{{RequestID: a.ID, Decision: *d}},
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
 	if err := e.write(ctx, w); err != nil {
 		var ce *ConflictError
@@ -390,7 +427,7 @@ func (e *Engine) takeOver(ctx context.Context, ag *Agent, t *Task, items []Item,
 	next := t.Clone()
 	deadline, lease := e.legDeadline(in.Deadline)
 	next.Active.ClaimToken, next.Active.LeaseUntil = e.newID(), lease
-	next.Active.LastEventID = e.lastLogged(ctx, t.ID, t.Active)
+	cutLeg(next.Active, e.lastLogged(ctx, t.ID, t.Active))
 	next.UpdatedAt, next.Version, next.WriteID = now, t.Version+1, e.newID()
 	if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
 		var ce *ConflictError

@@ -102,7 +102,7 @@ func (r *Run) Execute(ctx context.Context, sink Sink) *RequestResult {
 func (r *Run) execute(ctx context.Context, sink Sink) *RequestResult {
 	r.started = time.Now()
 	holds := func() bool { return !r.lost.Load() && r.e.now().Before(r.leaseEnds()) }
-	elog := newEventLog(r.e.Store, r.taskID, r.reqID, EventLogTTL+r.agent.longestApprovalTTL(), r.e.log().Error, holds)
+	elog := newEventLog(r.e.Store, r.taskID, r.reqID, r.task.Active.Epoch, EventLogTTL+r.agent.longestApprovalTTL(), r.e.log().Error, holds)
 	defer elog.close(context.WithoutCancel(ctx))
 	r.elog = elog
 	r.sink = teeSink{client: sink, log: elog}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -55,7 +56,13 @@ type Store interface {
 	ListItems(ctx context.Context, task *Task, afterSeq int64, limit int) ([]Item, error)
 
 	// ListRequests reads the finished requests' records, oldest first.
+	// Their decisions are not in them: ListDecisions reads those.
 	ListRequests(ctx context.Context, taskID string) ([]RequestRecord, error)
+
+	// ListDecisions reads the decided rounds (DEC#<rid>#<round>) of one
+	// request, or of every request of the task when requestID is "", by
+	// request and round.
+	ListDecisions(ctx context.Context, taskID, requestID string) ([]RequestDecision, error)
 
 	// GetSession reads a session; ErrNotFound if it does not exist.
 	GetSession(ctx context.Context, sessionID string) (*Session, error)
@@ -73,8 +80,9 @@ type Store interface {
 	GetIdem(ctx context.Context, key string) (*IdemRecord, error)
 
 	// AppendEvents writes one batch of a request's consecutive events (the
-	// event log: EVT#<rid>#<first id>, split in items of at most 350 KB),
-	// with the ttl expires, in as many BatchWriteItem calls as needed.
+	// event log: EVT#<rid>#<epoch>#<first id>, split in items of at most
+	// 350 KB), with the ttl expires, in as many BatchWriteItem calls as
+	// needed. The batch's events share one claim epoch: its first's.
 	AppendEvents(ctx context.Context, taskID, requestID string, events []StoredEvent, expires time.Time) error
 
 	// ExtendEvents sets the ttl expires on the request's live event
@@ -82,8 +90,10 @@ type Store interface {
 	// last event, across its legs.
 	ExtendEvents(ctx context.Context, taskID, requestID string, expires time.Time) error
 
-	// ListEvents reads the request's events with an id above after, in
-	// order; expired batches are absent.
+	// ListEvents reads the request's events with an id above after, by id
+	// then epoch, each (id, epoch) once, with their epoch; expired batches
+	// are absent. Readers drop a taken-over leg's events past its cut
+	// (Visible).
 	ListEvents(ctx context.Context, taskID, requestID string, after int64) ([]StoredEvent, error)
 
 	// DeleteTask deletes the task: its META first, guarded by t.Version
@@ -153,6 +163,16 @@ type Write struct {
 	// Lookup, when set, is put with the write: the write creates the
 	// request it names.
 	Lookup *RequestLookup
+	// Decisions are decided rounds to put (DEC#<rid>#<round>): META keeps
+	// only the current round's, so that it does not grow with the rounds
+	// (DESIGN §4 Sizes).
+	Decisions []RequestDecision
+}
+
+// RequestDecision is a decided round of a request (a DEC# item).
+type RequestDecision struct {
+	RequestID string   `json:"request_id"`
+	Decision  Decision `json:"decision"`
 }
 
 // write applies w. An error that is neither a refusal nor a conflict may hide
@@ -160,6 +180,16 @@ type Write struct {
 // own retries): the META tells, by its WriteID, and a landed write is a
 // success — never a second run, never a claim nobody holds.
 func (e *Engine) write(ctx context.Context, w *Write) error {
+	if len(w.Requests) > 0 {
+		// A record holds no decisions: they are DEC# items (DESIGN §4
+		// Sizes), put when each round was decided.
+		cp := *w
+		cp.Requests = slices.Clone(w.Requests)
+		for i := range cp.Requests {
+			cp.Requests[i].Decisions = nil
+		}
+		w = &cp
+	}
 	err := e.Store.Write(ctx, w)
 	if errors.Is(err, ErrConflict) {
 		e.metrics().StoreConflict(w.Task.Agent)

@@ -99,7 +99,9 @@ type ActiveRequest struct {
 	// LastEventID numbers the request's events across its legs.
 	LastEventID int64         `json:"last_event_id"`
 	Pending     []PendingCall `json:"pending,omitempty"`
-	Decisions   []Decision    `json:"decisions,omitempty"`
+	// Decisions: the current round's; earlier rounds' are DEC# items
+	// (Store.ListDecisions).
+	Decisions []Decision `json:"decisions,omitempty"`
 	// Cancel flag, set by a cancel call, read by the engine's polls.
 	CancelRequested bool      `json:"cancel_requested,omitempty"`
 	CanceledBy      string    `json:"canceled_by,omitempty"`
@@ -107,6 +109,11 @@ type ActiveRequest struct {
 	CancelReason    string    `json:"cancel_reason,omitempty"`
 	// Compactions made by the request's legs so far.
 	Compactions []Compaction `json:"compactions,omitempty"`
+	// Epoch counts the request's claims: each leg logs its events under
+	// its own (EVT#<rid>#<epoch>#<first id>).
+	Epoch int `json:"epoch,omitempty"`
+	// Cuts end the events of legs that were taken over.
+	Cuts []EventCut `json:"cuts,omitempty"`
 }
 
 // PendingCall is a tool call awaiting a decision.
@@ -164,6 +171,10 @@ type RequestRecord struct {
 	// Compactions the request made (GET task's compacted_by marks; an edit
 	// rolls them back).
 	Compactions []Compaction `json:"compactions,omitempty"`
+	// Epoch is the request's last claim epoch; Cuts end the events of its
+	// legs that were taken over.
+	Epoch int        `json:"epoch,omitempty"`
+	Cuts  []EventCut `json:"cuts,omitempty"`
 }
 
 // Session groups a user's tasks.

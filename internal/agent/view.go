@@ -112,7 +112,18 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 		rec := recordOf(t.Active, t.Active.Status, t.UpdatedAt)
 		recs = append(recs, rec)
 	}
+	decs, err := e.Store.ListDecisions(ctx, t.ID, "")
+	if err != nil {
+		return nil, fmt.Errorf("list decisions of %s: %w", t.ID, err)
+	}
+	byRequest := map[string][]Decision{}
+	for _, d := range decs {
+		byRequest[d.RequestID] = append(byRequest[d.RequestID], d.Decision)
+	}
 	for i := range recs {
+		if ds, ok := byRequest[recs[i].RequestID]; ok {
+			recs[i].Decisions = ds
+		}
 		for _, r := range t.Superseded {
 			if recs[i].FirstSeq >= r.From && recs[i].FirstSeq < r.To {
 				by := r.SupersededBy

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,8 +28,18 @@ const (
 )
 
 func eventPrefix(rid string) string { return "EVT#" + rid + "#" }
-func eventSK(rid string, first int64) string {
-	return fmt.Sprintf("%s%010d", eventPrefix(rid), first)
+func eventSK(rid string, epoch int, first int64) string {
+	return fmt.Sprintf("%s%06d#%010d", eventPrefix(rid), epoch, first)
+}
+
+// eventEpoch reads the claim epoch out of an event item's key.
+func eventEpoch(sk, rid string) (int, error) {
+	rest := strings.TrimPrefix(sk, eventPrefix(rid))
+	ep, _, ok := strings.Cut(rest, "#")
+	if !ok {
+		return 0, fmt.Errorf("event key %s has no epoch", sk)
+	}
+	return strconv.Atoi(ep)
 }
 
 // AppendEvents implements agent.Store. The batch is cut into items of at
@@ -44,7 +56,7 @@ func (st *Store) AppendEvents(ctx context.Context, taskID, requestID string, eve
 	ttl := ttlOf(expires)
 	reqs := make([]types.WriteRequest, 0, len(chunks))
 	for _, c := range chunks {
-		it := key(taskPK(taskID), eventSK(requestID, c.first))
+		it := key(taskPK(taskID), eventSK(requestID, events[0].Epoch, c.first))
 		it[attrData] = s(string(c.data))
 		it[attrRequestID] = s(requestID)
 		it[attrFirst] = n(c.first)
@@ -110,12 +122,17 @@ func (st *Store) ListEvents(ctx context.Context, taskID, requestID string, after
 		if !live(it, now) {
 			continue
 		}
+		epoch, err := eventEpoch(str(it, attrSK), requestID)
+		if err != nil {
+			return nil, err
+		}
 		var batch []agent.StoredEvent
 		if err := json.Unmarshal([]byte(str(it, attrData)), &batch); err != nil {
 			return nil, fmt.Errorf("corrupt events %s: %w", str(it, attrSK), err)
 		}
 		for _, e := range batch {
 			if e.ID > after {
+				e.Epoch = epoch
 				out = append(out, e)
 			}
 		}
@@ -123,11 +140,13 @@ func (st *Store) ListEvents(ctx context.Context, taskID, requestID string, after
 	return orderEvents(out), nil
 }
 
-// orderEvents sorts events by id and keeps the first of each id (items are
-// read in key order, so the item with the lowest first id wins).
+// orderEvents sorts events by id then epoch and keeps the first of each
+// (items are read in key order, so the item with the lowest first id wins).
 func orderEvents(events []agent.StoredEvent) []agent.StoredEvent {
-	slices.SortStableFunc(events, func(a, b agent.StoredEvent) int { return cmp.Compare(a.ID, b.ID) })
-	return slices.CompactFunc(events, func(a, b agent.StoredEvent) bool { return a.ID == b.ID })
+	slices.SortStableFunc(events, func(a, b agent.StoredEvent) int {
+		return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Epoch, b.Epoch))
+	})
+	return slices.CompactFunc(events, func(a, b agent.StoredEvent) bool { return a.ID == b.ID && a.Epoch == b.Epoch })
 }
 
 // ExtendEvents implements agent.Store: one Query for the request's batches'

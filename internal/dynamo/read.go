@@ -209,6 +209,36 @@ func (st *Store) ListRequests(ctx context.Context, taskID string) (_ []agent.Req
 	return out, nil
 }
 
+// ListDecisions implements agent.Store: one Query of DEC#[<rid>#].
+func (st *Store) ListDecisions(ctx context.Context, taskID, requestID string) (_ []agent.RequestDecision, err error) {
+	defer wrap(&err, "ListDecisions", taskID)
+	prefix := "DEC#"
+	if requestID != "" {
+		prefix += requestID + "#"
+	}
+	raw, err := st.query(ctx, &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :dec)"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(taskPK(taskID)), ":dec": s(prefix)},
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	now := st.now().Unix()
+	out := make([]agent.RequestDecision, 0, len(raw))
+	for _, it := range raw {
+		if !live(it, now) {
+			continue
+		}
+		var d agent.RequestDecision
+		if err := json.Unmarshal([]byte(str(it, attrData)), &d); err != nil {
+			return nil, fmt.Errorf("corrupt decision %s: %w", str(it, attrSK), err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
 // GetSession implements agent.Store.
 func (st *Store) GetSession(ctx context.Context, sessionID string) (_ *agent.Session, err error) {
 	defer wrap(&err, "GetSession", sessionID)

@@ -29,6 +29,9 @@ func TestEventLayout(t *testing.T) {
 	tid, rid := uuid.NewString(), uuid.NewString()
 	exp := time.Now().Add(time.Hour).Truncate(time.Second)
 	evs := bigEvents(1, 40, 30_000) // 1.2 MB
+	for i := range evs {
+		evs[i].Epoch = 3 // the leg's claim epoch, in the key
+	}
 	if err := s.AppendEvents(ctx, tid, rid, evs, exp); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +46,7 @@ func TestEventLayout(t *testing.T) {
 	for _, sk := range keys(raw) {
 		it := raw[sk]
 		first, _ := strconv.ParseInt(strings.TrimPrefix(attr(it, "first"), "N:"), 10, 64)
-		if want := fmt.Sprintf("EVT#%s#%010d", rid, first); sk != want {
+		if want := fmt.Sprintf("EVT#%s#%06d#%010d", rid, evs[0].Epoch, first); sk != want {
 			t.Errorf("item %s: first %d, want key %s", sk, first, want)
 		}
 		if size := len(attr(it, "data")); size > 350_000 {
@@ -140,7 +143,7 @@ func TestRetentionLayout(t *testing.T) {
 	}
 	for sk, it := range raw {
 		want := until
-		if sk == "EVT#soon#0000000001" {
+		if sk == "EVT#soon#000000#0000000001" {
 			want = soon // its own ttl comes sooner
 		}
 		if got := attr(it, "ttl"); got != fmt.Sprint("N:", want.Unix()) {

@@ -62,7 +62,11 @@ func taskPK(id string) string        { return "TASK#" + id }
 func itemSK(seq int64) string        { return fmt.Sprintf("ITEM#%010d", seq) }
 func partSK(seq int64, n int) string { return fmt.Sprintf("ITEM#%010d#%d", seq, n) }
 func reqSK(id string) string         { return "REQ#" + id }
-func sessionPK(id string) string     { return "SESSION#" + id }
+
+// decisionSK is a decided round's key (DEC#<rid>#<round>), which sorts by
+// request then round.
+func decisionSK(rid string, round int) string { return fmt.Sprintf("DEC#%s#%06d", rid, round) }
+func sessionPK(id string) string              { return "SESSION#" + id }
 func indexSK(created time.Time, tid string) string {
 	return "TASK#" + created.UTC().Format(timeKey) + "#" + tid
 }

@@ -57,6 +57,13 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		}
 		final = append(final, a)
 	}
+	for _, d := range w.Decisions {
+		a, err := st.decisionPut(pk, d, ttl)
+		if err != nil {
+			return err
+		}
+		final = append(final, a)
+	}
 	at := conditions{meta: 0, session: -1, idem: -1}
 	if w.Session != nil {
 		at.session = len(final)
@@ -213,6 +220,21 @@ func (st *Store) requestPut(pk string, r agent.RequestRecord, writeID string, tt
 	it[attrData] = s(string(data))
 	it[attrRequestID] = s(r.RequestID)
 	it[attrWriteID] = s(writeID)
+	if ttl != 0 {
+		it[attrTTL] = n(ttl)
+	}
+	return st.put(it), nil
+}
+
+// decisionPut puts a decided round (DEC#<rid>#<round>).
+func (st *Store) decisionPut(pk string, d agent.RequestDecision, ttl int64) (action, error) {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return action{}, err
+	}
+	it := key(pk, decisionSK(d.RequestID, d.Decision.Round))
+	it[attrData] = s(string(data))
+	it[attrRequestID] = s(d.RequestID)
 	if ttl != 0 {
 		it[attrTTL] = n(ttl)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -292,7 +293,7 @@ func testDeadLegEvents(t *testing.T, env *Env) {
 	}
 	var logged []agent.StoredEvent
 	for id := int64(1); id <= 5; id++ {
-		logged = append(logged, agent.StoredEvent{ID: id, Name: agent.EventAnswer, Data: json.RawMessage(`{"delta":"x"}`)})
+		logged = append(logged, agent.StoredEvent{ID: id, Name: agent.EventAnswer, Data: json.RawMessage(`{"delta":"x"}`), Epoch: 1})
 	}
 	if err := env.Store.AppendEvents(ctx, run.TaskID(), run.RequestID(), logged, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
@@ -305,7 +306,58 @@ func testDeadLegEvents(t *testing.T, env *Env) {
 	if len(got) != 1 || got[0].ID != 6 || got[0].Name != agent.EventError {
 		t.Fatalf("after the dead leg's events: %v", sig(got))
 	}
-	if all := env.follow(t, dead, 0); len(all) != 6 {
+	// What the dead leg logged after its last commit (here: all of it) is
+	// cut off (DESIGN §4): the log shows the error that ended it.
+	if all := env.follow(t, dead, 0); len(all) != 1 || all[0].ID != 6 {
 		t.Errorf("the whole log: %v", sig(all))
+	}
+}
+
+// testLateFlushHidden: a resume's leg dies after logging two events; a
+// duplicate takes it over and completes; then the dead holder (a process
+// that was only stalled) flushes late events under its old epoch, with ids
+// the taker used too. Readers see the taker's events, never the late ones,
+// nor those the dead leg logged after its last commit.
+func testLateFlushHidden(t *testing.T, env *Env) {
+	ctx := context.Background()
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("r1", "retry", "sync")))
+	res, _ := env.Invoke(t, "", "do it")
+	paused := env.follow(t, res, 0)
+	last := paused[len(paused)-1].ID
+	if _, err := env.E.StartResume(ctx, agent.ResumeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: Approve()}); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := env.Store.GetTask(ctx, res.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch := meta.Active.Epoch
+	stored := func(from, to int64, tag string) []agent.StoredEvent {
+		var out []agent.StoredEvent
+		for id := from; id <= to; id++ {
+			out = append(out, agent.StoredEvent{ID: id, Name: agent.EventAnswer, Data: json.RawMessage(`{"delta":"` + tag + `"}`), Epoch: epoch})
+		}
+		return out
+	}
+	if err := env.Store.AppendEvents(ctx, res.TaskID, res.RequestID, stored(last+1, last+2, "dead"), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	env.Advance(5 * time.Minute)
+	env.Model.Add(agenttest.Say("recovered"))
+	out, _, err := env.Resume(res, "alice", Approve())
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("takeover: %+v %v", out, err)
+	}
+	if err := env.Store.AppendEvents(ctx, res.TaskID, res.RequestID, stored(last+3, last+6, "late"), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got := env.follow(t, res, last)
+	if len(got) == 0 || got[0].ID != last+3 || got[0].Name != agent.EventRequestStarted || got[len(got)-1].Name != agent.EventRequestComplete {
+		t.Fatalf("the resume's events: %v", sig(got))
+	}
+	for _, s := range sig(got) {
+		if strings.Contains(s, `"dead"`) || strings.Contains(s, `"late"`) {
+			t.Errorf("a dead holder's event is visible: %s", s)
+		}
 	}
 }

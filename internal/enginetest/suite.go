@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"FollowLive", testFollowLive},
 		{"RequestLost", testRequestLost},
 		{"DeadLegEvents", testDeadLegEvents},
+		{"LateFlushHidden", testLateFlushHidden},
 		{"EventsRefusals", testEventsRefusals},
 		{"IdempotentInvokes", testIdempotentInvokes},
 		{"IdempotentResume", testIdempotentResume},

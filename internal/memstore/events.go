@@ -36,10 +36,10 @@ func (s *Store) AppendEvents(ctx context.Context, taskID, requestID string, even
 	}
 	log := tr.events[requestID]
 	if log == nil {
-		log = map[int64]record{}
+		log = map[batchKey]record{}
 		tr.events[requestID] = log
 	}
-	log[events[0].ID] = record{b, ttlOf(expires)}
+	log[batchKey{events[0].Epoch, events[0].ID}] = record{b, ttlOf(expires)}
 	return nil
 }
 
@@ -58,28 +58,31 @@ func (s *Store) ListEvents(ctx context.Context, taskID, requestID string, after 
 	}
 	log := tr.events[requestID]
 	now := s.now()
-	firsts := make([]int64, 0, len(log))
-	for first, r := range log {
+	keys := make([]batchKey, 0, len(log))
+	for k, r := range log {
 		if live(r.ttl, now) {
-			firsts = append(firsts, first)
+			keys = append(keys, k)
 		}
 	}
-	slices.Sort(firsts)
-	for _, first := range firsts {
+	slices.SortFunc(keys, func(a, b batchKey) int { return cmp.Or(cmp.Compare(a.epoch, b.epoch), cmp.Compare(a.first, b.first)) })
+	for _, k := range keys {
 		var batch []agent.StoredEvent
-		if err := json.Unmarshal(log[first].data, &batch); err != nil {
-			return nil, fmt.Errorf("corrupt events %d: %w", first, err)
+		if err := json.Unmarshal(log[k].data, &batch); err != nil {
+			return nil, fmt.Errorf("corrupt events %d#%d: %w", k.epoch, k.first, err)
 		}
 		for _, e := range batch {
 			if e.ID > after {
+				e.Epoch = k.epoch
 				out = append(out, e)
 			}
 		}
 	}
-	// By id, the first of each id kept: the batch with the lowest first id
-	// wins, as in DynamoDB.
-	slices.SortStableFunc(out, func(a, b agent.StoredEvent) int { return cmp.Compare(a.ID, b.ID) })
-	return slices.CompactFunc(out, func(a, b agent.StoredEvent) bool { return a.ID == b.ID }), nil
+	// By id then epoch, the first of each kept: the batch with the lowest
+	// first id wins, as in DynamoDB.
+	slices.SortStableFunc(out, func(a, b agent.StoredEvent) int {
+		return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Epoch, b.Epoch))
+	})
+	return slices.CompactFunc(out, func(a, b agent.StoredEvent) bool { return a.ID == b.ID && a.Epoch == b.Epoch }), nil
 }
 
 // ExtendEvents implements agent.Store.
@@ -95,9 +98,9 @@ func (s *Store) ExtendEvents(ctx context.Context, taskID, requestID string, expi
 		return nil
 	}
 	now, ttl := s.now(), ttlOf(expires)
-	for first, r := range tr.events[requestID] {
+	for k, r := range tr.events[requestID] {
 		if live(r.ttl, now) && r.ttl != 0 && r.ttl < ttl {
-			tr.events[requestID][first] = record{r.data, ttl}
+			tr.events[requestID][k] = record{r.data, ttl}
 		}
 	}
 	return nil

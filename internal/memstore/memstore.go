@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,13 +49,26 @@ type taskRec struct {
 	landed map[string]time.Time
 	items  map[int64]record
 	reqs   map[string]record
-	// events holds each request's event log: its batches by first id.
-	events map[string]map[int64]record
+	// events holds each request's event log: its batches by epoch and
+	// first id.
+	events map[string]map[batchKey]record
+	// keyed holds the task's other items by their sort key (DEC#…).
+	keyed map[string]record
+}
+
+// batchKey is an event batch's key (EVT#<rid>#<epoch>#<first id>).
+type batchKey struct {
+	epoch int
+	first int64
 }
 
 func newTaskRec() *taskRec {
-	return &taskRec{items: map[int64]record{}, reqs: map[string]record{}, landed: map[string]time.Time{}, events: map[string]map[int64]record{}}
+	return &taskRec{items: map[int64]record{}, reqs: map[string]record{}, landed: map[string]time.Time{},
+		events: map[string]map[batchKey]record{}, keyed: map[string]record{}}
 }
+
+// decisionSK is a decided round's key, which sorts by request then round.
+func decisionSK(rid string, round int) string { return fmt.Sprintf("DEC#%s#%06d", rid, round) }
 
 type sessionRec struct {
 	owner   string
@@ -127,6 +141,14 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		}
 		reqs[r.RequestID] = record{b, ttl}
 	}
+	keyed := make(map[string]record, len(w.Decisions))
+	for _, d := range w.Decisions {
+		b, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		keyed[decisionSK(d.RequestID, d.Decision.Round)] = record{b, ttl}
+	}
 	var lookup *record
 	if w.Lookup != nil {
 		b, err := json.Marshal(w.Lookup)
@@ -190,6 +212,9 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	}
 	for id, r := range reqs {
 		tr.reqs[id] = r
+	}
+	for sk, r := range keyed {
+		tr.keyed[sk] = r
 	}
 	if idem != nil {
 		s.idem[w.Idem.Key] = *idem
@@ -333,6 +358,41 @@ func (s *Store) ListRequests(ctx context.Context, taskID string) (_ []agent.Requ
 	slices.SortFunc(out, func(a, b agent.RequestRecord) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.RequestID, b.RequestID))
 	})
+	return out, nil
+}
+
+// ListDecisions implements agent.Store.
+func (s *Store) ListDecisions(ctx context.Context, taskID, requestID string) (_ []agent.RequestDecision, err error) {
+	defer wrap(&err, "ListDecisions", func() string { return taskID })
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tr := s.tasks[taskID]
+	if tr == nil {
+		return nil, nil
+	}
+	prefix := "DEC#"
+	if requestID != "" {
+		prefix += requestID + "#"
+	}
+	now := s.now()
+	var sks []string
+	for sk, r := range tr.keyed {
+		if strings.HasPrefix(sk, prefix) && live(r.ttl, now) {
+			sks = append(sks, sk)
+		}
+	}
+	slices.Sort(sks)
+	out := make([]agent.RequestDecision, 0, len(sks))
+	for _, sk := range sks {
+		var d agent.RequestDecision
+		if err := json.Unmarshal(tr.keyed[sk].data, &d); err != nil {
+			return nil, fmt.Errorf("corrupt decision %s: %w", sk, err)
+		}
+		out = append(out, d)
+	}
 	return out, nil
 }
 

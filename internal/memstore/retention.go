@@ -31,7 +31,8 @@ func (s *Store) DeleteTask(ctx context.Context, t *agent.Task) (err error) {
 		tr.meta = nil
 		tr.items = map[int64]record{}
 		tr.reqs = map[string]record{}
-		tr.events = map[string]map[int64]record{}
+		tr.events = map[string]map[batchKey]record{}
+		tr.keyed = map[string]record{}
 	}
 	if ss := s.sessions[t.SessionID]; ss != nil {
 		delete(ss.index, t.ID)
@@ -77,6 +78,11 @@ func (s *Store) ExpireTask(ctx context.Context, t *agent.Task, until time.Time) 
 	for id, r := range tr.reqs {
 		if live(r.ttl, now) {
 			tr.reqs[id] = record{r.data, ttl}
+		}
+	}
+	for sk, r := range tr.keyed {
+		if live(r.ttl, now) {
+			tr.keyed[sk] = record{r.data, ttl}
 		}
 	}
 	for _, log := range tr.events {

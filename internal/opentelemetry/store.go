@@ -81,6 +81,13 @@ func (s *Store) GetIdem(ctx context.Context, key string) (_ *agent.IdemRecord, e
 	return s.Store.GetIdem(ctx, key)
 }
 
+// ListDecisions implements agent.Store.
+func (s *Store) ListDecisions(ctx context.Context, taskID, requestID string) (_ []agent.RequestDecision, err error) {
+	ctx, span := s.start(ctx, "ListDecisions", taskID)
+	defer func() { end(span, err) }()
+	return s.Store.ListDecisions(ctx, taskID, requestID)
+}
+
 // AppendEvents implements agent.Store.
 func (s *Store) AppendEvents(ctx context.Context, taskID, requestID string, events []agent.StoredEvent, expires time.Time) (err error) {
 	ctx, span := s.start(ctx, "AppendEvents", taskID)

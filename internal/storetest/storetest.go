@@ -60,6 +60,8 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ExpireTaskCleared", testExpireTaskCleared},
 		{"RenewLease", testRenewLease},
 		{"RequestLookup", testRequestLookup},
+		{"Decisions", testDecisions},
+		{"EventsEpochs", testEventsEpochs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,102 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+)
+
+// testDecisions: decided rounds are items of their own (DEC#<rid>#<round>),
+// read back by request then round (round 10 after round 2), of one request
+// or of the task; a write's decisions land with it or not at all; a
+// deleted task has none.
+func testDecisions(t *testing.T, s agent.Store) {
+	ctx := context.Background()
+	task := newTask("u1", "acc", id())
+	create(t, s, task)
+	r1, r2 := task.Active.ID, id()
+	dec := func(rid string, round int, action string) agent.RequestDecision {
+		reason := "because"
+		return agent.RequestDecision{RequestID: rid, Decision: agent.Decision{Round: round, Approver: "u1", DecidedAt: base.Add(time.Duration(round) * time.Minute),
+			Action: action, Reason: &reason, Calls: []agent.CallDecision{{ToolCallID: "t" + action, Action: action, Input: []byte(`{"path":"a"}`), InputHash: "h"}}}}
+	}
+	n := next(task)
+	update(t, s, &agent.Write{Task: n, PrevVersion: 1, Decisions: []agent.RequestDecision{dec(r1, 10, "approve"), dec(r2, 1, "reject")}})
+	n2 := next(n)
+	update(t, s, &agent.Write{Task: n2, PrevVersion: 2, Decisions: []agent.RequestDecision{dec(r1, 2, "edit")}})
+	// A write that fails its condition puts no decision.
+	if err := s.Write(ctx, &agent.Write{Task: next(n), PrevVersion: 2, Decisions: []agent.RequestDecision{dec(r1, 3, "approve")}}); err == nil {
+		t.Fatal("a write at a stale version landed")
+	}
+
+	got, err := s.ListDecisions(ctx, task.ID, r1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]agent.RequestDecision{dec(r1, 2, "edit"), dec(r1, 10, "approve")}, got, opts); diff != "" {
+		t.Errorf("ListDecisions(r1) by round (-want +got):\n%s", diff)
+	}
+	all, err := s.ListDecisions(ctx, task.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 3 {
+		t.Errorf("ListDecisions(task) = %d decisions, want 3: %+v", len(all), all)
+	}
+	for i := 1; i < len(all); i++ {
+		if a, b := all[i-1], all[i]; a.RequestID > b.RequestID || (a.RequestID == b.RequestID && a.Decision.Round > b.Decision.Round) {
+			t.Errorf("ListDecisions(task) out of order at %d: %s/%d before %s/%d", i, a.RequestID, a.Decision.Round, b.RequestID, b.Decision.Round)
+		}
+	}
+	if got, err := s.ListDecisions(ctx, id(), ""); err != nil || len(got) != 0 {
+		t.Errorf("ListDecisions(unknown task) = %v, %v; want none", got, err)
+	}
+	if err := s.DeleteTask(ctx, n2); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ListDecisions(ctx, task.ID, ""); err != nil || len(got) != 0 {
+		t.Errorf("ListDecisions(deleted task) = %v, %v; want none", got, err)
+	}
+}
+
+// testEventsEpochs: batches of different claim epochs are kept apart
+// (EVT#<rid>#<epoch>#<first id>): a stalled holder's late flush under the
+// old epoch overwrites nothing of the taker's, ListEvents returns both with
+// their epoch, and Visible drops what the cut hides.
+func testEventsEpochs(t *testing.T, s agent.Store) {
+	tid, rid := id(), id()
+	exp := time.Now().Add(agent.EventLogTTL)
+	epoch := func(n int, evs []agent.StoredEvent) []agent.StoredEvent {
+		for i := range evs {
+			evs[i].Epoch = n
+		}
+		return evs
+	}
+	old := epoch(1, events(1, 5, "old", 0))
+	appendEvents(t, s, tid, rid, old, exp)
+	taker := epoch(2, events(6, 9, "taker", 0))
+	appendEvents(t, s, tid, rid, taker, exp)
+	late := epoch(1, events(6, 8, "late", 0)) // flushed by the old holder after the takeover
+	appendEvents(t, s, tid, rid, late, exp)
+
+	got, err := s.ListEvents(context.Background(), tid, rid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]agent.StoredEvent{}, old...)
+	for i := range taker[:3] {
+		want = append(want, late[i], taker[i]) // by id, then epoch
+	}
+	want = append(want, taker[3])
+	if diff := cmp.Diff(want, got, opts); diff != "" {
+		t.Errorf("ListEvents across epochs (-want +got):\n%s", diff)
+	}
+	visible := agent.Visible(got, []agent.EventCut{{Epoch: 1, Last: 5}})
+	if diff := cmp.Diff(append(append([]agent.StoredEvent{}, old...), taker...), visible, opts); diff != "" {
+		t.Errorf("Visible with the old leg cut at 5 (-want +got):\n%s", diff)
+	}
+}
