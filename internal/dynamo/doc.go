@@ -14,7 +14,9 @@
 //	                                                parts (N, only when split)
 //	TASK#<tid>      ITEM#<seq>#<n>                  data: part n (1 ≤ n < parts) of a split entry
 //	TASK#<tid>      REQ#<rid>                       data (the RequestRecord as JSON), request_id
-//	TASK#<tid>      EVT#<rid>#<first id, 10 digits> data (a JSON array of consecutive events), request_id,
+//	TASK#<tid>      DEC#<rid>#<round, 6 digits>     data (a RequestDecision: a decided round), request_id
+//	TASK#<tid>      EVT#<rid>#<epoch, 6 digits>#<first id, 10 digits>
+//	                                                data (a JSON array of consecutive events), request_id,
 //	                                                first, last (N), ttl
 //	SESSION#<sid>   META                            owner, created_at
 //	SESSION#<sid>   TASK#<created_at>#<tid>         the session's index: agent, task_id, created_at
@@ -75,11 +77,14 @@
 //
 // # Event log
 //
-// AppendEvents cuts a batch into items of at most 350 KB, each keyed by its
-// first event's id, and puts them with BatchWriteItem (25 a call, unprocessed
-// items retried): the same batch appended again overwrites itself.
+// AppendEvents cuts a batch into items of at most 350 KB, each keyed by the
+// claim epoch of the leg that logged it and its first event's id, and puts
+// them with BatchWriteItem (25 a call, unprocessed items retried): the same
+// batch appended again overwrites itself, and a stalled holder's late flush
+// overwrites nothing of the leg that took it over.
 // ListEvents is one consistent Query of EVT#<rid>#, the items ending at or
-// before the caller's id filtered out; events come back by id, each once.
+// before the caller's id filtered out; events come back by id then epoch,
+// each once, with their epoch (agent.Visible drops what a cut hides).
 //
 // # Delete and retention
 //
