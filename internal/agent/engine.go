@@ -162,6 +162,7 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 		SessionID: sid, UserID: in.UserID, TaskID: t.ID, Agent: ag.Name, CreatedAt: now,
 	}, Idem: e.newIdem(in.UserID, ag.Name, "invoke", in.Idem, t.ID, sid, rid, 0),
 		Lookup: &RequestLookup{RequestID: rid, TaskID: t.ID, Agent: ag.Name, UserID: in.UserID}}
+	addWaiter(w, in.Waiter)
 	if err := e.write(ctx, w); err != nil {
 		if errors.Is(err, ErrSessionOwner) {
 			return nil, Errorf(CodeNotOwner, "session %s belongs to another user", sid)
@@ -212,7 +213,7 @@ func (e *Engine) claimFollowOn(ctx context.Context, ag *Agent, in InvokeInput, c
 		return nil, Errorf(CodeInvalidMetadata, "merged with the task's metadata: %s", err.(*Error).Message)
 	}
 	return e.claimNew(ctx, ag, t, items, newRequest{kind: KindInvoke, route: "invoke", user: in.UserID, content: content,
-		deadline: in.Deadline, idem: in.Idem}, func(next *Task, _ string) { next.Metadata = md })
+		deadline: in.Deadline, idem: in.Idem, waiter: in.Waiter}, func(next *Task, _ string) { next.Metadata = md })
 }
 
 // newRequest is a new request (a follow-on message or an edit) on a task.
@@ -221,6 +222,7 @@ type newRequest struct {
 	content           []Block
 	deadline          time.Time
 	idem              *Idempotency
+	waiter            *Waiter
 }
 
 // claimNew settles the task's active request (409 if it is live), then
@@ -252,6 +254,7 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records, Decisions: decided,
 		Idem:   e.newIdem(nr.user, ag.Name, nr.route, nr.idem, t.ID, t.SessionID, rid, 0),
 		Lookup: &RequestLookup{RequestID: rid, TaskID: t.ID, Agent: ag.Name, UserID: t.UserID}}
+	addWaiter(w, nr.waiter)
 	if err := e.clearRetention(ctx, t, next); err != nil {
 		return nil, err
 	}
@@ -383,7 +386,7 @@ func recordOf(a *ActiveRequest, status Status, now time.Time) RequestRecord {
 		RequestView: RequestView{RequestID: a.ID, Kind: a.Kind, Status: status, CreatedAt: a.CreatedAt, UpdatedAt: now,
 			Usage: a.Usage, Decisions: decisions},
 		Round: a.Round, FirstSeq: a.FirstSeq, LastEventID: a.LastEventID, Compactions: a.Compactions,
-		Epoch: a.Epoch, Cuts: a.Cuts,
+		Epoch: a.Epoch, Cuts: a.Cuts, Waiters: a.Waiters,
 	}
 	if a.CanceledBy != "" {
 		by, at, reason := a.CanceledBy, a.CanceledAt, a.CancelReason

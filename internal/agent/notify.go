@@ -1,5 +1,16 @@
 package agent
 
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
 // Notification events (DESIGN §11 Webhooks): what a webhook subscribes to.
 const (
 	EventRequestPaused    = "request.paused"
@@ -54,4 +65,209 @@ type Waiter struct {
 	// OnPause is OnPauseWait (the default: a pause only heartbeats) or
 	// OnPauseReturn (a pause answers with the Paused RequestResult).
 	OnPause string
+}
+
+// Outbox kinds: who an outbox item is for.
+const (
+	OutboxWebhook   = "webhook"
+	OutboxTaskToken = WaiterTaskToken
+	OutboxCallback  = WaiterCallback
+)
+
+// EventHeartbeat is an outbox item's event for a waiter told that its
+// request's state changed (a pause it waits through, a new leg).
+const EventHeartbeat = "heartbeat"
+
+// OutboxItem is what a commit owes the outside world (DESIGN §11): put in
+// the commit's own transaction (OUT#<rid>#<epoch>#<event id>#<recipient>),
+// delivered at least once by the notifier, then deleted. It holds
+// references, resolved when it is delivered: the webhook by its index in
+// the agent's definition, a waiter by its token item, the result by the
+// request's record or META.
+type OutboxItem struct {
+	TaskID    string    `json:"task_id"`
+	RequestID string    `json:"request_id"`
+	Epoch     int       `json:"epoch"`
+	EventID   int64     `json:"event_id"`
+	Recipient string    `json:"recipient"`
+	Kind      string    `json:"kind"`
+	Event     string    `json:"event"`
+	Agent     string    `json:"agent"`
+	UserID    string    `json:"user_id"`
+	Round     int       `json:"round,omitempty"`
+	Webhook   int       `json:"webhook,omitempty"`
+	Hash      string    `json:"hash,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	// Pending are a pause's calls, by reference (as META holds them), and
+	// Usage the request's so far: the Paused result, however late it is
+	// delivered.
+	Pending []PendingCall `json:"pending,omitempty"`
+	Usage   *Usage        `json:"usage,omitempty"`
+}
+
+// SK is the item's sort key under its task.
+func (o OutboxItem) SK() string {
+	return fmt.Sprintf("OUT#%s#%06d#%010d#%s", o.RequestID, o.Epoch, o.EventID, o.Recipient)
+}
+
+// DeliveryID identifies the item across its delivery attempts (a webhook's
+// webhook-id): receivers deduplicate on it.
+func (o OutboxItem) DeliveryID() string {
+	sum := sha256.Sum256([]byte(o.TaskID + "/" + o.SK()))
+	return "msg_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:16]))
+}
+
+// OutboxTTL is how long an undelivered outbox item is kept.
+const OutboxTTL = 7 * 24 * time.Hour
+
+// WaiterRef is a waiter of the active request, on META: its kind, on_pause
+// and the hash naming its TOK# item, which holds the token itself.
+type WaiterRef struct {
+	Kind    string `json:"kind"`
+	Hash    string `json:"hash"`
+	OnPause string `json:"on_pause,omitempty"`
+}
+
+// TokenItem is a waiter's token (TOK#<rid>#<hash>), deleted once answered.
+type TokenItem struct {
+	TaskID    string `json:"task_id"`
+	RequestID string `json:"request_id"`
+	Waiter
+	Hash string `json:"hash"`
+}
+
+// Ref is the waiter as META refers to it.
+func (w Waiter) Ref() WaiterRef {
+	sum := sha256.Sum256([]byte(w.Kind + "\x00" + w.ID))
+	return WaiterRef{Kind: w.Kind, Hash: hex.EncodeToString(sum[:8]), OnPause: w.OnPause}
+}
+
+// addWaiter binds a direct caller's waiter to the request w claims: a
+// reference on META and its token in a TOK# item, in w's transaction. The
+// same token again (a retried call) is bound once.
+func addWaiter(w *Write, wt *Waiter) {
+	a := w.Task.Active
+	if wt == nil || a == nil {
+		return
+	}
+	ref := wt.Ref()
+	for _, r := range a.Waiters {
+		if r.Hash == ref.Hash {
+			return
+		}
+	}
+	a.Waiters = append(a.Waiters, ref)
+	w.Tokens = append(w.Tokens, TokenItem{TaskID: w.Task.ID, RequestID: a.ID, Waiter: *wt, Hash: ref.Hash})
+}
+
+// requestEvent is the notification event of a request ending with status.
+func requestEvent(st Status) string {
+	switch st {
+	case StatusCompleted:
+		return EventRequestCompleted
+	case StatusCanceled:
+		return EventRequestCanceled
+	case StatusPaused:
+		return EventRequestPaused
+	}
+	return EventRequestFailed
+}
+
+// outbox adds to w the items its commit owes (DESIGN §11): for each request
+// it ends, the agent's webhooks subscribed and every waiter's answer; for a
+// pause, the webhooks and the waiters' (an answer with on_pause "return",
+// else a heartbeat); for a new leg of a request with waiters, heartbeats.
+func (e *Engine) outbox(w *Write, newLeg bool) {
+	t := w.Task
+	ag, _ := e.Agents.Get(t.Agent)
+	now := e.now()
+	item := func(rid string, epoch int, eventID int64, round int) OutboxItem {
+		return OutboxItem{TaskID: t.ID, RequestID: rid, Epoch: epoch, EventID: eventID, Agent: t.Agent, UserID: t.UserID, Round: round, CreatedAt: now}
+	}
+	hooks := func(base OutboxItem) {
+		if ag == nil {
+			return
+		}
+		for i, n := range ag.Notifications {
+			if n.Wants(base.Event) {
+				it := base
+				it.Kind, it.Webhook, it.Recipient = OutboxWebhook, i, fmt.Sprintf("wh%d", i)
+				w.Outbox = append(w.Outbox, it)
+			}
+		}
+	}
+	waiters := func(base OutboxItem, refs []WaiterRef, answer func(WaiterRef) bool) {
+		for _, ref := range refs {
+			it := base
+			it.Kind, it.Hash, it.Recipient = ref.Kind, ref.Hash, ref.Kind[:2]+"-"+ref.Hash
+			if !answer(ref) {
+				it.Event = EventHeartbeat
+			}
+			w.Outbox = append(w.Outbox, it)
+		}
+	}
+	for _, r := range w.Requests {
+		base := item(r.RequestID, r.Epoch, r.LastEventID, r.Round)
+		base.Event = requestEvent(r.Status)
+		hooks(base)
+		waiters(base, r.Waiters, func(WaiterRef) bool { return true })
+	}
+	a := t.Active
+	switch {
+	case a == nil:
+	case a.Status == StatusPaused && a.ClaimToken == "":
+		base := item(a.ID, a.Epoch, a.LastEventID, a.Round)
+		base.Event = EventRequestPaused
+		usage := a.Usage
+		base.Pending, base.Usage = a.Pending, &usage
+		hooks(base)
+		waiters(base, a.Waiters, func(ref WaiterRef) bool { return ref.OnPause == OnPauseReturn })
+	case newLeg && len(a.Waiters) > 0:
+		base := item(a.ID, a.Epoch, a.LastEventID, a.Round)
+		waiters(base, a.Waiters, func(WaiterRef) bool { return false })
+	}
+	// Derived twice (a claim's, then the write's), an item is put once.
+	seen := map[string]bool{}
+	w.Outbox = slices.DeleteFunc(w.Outbox, func(o OutboxItem) bool {
+		dup := seen[o.SK()]
+		seen[o.SK()] = true
+		return dup
+	})
+}
+
+// OutboxResult resolves what an outbox item tells its recipient (DESIGN
+// §11: items hold references): an ended request's RequestResult from its
+// record; a pause's from META while the request still waits in that round,
+// else the Paused result without its pending calls (it has moved on). It
+// returns ErrNotFound when the task or the request is gone.
+func (e *Engine) OutboxResult(ctx context.Context, o OutboxItem) (*RequestResult, error) {
+	ag, ok := e.Agents.Get(o.Agent)
+	if !ok {
+		ag = &Agent{Name: o.Agent}
+	}
+	t, err := e.Store.GetTask(ctx, o.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if o.Event == EventRequestPaused {
+		// The pause as it was, from the item's references, even when the
+		// request has moved on since.
+		pt := *t
+		pt.Active = &ActiveRequest{ID: o.RequestID, Status: StatusPaused, Round: o.Round, Pending: slices.Clone(o.Pending)}
+		if o.Usage != nil {
+			pt.Active.Usage = *o.Usage
+		}
+		if err := e.pendingInputs(ctx, &pt, nil); err != nil {
+			return nil, err
+		}
+		return pausedResult(ag, &pt, e.now()), nil
+	}
+	rec, err := e.findRecord(ctx, o.TaskID, o.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, ErrNotFound
+	}
+	return resultOfRecord(ag, t, rec), nil
 }

@@ -406,6 +406,8 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	edited := editItems(items, a.ID, d)
 	w := &Write{Task: next, PrevVersion: t.Version, Items: edited, Decisions: []RequestDecision{{RequestID: a.ID, Decision: *d}},
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
+	addWaiter(w, in.Waiter)
+	e.outbox(w, true) // a new leg: the waiters hear of it
 	if err := e.write(ctx, w); err != nil {
 		var ce *ConflictError
 		if errors.As(err, &ce) {
@@ -429,7 +431,10 @@ func (e *Engine) takeOver(ctx context.Context, ag *Agent, t *Task, items []Item,
 	next.Active.ClaimToken, next.Active.LeaseUntil = e.newID(), lease
 	cutLeg(next.Active, e.lastLogged(ctx, t.ID, t.Active))
 	next.UpdatedAt, next.Version, next.WriteID = now, t.Version+1, e.newID()
-	if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
+	w := &Write{Task: next, PrevVersion: t.Version}
+	addWaiter(w, in.Waiter)
+	e.outbox(w, true) // a new leg: the waiters hear of it
+	if err := e.write(ctx, w); err != nil {
 		var ce *ConflictError
 		if errors.As(err, &ce) {
 			return nil, err

@@ -105,6 +105,23 @@ type Store interface {
 	// session index entry (retention of a finished task).
 	ExpireTask(ctx context.Context, t *Task, until time.Time) error
 
+	// GetOutbox reads an outbox item by its key; ErrNotFound once it is
+	// delivered (deleted) or expired.
+	GetOutbox(ctx context.Context, taskID, sk string) (*OutboxItem, error)
+
+	// DeleteOutbox deletes a delivered outbox item.
+	DeleteOutbox(ctx context.Context, taskID, sk string) error
+
+	// ListOutbox reads up to limit live outbox items created before
+	// before, oldest first (the sweep that re-drives them).
+	ListOutbox(ctx context.Context, before time.Time, limit int) ([]OutboxItem, error)
+
+	// GetToken reads a waiter's token item; ErrNotFound once answered.
+	GetToken(ctx context.Context, taskID, requestID, hash string) (*TokenItem, error)
+
+	// DeleteToken deletes an answered waiter's token item.
+	DeleteToken(ctx context.Context, taskID, requestID, hash string) error
+
 	// FindRequest reads the lookup of a request by its id alone
 	// (A2A#<rid>, put by the write that created the request); ErrNotFound
 	// when there is none.
@@ -167,6 +184,10 @@ type Write struct {
 	// only the current round's, so that it does not grow with the rounds
 	// (DESIGN §4 Sizes).
 	Decisions []RequestDecision
+	// Outbox items to put (OUT#…, ttl OutboxTTL): what the commit owes.
+	Outbox []OutboxItem
+	// Tokens are waiters' tokens to put (TOK#<rid>#<hash>).
+	Tokens []TokenItem
 }
 
 // RequestDecision is a decided round of a request (a DEC# item).
@@ -190,6 +211,7 @@ func (e *Engine) write(ctx context.Context, w *Write) error {
 		}
 		w = &cp
 	}
+	e.outbox(w, false)
 	err := e.Store.Write(ctx, w)
 	if errors.Is(err, ErrConflict) {
 		e.metrics().StoreConflict(w.Task.Agent)

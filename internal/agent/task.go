@@ -114,6 +114,9 @@ type ActiveRequest struct {
 	Epoch int `json:"epoch,omitempty"`
 	// Cuts end the events of legs that were taken over.
 	Cuts []EventCut `json:"cuts,omitempty"`
+	// Waiters are the direct callers told of the request's end through the
+	// outbox (DESIGN §11); their tokens are TOK# items.
+	Waiters []WaiterRef `json:"waiters,omitempty"`
 }
 
 // PendingCall is a tool call awaiting a decision.
@@ -175,6 +178,8 @@ type RequestRecord struct {
 	// legs that were taken over.
 	Epoch int        `json:"epoch,omitempty"`
 	Cuts  []EventCut `json:"cuts,omitempty"`
+	// Waiters the request's end answered.
+	Waiters []WaiterRef `json:"waiters,omitempty"`
 }
 
 // Session groups a user's tasks.

@@ -46,12 +46,15 @@ const (
 	attrTTL       = "ttl"
 	attrGSI1PK    = "GSI1PK"
 	attrGSI1SK    = "GSI1SK"
+	attrGSI3PK    = "GSI3PK"
+	attrGSI3SK    = "GSI3SK"
 	// attrClaim and attrLease mirror the active request's claim token and
 	// lease (epoch milliseconds) on META, for RenewLease's condition and
 	// update; a renewed lease is read from attrLease.
 	attrClaim = "claim_token"
 	attrLease = "lease_until"
 	gsi1      = "GSI1"
+	gsi3      = "GSI3"
 	metaSK    = "META"
 )
 

@@ -12,8 +12,10 @@ import (
 )
 
 // CreateTable creates the store's table (on-demand, GSI1 projecting every
-// attribute, TTL on ttl) and waits until it is active. A table that exists
-// already is left as it is, its TTL turned on if it is off.
+// attribute, the sparse GSI3 of outbox items, a stream of new images for the
+// notifier, TTL on ttl) and waits until it is active. A table that exists
+// already is left as it is, its TTL and stream turned on and GSI3 added if
+// they are missing.
 func CreateTable(ctx context.Context, client *dynamodb.Client, name string) (err error) {
 	defer wrap(&err, "CreateTable", name)
 	str := types.ScalarAttributeTypeS
@@ -25,7 +27,10 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, name string) (err
 			{AttributeName: aws.String(attrSK), AttributeType: str},
 			{AttributeName: aws.String(attrGSI1PK), AttributeType: str},
 			{AttributeName: aws.String(attrGSI1SK), AttributeType: str},
+			{AttributeName: aws.String(attrGSI3PK), AttributeType: str},
+			{AttributeName: aws.String(attrGSI3SK), AttributeType: str},
 		},
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String(attrSK), KeyType: types.KeyTypeRange},
@@ -37,7 +42,7 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, name string) (err
 				{AttributeName: aws.String(attrGSI1SK), KeyType: types.KeyTypeRange},
 			},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
-		}},
+		}, gsi3Index()},
 	})
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {
@@ -45,6 +50,9 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, name string) (err
 	}
 	if err := dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: &name}, 5*time.Minute); err != nil {
 		return fmt.Errorf("wait for the table: %w", err)
+	}
+	if err := upgradeTable(ctx, client, name); err != nil {
+		return err
 	}
 	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &name})
 	if err != nil {
@@ -58,4 +66,50 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, name string) (err
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(attrTTL), Enabled: aws.Bool(true)},
 	})
 	return err
+}
+
+func gsi3Index() types.GlobalSecondaryIndex {
+	return types.GlobalSecondaryIndex{
+		IndexName: aws.String(gsi3),
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(attrGSI3PK), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(attrGSI3SK), KeyType: types.KeyTypeRange},
+		},
+		Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+	}
+}
+
+// upgradeTable turns on the stream and adds GSI3 on a table made before
+// the outbox (a developer's local table).
+func upgradeTable(ctx context.Context, client *dynamodb.Client, name string) error {
+	d, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &name})
+	if err != nil {
+		return err
+	}
+	t := d.Table
+	if s := t.StreamSpecification; s == nil || s.StreamEnabled == nil || !*s.StreamEnabled {
+		if _, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: &name,
+			StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage}}); err != nil {
+			return fmt.Errorf("turn on the stream: %w", err)
+		}
+	}
+	for _, g := range t.GlobalSecondaryIndexes {
+		if aws.ToString(g.IndexName) == gsi3 {
+			return nil
+		}
+	}
+	str := types.ScalarAttributeTypeS
+	idx := gsi3Index()
+	_, err = client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: &name,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(attrGSI3PK), AttributeType: str},
+			{AttributeName: aws.String(attrGSI3SK), AttributeType: str},
+		},
+		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+			IndexName: idx.IndexName, KeySchema: idx.KeySchema, Projection: idx.Projection}}},
+	})
+	if err != nil {
+		return fmt.Errorf("add %s: %w", gsi3, err)
+	}
+	return nil
 }

@@ -64,6 +64,20 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		}
 		final = append(final, a)
 	}
+	for _, o := range w.Outbox {
+		a, err := st.outboxPut(pk, o, now)
+		if err != nil {
+			return err
+		}
+		final = append(final, a)
+	}
+	for _, tok := range w.Tokens {
+		a, err := st.tokenPut(pk, tok, ttl)
+		if err != nil {
+			return err
+		}
+		final = append(final, a)
+	}
 	at := conditions{meta: 0, session: -1, idem: -1}
 	if w.Session != nil {
 		at.session = len(final)

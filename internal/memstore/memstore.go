@@ -34,6 +34,7 @@ type Store struct {
 	sessions map[string]*sessionRec
 	idem     map[string]record // by key
 	lookups  map[string]record // by request id (A2A#<rid>)
+	feed     chan agent.OutboxItem
 }
 
 // record is one stored item: its JSON and its ttl (epoch seconds; 0: none).
@@ -85,7 +86,8 @@ type indexEntry struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{now: time.Now, tasks: map[string]*taskRec{}, sessions: map[string]*sessionRec{}, idem: map[string]record{}, lookups: map[string]record{}}
+	return &Store{now: time.Now, tasks: map[string]*taskRec{}, sessions: map[string]*sessionRec{}, idem: map[string]record{}, lookups: map[string]record{},
+		feed: make(chan agent.OutboxItem, 1024)}
 }
 
 // ttlOf is the epoch second at which an item written with expires stops
@@ -149,6 +151,21 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		}
 		keyed[decisionSK(d.RequestID, d.Decision.Round)] = record{b, ttl}
 	}
+	outTTL := ttlOf(s.now().Add(agent.OutboxTTL))
+	for _, o := range w.Outbox {
+		b, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		keyed[o.SK()] = record{b, outTTL}
+	}
+	for _, tok := range w.Tokens {
+		b, err := json.Marshal(tok)
+		if err != nil {
+			return err
+		}
+		keyed[tokenSK(tok.RequestID, tok.Hash)] = record{b, ttl}
+	}
 	var lookup *record
 	if w.Lookup != nil {
 		b, err := json.Marshal(w.Lookup)
@@ -167,7 +184,13 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	}
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	landed := false
+	defer func() {
+		s.mu.Unlock()
+		if landed {
+			s.publish(w.Outbox)
+		}
+	}()
 	now := s.now()
 	tr := s.tasks[w.Task.ID]
 	cur, err := tr.current(now)
@@ -231,6 +254,7 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		ss.ttl = ttl
 		ss.index[l.TaskID] = indexEntry{created: l.CreatedAt, agent: l.Agent, ttl: ttl}
 	}
+	landed = true
 	return nil
 }
 

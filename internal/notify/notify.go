@@ -1,0 +1,189 @@
+// Package notify delivers the outbox (DESIGN §11): each OUT# item a commit
+// put is resolved (its webhook, its waiter's token, its request's result)
+// and delivered at least once — a webhook POST, a Step Functions task token
+// or a durable execution callback answered — then deleted. The dispatcher
+// is the same in the notifier function (fed by the table's stream, an SQS
+// retry queue and a sweep) and under `hitch serve` (Runner: fed by the
+// memory store's queue or the table's stream, retrying in process).
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+)
+
+// Webhook is one webhook delivery: the message's stable id (webhook-id),
+// its event type, and its data.
+type Webhook struct {
+	ID    string
+	Type  string
+	Time  time.Time
+	Data  any
+	Agent string
+}
+
+// WebhookSender posts one webhook attempt; an error means "retry later".
+type WebhookSender interface {
+	Send(ctx context.Context, n agent.Notification, msg Webhook) error
+}
+
+// Answerer answers a waiter: a Step Functions task token or a durable
+// execution's callback. Final tells an error that retrying cannot cure
+// (an unknown, answered or timed-out token).
+type Answerer interface {
+	Succeed(ctx context.Context, token string, res *agent.RequestResult) error
+	Fail(ctx context.Context, token string, res *agent.RequestResult) error
+	Heartbeat(ctx context.Context, token string) error
+	Final(err error) bool
+}
+
+// ErrRetry wraps a delivery that failed and should be tried again later.
+var ErrRetry = errors.New("notify: retry later")
+
+// Dispatcher delivers outbox items.
+type Dispatcher struct {
+	Engine   *agent.Engine
+	Webhooks WebhookSender
+	// Answerers by waiter kind (agent.WaiterTaskToken, agent.WaiterCallback).
+	Answerers map[string]Answerer
+	Log       *slog.Logger
+	Now       func() time.Time
+}
+
+func (d *Dispatcher) log() *slog.Logger {
+	if d.Log != nil {
+		return d.Log
+	}
+	return slog.Default()
+}
+
+func (d *Dispatcher) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+// Deliver delivers one item and deletes it. It returns nil when the item is
+// done — delivered, already delivered (gone), or refused for good (the
+// refusal is logged and counted, never retried) — and an error wrapping
+// ErrRetry when it should be tried again (the item stays).
+func (d *Dispatcher) Deliver(ctx context.Context, o agent.OutboxItem) error {
+	store := d.Engine.Store
+	if _, err := store.GetOutbox(ctx, o.TaskID, o.SK()); errors.Is(err, agent.ErrNotFound) {
+		return nil // delivered meanwhile (a duplicate record, the sweep)
+	} else if err != nil {
+		return fmt.Errorf("%w: read %s: %v", ErrRetry, o.SK(), err)
+	}
+	start := d.now()
+	err := d.deliver(ctx, o)
+	d.observe(o, err, d.now().Sub(start))
+	if errors.Is(err, ErrRetry) {
+		return err
+	}
+	if err != nil {
+		d.log().Warn("an outbox item was refused for good; it is dropped", "task_id", o.TaskID, "request_id", o.RequestID,
+			"kind", o.Kind, "event", o.Event, "delivery_id", o.DeliveryID(), "err", err)
+	}
+	if derr := store.DeleteOutbox(ctx, o.TaskID, o.SK()); derr != nil {
+		// Delivered, not deleted: it will be delivered again (at least once).
+		return fmt.Errorf("%w: delete %s: %v", ErrRetry, o.SK(), derr)
+	}
+	return nil
+}
+
+func (d *Dispatcher) observe(o agent.OutboxItem, err error, took time.Duration) {
+	if m := d.Engine.Metrics; m != nil {
+		m.Delivered(o.Agent, o.Kind, err != nil, took)
+	}
+}
+
+func (d *Dispatcher) deliver(ctx context.Context, o agent.OutboxItem) error {
+	switch o.Kind {
+	case agent.OutboxWebhook:
+		return d.webhook(ctx, o)
+	case agent.OutboxTaskToken, agent.OutboxCallback:
+		return d.answer(ctx, o)
+	}
+	return fmt.Errorf("unknown outbox kind %q", o.Kind)
+}
+
+func (d *Dispatcher) webhook(ctx context.Context, o agent.OutboxItem) error {
+	ag, ok := d.Engine.Agents.Get(o.Agent)
+	if !ok || o.Webhook >= len(ag.Notifications) {
+		return fmt.Errorf("agent %s has no webhook %d any more", o.Agent, o.Webhook)
+	}
+	if d.Webhooks == nil {
+		return fmt.Errorf("%w: no webhook sender", ErrRetry)
+	}
+	res, err := d.Engine.OutboxResult(ctx, o)
+	if errors.Is(err, agent.ErrNotFound) {
+		return fmt.Errorf("task %s or its request %s is gone", o.TaskID, o.RequestID)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: resolve %s: %v", ErrRetry, o.SK(), err)
+	}
+	msg := Webhook{ID: o.DeliveryID(), Type: o.Event, Time: d.now(), Agent: o.Agent, Data: webhookData{Agent: o.Agent, UserID: o.UserID, RequestResult: res}}
+	if err := d.Webhooks.Send(ctx, ag.Notifications[o.Webhook], msg); err != nil {
+		return fmt.Errorf("%w: %v", ErrRetry, err)
+	}
+	return nil
+}
+
+// webhookData is a webhook's data: the agent, the user and the
+// RequestResult (DESIGN §11).
+type webhookData struct {
+	Agent  string `json:"agent"`
+	UserID string `json:"user_id"`
+	*agent.RequestResult
+}
+
+func (d *Dispatcher) answer(ctx context.Context, o agent.OutboxItem) error {
+	store := d.Engine.Store
+	tok, err := store.GetToken(ctx, o.TaskID, o.RequestID, o.Hash)
+	if errors.Is(err, agent.ErrNotFound) {
+		return nil // answered already (a pause with on_pause "return", a duplicate)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: read token: %v", ErrRetry, err)
+	}
+	an := d.Answerers[o.Kind]
+	if an == nil {
+		return fmt.Errorf("%w: no answerer for %s", ErrRetry, o.Kind)
+	}
+	if o.Event == agent.EventHeartbeat {
+		if err := an.Heartbeat(ctx, tok.ID); err != nil {
+			if an.Final(err) {
+				return fmt.Errorf("heartbeat: %w", err)
+			}
+			return fmt.Errorf("%w: heartbeat: %v", ErrRetry, err)
+		}
+		return nil
+	}
+	res, err := d.Engine.OutboxResult(ctx, o)
+	if errors.Is(err, agent.ErrNotFound) {
+		res = &agent.RequestResult{TaskID: o.TaskID, RequestID: o.RequestID, Status: agent.StatusFailed,
+			Error: &agent.ErrorInfo{Code: agent.CodeTaskNotFound, Message: "the task was deleted before its result was delivered"}}
+	} else if err != nil {
+		return fmt.Errorf("%w: resolve %s: %v", ErrRetry, o.SK(), err)
+	}
+	switch res.Status {
+	case agent.StatusCompleted, agent.StatusPaused:
+		err = an.Succeed(ctx, tok.ID, res)
+	default:
+		err = an.Fail(ctx, tok.ID, res)
+	}
+	if err != nil && !an.Final(err) {
+		return fmt.Errorf("%w: %v", ErrRetry, err)
+	}
+	// Answered (or refused for good): the token is done with.
+	if derr := store.DeleteToken(ctx, o.TaskID, o.RequestID, o.Hash); derr != nil {
+		d.log().Warn("deleting an answered token failed", "task_id", o.TaskID, "request_id", o.RequestID, "err", derr)
+	}
+	return err
+}

@@ -1,0 +1,255 @@
+package notify_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+	"github.com/hitch-agents/hitch/internal/enginetest"
+	"github.com/hitch-agents/hitch/internal/memstore"
+	"github.com/hitch-agents/hitch/internal/notify"
+)
+
+// hooks records webhook attempts; it refuses the first fail attempts of
+// each message.
+type hooks struct {
+	mu       sync.Mutex
+	fail     int
+	attempts map[string]int
+	got      []notify.Webhook // delivered, in order
+}
+
+func (h *hooks) Send(_ context.Context, _ agent.Notification, msg notify.Webhook) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.attempts[msg.ID]++
+	if h.attempts[msg.ID] <= h.fail {
+		return fmt.Errorf("receiver answered 500 (attempt %d)", h.attempts[msg.ID])
+	}
+	h.got = append(h.got, msg)
+	return nil
+}
+
+func (h *hooks) delivered() []notify.Webhook {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]notify.Webhook(nil), h.got...)
+}
+
+var errGone = errors.New("TaskTimedOut: the token timed out")
+
+// answers records a waiter's answers.
+type answers struct {
+	mu    sync.Mutex
+	calls []string
+	gone  bool // every call answers a final error
+}
+
+func (a *answers) record(s string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = append(a.calls, s)
+	if a.gone {
+		return errGone
+	}
+	return nil
+}
+func (a *answers) Succeed(_ context.Context, token string, res *agent.RequestResult) error {
+	return a.record("success " + token + " " + string(res.Status))
+}
+func (a *answers) Fail(_ context.Context, token string, res *agent.RequestResult) error {
+	return a.record("failure " + token + " Hitch." + res.Error.Code)
+}
+func (a *answers) Heartbeat(_ context.Context, token string) error {
+	return a.record("heartbeat " + token)
+}
+func (a *answers) Final(err error) bool { return errors.Is(err, errGone) }
+func (a *answers) list() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.calls...)
+}
+
+type setup struct {
+	env     *enginetest.Env
+	store   *memstore.Store
+	hooks   *hooks
+	answers *answers
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func start(t *testing.T, fail int) *setup {
+	t.Helper()
+	store := memstore.New()
+	env := enginetest.New(t, store)
+	ag, _ := env.E.Agents.Get("acc")
+	ag.Notifications = []agent.Notification{{URL: "https://hooks.example.com/hitch", Events: agent.NotificationEvents, Secret: []byte("k")}}
+	s := &setup{env: env, store: store, hooks: &hooks{fail: fail, attempts: map[string]int{}}, answers: &answers{}, done: make(chan struct{})}
+	d := &notify.Dispatcher{Engine: env.E, Webhooks: s.hooks, Answerers: map[string]notify.Answerer{agent.WaiterTaskToken: s.answers}, Now: env.Now,
+		Log: slog.New(slog.DiscardHandler)}
+	r := &notify.Runner{D: d, Feed: store.Feed(), Backoff: func(int) time.Duration { return 5 * time.Millisecond }, SweepEvery: 50 * time.Millisecond, SweepAge: time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() { r.Run(ctx); close(s.done) }()
+	t.Cleanup(func() { cancel(); <-s.done })
+	return s
+}
+
+// wait polls until cond holds (deliveries are asynchronous).
+func wait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func types(ws []notify.Webhook) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.Type)
+	}
+	return out
+}
+
+// TestWebhooksRetriedInOrder: a receiver that fails the first two attempts
+// of each message gets the pause, then the completion, each once after
+// deduplication, with the same id across attempts; nothing is left.
+func TestWebhooksRetriedInOrder(t *testing.T) {
+	s := start(t, 2)
+	env := s.env
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "delete")))
+	res, _ := env.Invoke(t, "", "do it")
+	if res.Status != agent.StatusPaused {
+		t.Fatalf("invoke: %+v", res)
+	}
+	env.Model.Add(agenttest.Say("done"))
+	if out, _, err := env.Resume(res, "alice", enginetest.Approve()); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	wait(t, "two webhooks", func() bool { return len(s.hooks.delivered()) == 2 })
+	got := s.hooks.delivered()
+	if diff := cmp.Diff([]string{agent.EventRequestPaused, agent.EventRequestCompleted}, types(got)); diff != "" {
+		t.Errorf("webhooks in order (-want +got):\n%s", diff)
+	}
+	for _, w := range got {
+		if n := s.hooks.attempts[w.ID]; n != 3 {
+			t.Errorf("%s delivered after %d attempts, want 3 (two refused)", w.Type, n)
+		}
+	}
+	if got[0].ID == got[1].ID {
+		t.Errorf("the pause and the completion share the delivery id %s", got[0].ID)
+	}
+	raw, _ := json.Marshal(got[0].Data)
+	var data struct {
+		Agent            string `json:"agent"`
+		User             string `json:"user_id"`
+		RequestID        string `json:"request_id"`
+		Status           string `json:"status"`
+		PendingApprovals []struct {
+			Name string `json:"name"`
+		} `json:"pending_approvals"`
+	}
+	if err := json.Unmarshal(raw, &data); err != nil || data.Agent != "acc" || data.User != "alice" || data.RequestID != res.RequestID ||
+		data.Status != "Paused" || len(data.PendingApprovals) != 1 || data.PendingApprovals[0].Name != "guarded" {
+		t.Errorf("the pause's data: %s (%v)", raw, err)
+	}
+	wait(t, "the outbox to empty", func() bool {
+		left, err := s.store.ListOutbox(context.Background(), time.Now().Add(time.Hour*24*365), 0)
+		return err == nil && len(left) == 0
+	})
+	time.Sleep(100 * time.Millisecond) // a sweep or two more: nothing is sent again
+	if n := len(s.hooks.delivered()); n != 2 {
+		t.Errorf("%d webhooks delivered in all, want 2", n)
+	}
+}
+
+// TestTaskTokenAnsweredOnce: a waiter with on_pause "wait" hears a heartbeat
+// at the pause and at the resume's claim, then one success with the
+// Completed result; its token is deleted, and nothing more is sent.
+func TestTaskTokenAnsweredOnce(t *testing.T) {
+	s := start(t, 0)
+	env := s.env
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "delete")))
+	run, err := env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "do it"}},
+		Waiter: &agent.Waiter{Kind: agent.WaiterTaskToken, ID: "tok-1", OnPause: agent.OnPauseWait}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run.Execute(context.Background(), nil)
+	wait(t, "the pause's heartbeat", func() bool { return len(s.answers.list()) == 1 })
+	env.Model.Add(agenttest.Say("done"))
+	if out, _, err := env.Resume(res, "alice", enginetest.Approve()); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	wait(t, "the answer", func() bool { return len(s.answers.list()) == 3 })
+	time.Sleep(100 * time.Millisecond)
+	want := []string{"heartbeat tok-1", "heartbeat tok-1", "success tok-1 Completed"}
+	if diff := cmp.Diff(want, s.answers.list()); diff != "" {
+		t.Errorf("answers (-want +got):\n%s", diff)
+	}
+	ref := (&agent.Waiter{Kind: agent.WaiterTaskToken, ID: "tok-1"}).Ref()
+	if _, err := s.store.GetToken(context.Background(), res.TaskID, res.RequestID, ref.Hash); !errors.Is(err, agent.ErrNotFound) {
+		t.Errorf("the answered token is still kept: %v", err)
+	}
+}
+
+// TestTaskTokenReturnOnPause: on_pause "return" answers the pause with the
+// Paused result; the request's end sends nothing more to that token.
+func TestTaskTokenReturnOnPause(t *testing.T) {
+	s := start(t, 0)
+	env := s.env
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "delete")))
+	run, err := env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "do it"}},
+		Waiter: &agent.Waiter{Kind: agent.WaiterTaskToken, ID: "tok-2", OnPause: agent.OnPauseReturn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run.Execute(context.Background(), nil)
+	wait(t, "the paused answer", func() bool { return len(s.answers.list()) == 1 })
+	if _, _, err := env.Resume(res, "alice", enginetest.Reject("no")); err != nil {
+		t.Fatal(err)
+	}
+	env.Model.Add(agenttest.Say("ok, not deleting"))
+	time.Sleep(200 * time.Millisecond)
+	if diff := cmp.Diff([]string{"success tok-2 Paused"}, s.answers.list()); diff != "" {
+		t.Errorf("answers (-want +got):\n%s", diff)
+	}
+}
+
+// TestFinalRefusalNotRetried: a token the service says timed out is
+// recorded once and dropped, not retried.
+func TestFinalRefusalNotRetried(t *testing.T) {
+	s := start(t, 0)
+	s.answers.gone = true
+	env := s.env
+	env.Model.Add(agenttest.Say("done"))
+	run, err := env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "hi"}},
+		Waiter: &agent.Waiter{Kind: agent.WaiterTaskToken, ID: "stale"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Execute(context.Background(), nil)
+	wait(t, "the answer", func() bool { return len(s.answers.list()) == 1 })
+	time.Sleep(200 * time.Millisecond)
+	if n := len(s.answers.list()); n != 1 {
+		t.Errorf("a final refusal was retried: %v", s.answers.list())
+	}
+	left, _ := s.store.ListOutbox(context.Background(), time.Now().Add(24*365*time.Hour), 0)
+	if len(left) != 0 {
+		t.Errorf("outbox items left: %+v", left)
+	}
+}
