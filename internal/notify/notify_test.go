@@ -81,7 +81,7 @@ func (a *answers) list() []string {
 
 type setup struct {
 	env     *enginetest.Env
-	store   *memstore.Store
+	store   agent.Store
 	hooks   *hooks
 	answers *answers
 	cancel  context.CancelFunc
@@ -91,13 +91,19 @@ type setup struct {
 func start(t *testing.T, fail int) *setup {
 	t.Helper()
 	store := memstore.New()
+	return startOn(t, store, store.Feed(), fail, 50*time.Millisecond)
+}
+
+// startOn runs a dispatcher fed by feed, sweeping the store every sweep.
+func startOn(t *testing.T, store agent.Store, feed <-chan agent.OutboxItem, fail int, sweep time.Duration) *setup {
+	t.Helper()
 	env := enginetest.New(t, store)
 	ag, _ := env.E.Agents.Get("acc")
 	ag.Notifications = []agent.Notification{{URL: "https://hooks.example.com/hitch", Events: agent.NotificationEvents, Secret: []byte("k")}}
 	s := &setup{env: env, store: store, hooks: &hooks{fail: fail, attempts: map[string]int{}}, answers: &answers{}, done: make(chan struct{})}
 	d := &notify.Dispatcher{Engine: env.E, Webhooks: s.hooks, Answerers: map[string]notify.Answerer{agent.WaiterTaskToken: s.answers}, Now: env.Now,
 		Log: slog.New(slog.DiscardHandler)}
-	r := &notify.Runner{D: d, Feed: store.Feed(), Backoff: func(int) time.Duration { return 5 * time.Millisecond }, SweepEvery: 50 * time.Millisecond, SweepAge: time.Millisecond}
+	r := &notify.Runner{D: d, Feed: feed, Backoff: func(int) time.Duration { return 5 * time.Millisecond }, SweepEvery: sweep, SweepAge: time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	go func() { r.Run(ctx); close(s.done) }()

@@ -1,0 +1,66 @@
+package notify_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+	"github.com/hitch-agents/hitch/internal/ddblocal"
+	"github.com/hitch-agents/hitch/internal/dynamo"
+	"github.com/hitch-agents/hitch/internal/enginetest"
+)
+
+func TestMain(m *testing.M) { ddblocal.Main(m) }
+
+// TestStreamOnDynamoDBLocal: on DynamoDB Local, the table's stream (read
+// with the real dynamodbstreams client) feeds the dispatcher: a pause and a
+// completion are delivered, in order, and their items deleted.
+func TestStreamOnDynamoDBLocal(t *testing.T) {
+	endpoint := ddblocal.Start(t)
+	client := ddblocal.NewClient(endpoint)
+	table := "hitch-" + uuid.NewString()
+	if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
+		t.Fatal(err)
+	}
+	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	feed := make(chan agent.OutboxItem, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	stream := &dynamo.Stream{Streams: streams, DB: client, Table: table, Poll: 20 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}
+	done := make(chan error, 1)
+	go func() { done <- stream.Run(ctx, feed) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stream: %v", err)
+		}
+	})
+	time.Sleep(300 * time.Millisecond) // the stream's iterators are taken before the first write
+
+	store := dynamo.New(client, table)
+	s := startOn(t, store, feed, 1, time.Hour) // no sweep after the first: the stream alone delivers
+	env := s.env
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "delete")))
+	res, _ := env.Invoke(t, "", "do it")
+	env.Model.Add(agenttest.Say("done"))
+	if out, _, err := env.Resume(res, "alice", enginetest.Approve()); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	wait(t, "two webhooks", func() bool { return len(s.hooks.delivered()) == 2 })
+	if diff := cmp.Diff([]string{agent.EventRequestPaused, agent.EventRequestCompleted}, types(s.hooks.delivered())); diff != "" {
+		t.Errorf("webhooks (-want +got):\n%s", diff)
+	}
+	wait(t, "the outbox to empty", func() bool {
+		left, err := store.ListOutbox(context.Background(), time.Now().Add(24*365*time.Hour), 0)
+		return err == nil && len(left) == 0
+	})
+}
