@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,73 +15,14 @@ import (
 	"github.com/hitch-agents/hitch/internal/enginetest"
 	"github.com/hitch-agents/hitch/internal/memstore"
 	"github.com/hitch-agents/hitch/internal/notify"
+	"github.com/hitch-agents/hitch/internal/notify/notifytest"
 )
-
-// hooks records webhook attempts; it refuses the first fail attempts of
-// each message.
-type hooks struct {
-	mu       sync.Mutex
-	fail     int
-	attempts map[string]int
-	got      []notify.Webhook // delivered, in order
-}
-
-func (h *hooks) Send(_ context.Context, _ agent.Notification, msg notify.Webhook) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.attempts[msg.ID]++
-	if h.attempts[msg.ID] <= h.fail {
-		return fmt.Errorf("receiver answered 500 (attempt %d)", h.attempts[msg.ID])
-	}
-	h.got = append(h.got, msg)
-	return nil
-}
-
-func (h *hooks) delivered() []notify.Webhook {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]notify.Webhook(nil), h.got...)
-}
-
-var errGone = errors.New("TaskTimedOut: the token timed out")
-
-// answers records a waiter's answers.
-type answers struct {
-	mu    sync.Mutex
-	calls []string
-	gone  bool // every call answers a final error
-}
-
-func (a *answers) record(s string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.calls = append(a.calls, s)
-	if a.gone {
-		return errGone
-	}
-	return nil
-}
-func (a *answers) Succeed(_ context.Context, token string, res *agent.RequestResult) error {
-	return a.record("success " + token + " " + string(res.Status))
-}
-func (a *answers) Fail(_ context.Context, token string, res *agent.RequestResult) error {
-	return a.record("failure " + token + " Hitch." + res.Error.Code)
-}
-func (a *answers) Heartbeat(_ context.Context, token string) error {
-	return a.record("heartbeat " + token)
-}
-func (a *answers) Final(err error) bool { return errors.Is(err, errGone) }
-func (a *answers) list() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]string(nil), a.calls...)
-}
 
 type setup struct {
 	env     *enginetest.Env
 	store   agent.Store
-	hooks   *hooks
-	answers *answers
+	hooks   *notifytest.Hooks
+	answers *notifytest.Answers
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
@@ -100,7 +39,7 @@ func startOn(t *testing.T, store agent.Store, feed <-chan agent.OutboxItem, fail
 	env := enginetest.New(t, store)
 	ag, _ := env.E.Agents.Get("acc")
 	ag.Notifications = []agent.Notification{{URL: "https://hooks.example.com/hitch", Events: agent.NotificationEvents, Secret: []byte("k")}}
-	s := &setup{env: env, store: store, hooks: &hooks{fail: fail, attempts: map[string]int{}}, answers: &answers{}, done: make(chan struct{})}
+	s := &setup{env: env, store: store, hooks: &notifytest.Hooks{Fail: fail}, answers: &notifytest.Answers{}, done: make(chan struct{})}
 	d := &notify.Dispatcher{Engine: env.E, Webhooks: s.hooks, Answerers: map[string]notify.Answerer{agent.WaiterTaskToken: s.answers}, Now: env.Now,
 		Log: slog.New(slog.DiscardHandler)}
 	r := &notify.Runner{D: d, Feed: feed, Backoff: func(int) time.Duration { return 5 * time.Millisecond }, SweepEvery: sweep, SweepAge: time.Millisecond}
@@ -123,13 +62,6 @@ func wait(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func types(ws []notify.Webhook) []string {
-	var out []string
-	for _, w := range ws {
-		out = append(out, w.Type)
-	}
-	return out
-}
 
 // TestWebhooksRetriedInOrder: a receiver that fails the first two attempts
 // of each message gets the pause, then the completion, each once after
@@ -146,13 +78,13 @@ func TestWebhooksRetriedInOrder(t *testing.T) {
 	if out, _, err := env.Resume(res, "alice", enginetest.Approve()); err != nil || out.Status != agent.StatusCompleted {
 		t.Fatalf("resume: %+v %v", out, err)
 	}
-	wait(t, "two webhooks", func() bool { return len(s.hooks.delivered()) == 2 })
-	got := s.hooks.delivered()
-	if diff := cmp.Diff([]string{agent.EventRequestPaused, agent.EventRequestCompleted}, types(got)); diff != "" {
+	wait(t, "two webhooks", func() bool { return len(s.hooks.Delivered()) == 2 })
+	got := s.hooks.Delivered()
+	if diff := cmp.Diff([]string{agent.EventRequestPaused, agent.EventRequestCompleted}, notifytest.Types(got)); diff != "" {
 		t.Errorf("webhooks in order (-want +got):\n%s", diff)
 	}
 	for _, w := range got {
-		if n := s.hooks.attempts[w.ID]; n != 3 {
+		if n := s.hooks.Attempts(w.ID); n != 3 {
 			t.Errorf("%s delivered after %d attempts, want 3 (two refused)", w.Type, n)
 		}
 	}
@@ -178,7 +110,7 @@ func TestWebhooksRetriedInOrder(t *testing.T) {
 		return err == nil && len(left) == 0
 	})
 	time.Sleep(100 * time.Millisecond) // a sweep or two more: nothing is sent again
-	if n := len(s.hooks.delivered()); n != 2 {
+	if n := len(s.hooks.Delivered()); n != 2 {
 		t.Errorf("%d webhooks delivered in all, want 2", n)
 	}
 }
@@ -196,15 +128,15 @@ func TestTaskTokenAnsweredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := run.Execute(context.Background(), nil)
-	wait(t, "the pause's heartbeat", func() bool { return len(s.answers.list()) == 1 })
+	wait(t, "the pause's heartbeat", func() bool { return len(s.answers.Calls()) == 1 })
 	env.Model.Add(agenttest.Say("done"))
 	if out, _, err := env.Resume(res, "alice", enginetest.Approve()); err != nil || out.Status != agent.StatusCompleted {
 		t.Fatalf("resume: %+v %v", out, err)
 	}
-	wait(t, "the answer", func() bool { return len(s.answers.list()) == 3 })
+	wait(t, "the answer", func() bool { return len(s.answers.Calls()) == 3 })
 	time.Sleep(100 * time.Millisecond)
 	want := []string{"heartbeat tok-1", "heartbeat tok-1", "success tok-1 Completed"}
-	if diff := cmp.Diff(want, s.answers.list()); diff != "" {
+	if diff := cmp.Diff(want, s.answers.Calls()); diff != "" {
 		t.Errorf("answers (-want +got):\n%s", diff)
 	}
 	ref := (&agent.Waiter{Kind: agent.WaiterTaskToken, ID: "tok-1"}).Ref()
@@ -225,13 +157,13 @@ func TestTaskTokenReturnOnPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := run.Execute(context.Background(), nil)
-	wait(t, "the paused answer", func() bool { return len(s.answers.list()) == 1 })
+	wait(t, "the paused answer", func() bool { return len(s.answers.Calls()) == 1 })
 	if _, _, err := env.Resume(res, "alice", enginetest.Reject("no")); err != nil {
 		t.Fatal(err)
 	}
 	env.Model.Add(agenttest.Say("ok, not deleting"))
 	time.Sleep(200 * time.Millisecond)
-	if diff := cmp.Diff([]string{"success tok-2 Paused"}, s.answers.list()); diff != "" {
+	if diff := cmp.Diff([]string{"success tok-2 Paused"}, s.answers.Calls()); diff != "" {
 		t.Errorf("answers (-want +got):\n%s", diff)
 	}
 }
@@ -240,7 +172,7 @@ func TestTaskTokenReturnOnPause(t *testing.T) {
 // recorded once and dropped, not retried.
 func TestFinalRefusalNotRetried(t *testing.T) {
 	s := start(t, 0)
-	s.answers.gone = true
+	s.answers.Gone = true
 	env := s.env
 	env.Model.Add(agenttest.Say("done"))
 	run, err := env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "hi"}},
@@ -249,10 +181,10 @@ func TestFinalRefusalNotRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	run.Execute(context.Background(), nil)
-	wait(t, "the answer", func() bool { return len(s.answers.list()) == 1 })
+	wait(t, "the answer", func() bool { return len(s.answers.Calls()) == 1 })
 	time.Sleep(200 * time.Millisecond)
-	if n := len(s.answers.list()); n != 1 {
-		t.Errorf("a final refusal was retried: %v", s.answers.list())
+	if n := len(s.answers.Calls()); n != 1 {
+		t.Errorf("a final refusal was retried: %v", s.answers.Calls())
 	}
 	left, _ := s.store.ListOutbox(context.Background(), time.Now().Add(24*365*time.Hour), 0)
 	if len(left) != 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/ddblocal"
 	"github.com/hitch-agents/hitch/internal/dynamo"
 	"github.com/hitch-agents/hitch/internal/enginetest"
+	"github.com/hitch-agents/hitch/internal/notify/notifytest"
 )
 
 func TestMain(m *testing.M) { ddblocal.Main(m) }
@@ -55,8 +56,8 @@ func TestStreamOnDynamoDBLocal(t *testing.T) {
 	if out, _, err := env.Resume(res, "alice", enginetest.Approve()); err != nil || out.Status != agent.StatusCompleted {
 		t.Fatalf("resume: %+v %v", out, err)
 	}
-	wait(t, "two webhooks", func() bool { return len(s.hooks.delivered()) == 2 })
-	if diff := cmp.Diff([]string{agent.EventRequestPaused, agent.EventRequestCompleted}, types(s.hooks.delivered())); diff != "" {
+	wait(t, "two webhooks", func() bool { return len(s.hooks.Delivered()) == 2 })
+	if diff := cmp.Diff([]string{agent.EventRequestPaused, agent.EventRequestCompleted}, notifytest.Types(s.hooks.Delivered())); diff != "" {
 		t.Errorf("webhooks (-want +got):\n%s", diff)
 	}
 	wait(t, "the outbox to empty", func() bool {
