@@ -62,7 +62,6 @@ func wait(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-
 // TestWebhooksRetriedInOrder: a receiver that fails the first two attempts
 // of each message gets the pause, then the completion, each once after
 // deduplication, with the same id across attempts; nothing is left.
