@@ -43,6 +43,9 @@ type Env struct {
 	// location there (internal/s3files), Files or not: files on S3 work on
 	// Lambda.
 	S3Files func(bucket, prefix string) tools.FileStore
+	// LoopbackWebhooks allows webhooks over http to a loopback receiver
+	// (`hitch serve`); everywhere else a webhook URL is https.
+	LoopbackWebhooks bool
 }
 
 // Catalog is the set of agents deployed.

@@ -103,11 +103,14 @@ func (d *decoder) definition(n *yaml.Node, env Env, dir string) *agent.Agent {
 		a.Description, _ = d.str(n, "description")
 	}
 	if n := f["spec"]; n != nil {
-		if spec := d.fields(n, "spec", "agent"); spec != nil {
+		if spec := d.fields(n, "spec", "agent", "notifications"); spec != nil {
 			if spec["agent"] == nil {
 				d.fail("spec.agent", "required")
 			} else {
 				d.spec(spec["agent"], a, env, dir)
+			}
+			if spec["notifications"] != nil {
+				d.notifications(spec["notifications"], "spec.notifications", a, env)
 			}
 		}
 	}
