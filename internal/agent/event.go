@@ -71,6 +71,9 @@ type RequestResult struct {
 	Error            *ErrorInfo    `json:"error,omitempty"`
 	Usage            Usage         `json:"usage"`
 	Source           string        `json:"source"`
+	// OutputTruncated marks a result sent without its output, which was
+	// over the receiving service's limit (DESIGN §11): read it with a get.
+	OutputTruncated bool `json:"output_truncated,omitempty"`
 	// RetryAfter (seconds) is the Retry-After of a throttled request.
 	RetryAfter int `json:"-"`
 }

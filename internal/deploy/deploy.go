@@ -28,6 +28,7 @@ const (
 	Resume     = "resume"
 	GetTask    = "gettask"
 	Authorizer = "authorizer"
+	Notifier   = "notifier"
 )
 
 // Routes is the route table of DESIGN §3.
@@ -57,6 +58,7 @@ var LogicalIDs = map[string]string{
 	Resume:     "ResumeFunction",
 	GetTask:    "GetTaskFunction",
 	Authorizer: "AuthorizerFunction",
+	Notifier:   "NotifierFunction",
 }
 
 // Streaming settings of every route's integration.

@@ -9,9 +9,11 @@ package notify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/hitch-agents/hitch/internal/agent"
@@ -187,3 +189,46 @@ func (d *Dispatcher) answer(ctx context.Context, o agent.OutboxItem) error {
 	}
 	return err
 }
+
+// ResultJSON is res as JSON of at most limit bytes (Step Functions' and the
+// durable callbacks' 256 KB): whole when it fits, else with "output": null
+// and "output_truncated": true (DESIGN §11), and, if that is still too big,
+// without the pending calls' inputs either.
+func ResultJSON(res *agent.RequestResult, limit int) ([]byte, error) {
+	b, err := json.Marshal(res)
+	if err != nil || len(b) <= limit {
+		return b, err
+	}
+	cut := *res
+	cut.Output, cut.OutputTruncated = "", true
+	b, err = withNullOutput(&cut)
+	if err != nil || len(b) <= limit {
+		return b, err
+	}
+	cut.PendingApprovals = slices.Clone(cut.PendingApprovals)
+	for i := range cut.PendingApprovals {
+		cut.PendingApprovals[i].Input = map[string]any{}
+	}
+	b, err = withNullOutput(&cut)
+	if err == nil && len(b) > limit {
+		return nil, fmt.Errorf("notify: the result of %s is %d bytes even without its output and inputs (limit %d)", res.RequestID, len(b), limit)
+	}
+	return b, err
+}
+
+func withNullOutput(res *agent.RequestResult) ([]byte, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m["output"] = json.RawMessage("null")
+	return json.Marshal(m)
+}
+
+// MaxResultBytes is the largest result Step Functions (output) and the
+// durable callbacks (Result, ErrorData) take, as DESIGN §11 counts it.
+const MaxResultBytes = 256 * 1024

@@ -1,6 +1,7 @@
-// Package fakelambda is a wire-level fake of the Lambda Invoke API for tests:
-// an httptest server that answers POST /2015-03-31/functions/{name}/invocations
-// as Lambda does, so tests use the real aws-sdk-go-v2 lambda client.
+// Package fakelambda is a wire-level fake of the Lambda API for tests: an
+// httptest server that answers POST /2015-03-31/functions/{name}/invocations
+// (Invoke) and the durable execution callbacks' routes (callbacks.go) as
+// Lambda does, so tests use the real aws-sdk-go-v2 lambda client.
 package fakelambda
 
 import (
@@ -58,6 +59,9 @@ type Server struct {
 	mu          sync.Mutex
 	functions   map[string]Handler
 	invocations []Invocation
+	callbacks   []Callback
+	refused     map[string]refusal
+	failNext    int
 }
 
 // New starts a server, closed when the test ends.
@@ -100,6 +104,9 @@ func (s *Server) Client(tb testing.TB) *lambda.Client {
 const prefix = "/2015-03-31/functions/"
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if s.serveCallback(w, r) {
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), prefix)
 	fn, ok2 := strings.CutSuffix(rest, "/invocations")
 	if r.Method != http.MethodPost || !ok || !ok2 {

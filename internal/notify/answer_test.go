@@ -1,0 +1,164 @@
+package notify_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+	"github.com/hitch-agents/hitch/internal/durable"
+	"github.com/hitch-agents/hitch/internal/enginetest"
+	"github.com/hitch-agents/hitch/internal/memstore"
+	"github.com/hitch-agents/hitch/internal/notify"
+	"github.com/hitch-agents/hitch/internal/notify/notifytest"
+	"github.com/hitch-agents/hitch/internal/sfnfake"
+	"github.com/hitch-agents/hitch/internal/stepfunctions"
+	"github.com/hitch-agents/hitch/internal/tools/fakelambda"
+)
+
+// answering runs an engine on memory with a dispatcher answering task
+// tokens on a Step Functions fake and callbacks on a Lambda fake.
+type answering struct {
+	env *enginetest.Env
+	sfn *sfnfake.Server
+	fn  *fakelambda.Server
+}
+
+func startAnswering(t *testing.T) *answering {
+	t.Helper()
+	store := memstore.New()
+	env := enginetest.New(t, store)
+	a := &answering{env: env, sfn: sfnfake.New(t), fn: fakelambda.New(t)}
+	d := &notify.Dispatcher{Engine: env.E, Webhooks: &notifytest.Hooks{}, Log: slog.New(slog.DiscardHandler),
+		Answerers: map[string]notify.Answerer{
+			agent.WaiterTaskToken: &stepfunctions.Client{API: a.sfn.Client()},
+			agent.WaiterCallback:  &durable.Client{API: a.fn.Client(t)},
+		}}
+	r := &notify.Runner{D: d, Feed: store.Feed(), Backoff: func(int) time.Duration { return 5 * time.Millisecond }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return a
+}
+
+func (a *answering) invoke(t *testing.T, w *agent.Waiter, text string) *agent.RequestResult {
+	t.Helper()
+	run, err := a.env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: text}}, Waiter: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run.Execute(context.Background(), nil)
+}
+
+func ops(calls []sfnfake.Call) []string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, c.Op)
+	}
+	return out
+}
+
+// TestStepFunctionsPauseThenComplete: a token given with on_pause "wait":
+// heartbeats at the pause and at the resume's claim, then exactly one
+// SendTaskSuccess with the Completed RequestResult.
+func TestStepFunctionsPauseThenComplete(t *testing.T) {
+	a := startAnswering(t)
+	a.env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "delete")))
+	res := a.invoke(t, &agent.Waiter{Kind: agent.WaiterTaskToken, ID: "token-1", OnPause: agent.OnPauseWait}, "do it")
+	a.env.Model.Add(agenttest.Say("deleted"))
+	if out, _, err := a.env.Resume(res, "alice", enginetest.Approve()); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	wait(t, "the success", func() bool { return len(a.sfn.Calls()) == 3 })
+	time.Sleep(100 * time.Millisecond)
+	calls := a.sfn.Calls()
+	if diff := cmp.Diff([]string{"SendTaskHeartbeat", "SendTaskHeartbeat", "SendTaskSuccess"}, ops(calls)); diff != "" {
+		t.Fatalf("calls (-want +got):\n%s", diff)
+	}
+	var got agent.RequestResult
+	if err := json.Unmarshal([]byte(calls[2].Output), &got); err != nil || got.Status != agent.StatusCompleted || got.Output != "deleted" || got.RequestID != res.RequestID {
+		t.Errorf("the success's output: %s (%v)", calls[2].Output, err)
+	}
+}
+
+// TestStepFunctionsFailed: a request that fails answers one SendTaskFailure
+// with Hitch.<code>.
+func TestStepFunctionsFailed(t *testing.T) {
+	a := startAnswering(t)
+	a.env.Model.Add(agenttest.FailWith(errors.New("the model is down")))
+	a.invoke(t, &agent.Waiter{Kind: agent.WaiterTaskToken, ID: "token-2"}, "hi")
+	wait(t, "the failure", func() bool { return len(a.sfn.Calls()) == 1 })
+	c := a.sfn.Calls()[0]
+	if c.Op != "SendTaskFailure" || c.Error != "Hitch."+agent.CodeModelError || c.Cause == "" {
+		t.Errorf("failure: %+v", c)
+	}
+}
+
+// TestStepFunctionsReturnOnPause: on_pause "return" answers the pause with
+// SendTaskSuccess of the Paused RequestResult, its pending call included.
+func TestStepFunctionsReturnOnPause(t *testing.T) {
+	a := startAnswering(t)
+	a.env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "delete")))
+	a.invoke(t, &agent.Waiter{Kind: agent.WaiterTaskToken, ID: "token-3", OnPause: agent.OnPauseReturn}, "do it")
+	wait(t, "the paused answer", func() bool { return len(a.sfn.Calls()) == 1 })
+	c := a.sfn.Calls()[0]
+	var got agent.RequestResult
+	if err := json.Unmarshal([]byte(c.Output), &got); err != nil || c.Op != "SendTaskSuccess" || got.Status != agent.StatusPaused ||
+		len(got.PendingApprovals) != 1 || got.PendingApprovals[0].Name != "guarded" {
+		t.Errorf("paused answer: %s %s (%v)", c.Op, c.Output, err)
+	}
+}
+
+// TestStaleTokenRecordedNotRetried: a token Step Functions no longer knows
+// is refused once; the delivery moves on.
+func TestStaleTokenRecordedNotRetried(t *testing.T) {
+	a := startAnswering(t)
+	a.sfn.Refuse("stale", "TaskTimedOut")
+	a.env.Model.Add(agenttest.Say("done"))
+	a.invoke(t, &agent.Waiter{Kind: agent.WaiterTaskToken, ID: "stale"}, "hi")
+	wait(t, "the refused call", func() bool { return len(a.sfn.Calls()) == 1 })
+	time.Sleep(100 * time.Millisecond)
+	if n := len(a.sfn.Calls()); n != 1 {
+		t.Errorf("a final refusal was retried: %d calls", n)
+	}
+}
+
+// TestDurableCallbacks: a callback id: heartbeats while the request waits,
+// one success with the Completed result; a rejected-then-failed request
+// sends one failure with Hitch.<code>.
+func TestDurableCallbacks(t *testing.T) {
+	a := startAnswering(t)
+	a.env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "delete")))
+	res := a.invoke(t, &agent.Waiter{Kind: agent.WaiterCallback, ID: "cb-1"}, "do it")
+	a.env.Model.Add(agenttest.Say("deleted"))
+	if _, _, err := a.env.Resume(res, "alice", enginetest.Approve()); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, "the success", func() bool { return len(a.fn.Callbacks()) == 3 })
+	var got []string
+	for _, c := range a.fn.Callbacks() {
+		got = append(got, c.Op+" "+c.ID)
+	}
+	if diff := cmp.Diff([]string{"heartbeat cb-1", "heartbeat cb-1", "succeed cb-1"}, got); diff != "" {
+		t.Errorf("callbacks (-want +got):\n%s", diff)
+	}
+	if body := string(a.fn.Callbacks()[2].Body); !strings.Contains(body, `"status":"Completed"`) {
+		t.Errorf("success result: %s", body)
+	}
+
+	a.env.Model.Add(agenttest.FailWith(errors.New("down")))
+	a.invoke(t, &agent.Waiter{Kind: agent.WaiterCallback, ID: "cb-2"}, "again")
+	wait(t, "the failure", func() bool { return len(a.fn.Callbacks()) == 4 })
+	last := a.fn.Callbacks()[3]
+	if last.Op != "fail" || !strings.Contains(string(last.Body), `"ErrorType":"Hitch.model_error"`) {
+		t.Errorf("failure: %s %s", last.Op, last.Body)
+	}
+}
