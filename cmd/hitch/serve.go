@@ -127,7 +127,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		return *awsCfg, nil
 	}
 
-	env := catalog.Env{Files: true}
+	env := catalog.Env{Files: true, LoopbackWebhooks: true}
 	// Lambda function tools call AWS with the normal credential chain; an
 	// agent without them never uses the client.
 	env.MCP = catalog.MCPEnv{Secrets: secret.Resolver{}, Log: log}
@@ -149,7 +149,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		return err
 	}
 
-	store, err := openStore(ctx, c, loadAWS)
+	store, ddb, err := openStore(ctx, c, loadAWS)
 	if err != nil {
 		return err
 	}
@@ -190,6 +190,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		LegTimeout: c.requestTimeout, RetentionDays: c.retentionDays,
 	}
 	obs.instrument(engine)
+	stopNotify, err := runDispatcher(ctx, c, store, ddb, newDispatcher(engine, log, loadAWS), log, loadAWS)
+	if err != nil {
+		return err
+	}
+	defer stopNotify()
 	api := &httpapi.Server{Engine: engine, Auth: authn, Log: log, MaxBody: c.maxBody,
 		A2A: &a2a.Server{Engine: engine, Log: log, Detach: true}, A2ADefaultAgent: c.a2aDefaultAgent}
 
@@ -220,9 +225,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	return nil
 }
 
-func openStore(ctx context.Context, c *serveConfig, loadAWS func() (aws.Config, error)) (agent.Store, error) {
+func openStore(ctx context.Context, c *serveConfig, loadAWS func() (aws.Config, error)) (agent.Store, *dynamodb.Client, error) {
 	if c.store == "memory" {
-		return memstore.New(), nil
+		return memstore.New(), nil, nil
 	}
 	var client *dynamodb.Client
 	if c.dynamoEndpoint != "" {
@@ -235,16 +240,16 @@ func openStore(ctx context.Context, c *serveConfig, loadAWS func() (aws.Config, 
 	} else {
 		cfg, err := loadAWS()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		client = dynamodb.NewFromConfig(cfg)
 	}
 	if c.createTable {
 		if err := dynamo.CreateTable(ctx, client, c.table); err != nil {
-			return nil, fmt.Errorf("serve: create table %s: %w", c.table, err)
+			return nil, nil, fmt.Errorf("serve: create table %s: %w", c.table, err)
 		}
 	}
-	return dynamo.New(client, c.table), nil
+	return dynamo.New(client, c.table), client, nil
 }
 
 func splitList(s string) []string {

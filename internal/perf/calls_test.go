@@ -67,7 +67,18 @@ func seed(tb testing.TB, s agent.Store, taskID string, n, size int) {
 }
 
 func TestCallsPerTurn(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { testCallsPerTurn(t, false) })
+	// With webhooks and a waiter, the outbox items and the token ride in
+	// the transactions the turn makes anyway (DESIGN §11): not a call more.
+	t.Run("notified", func(t *testing.T) { testCallsPerTurn(t, true) })
+}
+
+func testCallsPerTurn(t *testing.T, notified bool) {
 	env, c := dynamoEnv(t)
+	if notified {
+		ag, _ := env.E.Agents.Get("acc")
+		ag.Notifications = []agent.Notification{{URL: "https://hooks.example.com/h", Events: agent.NotificationEvents, Secret: []byte("0123456789abcdef")}}
+	}
 	count := func() map[string]int {
 		calls, _ := c.Calls()
 		c.Reset()
@@ -75,9 +86,25 @@ func TestCallsPerTurn(t *testing.T) {
 	}
 	c.Reset()
 	env.Model.Add(agenttest.Say("hello"))
-	first, _ := env.Invoke(t, "", "hi")
+	var first *agent.RequestResult
+	if notified {
+		run, err := env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "hi"}},
+			Waiter: &agent.Waiter{Kind: agent.WaiterTaskToken, ID: "token"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = run.Execute(context.Background(), nil)
+	} else {
+		first, _ = env.Invoke(t, "", "hi")
+	}
 	if diff := cmp.Diff(map[string]int{"TransactWriteItems": 2}, count()); diff != "" {
 		t.Errorf("new task (-want +got):\n%s", diff)
+	}
+	if notified {
+		if items, err := env.Store.ListOutbox(context.Background(), time.Now().Add(time.Hour), 0); err != nil || len(items) != 2 {
+			t.Errorf("outbox after the first turn: %+v %v (want the webhook and the token's answer)", items, err)
+		}
+		count()
 	}
 	followOn := map[string]int{"Query": 1, "TransactWriteItems": 2}
 	env.Model.Add(agenttest.Say("again"))
