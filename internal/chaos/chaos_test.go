@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -62,13 +63,20 @@ type harness struct {
 	logs    *os.File
 }
 
-// newHarness builds hitch, starts DynamoDB Local, the relay and a server.
-func newHarness(t *testing.T) *harness {
+// newHarness builds hitch, starts DynamoDB Local, the relay and a server
+// of the chaos agent and the extra agent files (name → YAML).
+func newHarness(t *testing.T, extra ...map[string]string) *harness {
 	t.Helper()
 	endpoint := ddblocal.Start(t)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "chaos.yaml"), []byte(agentYAML), 0o644); err != nil {
-		t.Fatal(err)
+	files := map[string]string{"chaos.yaml": agentYAML}
+	for _, m := range extra {
+		maps.Copy(files, m)
+	}
+	for name, def := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(def), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	sandbox := filepath.Join(dir, "sandbox")
 	if err := os.MkdirAll(sandbox, 0o755); err != nil {
