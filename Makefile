@@ -9,12 +9,20 @@ A2A_JS := tools/a2a-js/node_modules/@a2a-js/sdk
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags "-s -w"
 
-.PHONY: run test test-go chaos-short chaos lint cfn-lint bench build tools clean \
-	build-InvokeFunction build-ResumeFunction build-GetTaskFunction build-AuthorizerFunction
+.PHONY: run run-webhooks test test-go chaos-short chaos lint cfn-lint bench build tools clean \
+	build-InvokeFunction build-ResumeFunction build-GetTaskFunction build-AuthorizerFunction build-NotifierFunction
 
 ## run: serve the API and the console (/console/) on 127.0.0.1:8080 (in-memory store, dev auth, local model)
 run:
 	$(GO) run ./cmd/hitch serve --agents agents
+
+## run-webhooks: make run with examples/webhooks (the assistant with a webhook), and
+## `hitch webhook listen` on 127.0.0.1:9000 printing each delivery it verifies
+HITCH_WEBHOOK_SECRET ?= whsec_ZGV2LW9ubHktd2ViaG9vay1zZWNyZXQ=
+export HITCH_WEBHOOK_SECRET
+run-webhooks:
+	$(GO) build -o bin/hitch ./cmd/hitch
+	bin/hitch webhook listen --secret env:HITCH_WEBHOOK_SECRET & trap 'kill $$!' EXIT; bin/hitch serve --agents examples/webhooks
 
 ## test: everything: lint, the template check, every Go test with -race, a short crash run
 test: tools lint cfn-lint test-go chaos-short
@@ -80,7 +88,7 @@ bench: tools
 ## build: build everything, and the Lambda binaries into bin/<function>/bootstrap
 build:
 	$(GO) build ./...
-	for f in invoke resume gettask authorizer; do \
+	for f in invoke resume gettask authorizer notifier; do \
 		$(LAMBDA_FLAGS) $(GO) build $(LAMBDA_BUILD) -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
@@ -93,6 +101,8 @@ build-GetTaskFunction:
 	$(LAMBDA_FLAGS) $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/gettask
 build-AuthorizerFunction:
 	$(LAMBDA_FLAGS) $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/authorizer
+build-NotifierFunction:
+	$(LAMBDA_FLAGS) $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/notifier
 
 clean:
 	rm -rf bin .tools

@@ -20,6 +20,10 @@ Usage:
   hitch chat [flags]    talk to an agent from the terminal, approving its calls
   hitch mcp-example [--addr 127.0.0.1:8090]
                         serve an example MCP server (notes, tickets) to try MCP tools
+  hitch webhook listen [--addr 127.0.0.1:9000] --secret S
+                        receive an agent's webhooks, verify and print them
+  hitch webhook verify --secret S --id ID --timestamp TS --signature SIG < body
+                        check a webhook's signature
 `
 
 func main() {
@@ -43,6 +47,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return chat(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "mcp-example":
 		return mcpExample(ctx, args[1:], stderr)
+	case "webhook":
+		return webhookCmd(ctx, args[1:], os.Stdin, stdout, stderr, nil)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

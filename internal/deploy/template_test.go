@@ -433,17 +433,25 @@ func TestTable(t *testing.T) {
 		got, want any
 	}{
 		{"BillingMode", get(p, "BillingMode"), "PAY_PER_REQUEST"},
-		{"AttributeDefinitions", attrs, map[string]any{"PK": "S", "SK": "S", "GSI1PK": "S", "GSI1SK": "S"}},
+		{"AttributeDefinitions", attrs, map[string]any{"PK": "S", "SK": "S", "GSI1PK": "S", "GSI1SK": "S", "GSI3PK": "S", "GSI3SK": "S"}},
 		{"KeySchema", get(p, "KeySchema"), []any{
 			map[string]any{"AttributeName": "PK", "KeyType": "HASH"},
 			map[string]any{"AttributeName": "SK", "KeyType": "RANGE"},
 		}},
-		{"GSI count", len(gsi), 1},
+		{"GSI count", len(gsi), 2},
 		{"GSI1 name", get(gsi[0], "IndexName"), "GSI1"},
 		{"GSI1 KeySchema", get(gsi[0], "KeySchema"), []any{
 			map[string]any{"AttributeName": "GSI1PK", "KeyType": "HASH"},
 			map[string]any{"AttributeName": "GSI1SK", "KeyType": "RANGE"},
 		}},
+		// The outbox's sweep index (DESIGN §4, §11), and the stream the
+		// notifier reads.
+		{"GSI3 name", get(gsi[1], "IndexName"), "GSI3"},
+		{"GSI3 KeySchema", get(gsi[1], "KeySchema"), []any{
+			map[string]any{"AttributeName": "GSI3PK", "KeyType": "HASH"},
+			map[string]any{"AttributeName": "GSI3SK", "KeyType": "RANGE"},
+		}},
+		{"Stream", get(p, "StreamSpecification", "StreamViewType"), "NEW_IMAGE"},
 		{"TTL", get(p, "TimeToLiveSpecification"), map[string]any{"AttributeName": "ttl", "Enabled": true}},
 		{"PITR", get(p, "PointInTimeRecoverySpecification", "PointInTimeRecoveryEnabled"), true},
 		{"SSE", get(p, "SSESpecification", "SSEEnabled"), true},

@@ -3,6 +3,7 @@ package notifier_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -226,6 +227,30 @@ func TestUnknownEvent(t *testing.T) {
 	for _, ev := range []string{`{}`, `{"Records":[{"eventSource":"aws:s3"}]}`, `[1,2]`} {
 		if _, err := f.h.Handle(context.Background(), json.RawMessage(ev)); err == nil {
 			t.Errorf("Handle(%s) succeeded", ev)
+		}
+	}
+}
+
+// TestNewWith: the function's wiring loads the deployed agents and answers
+// a sweep on an empty table; a missing setting is an init error.
+func TestNewWith(t *testing.T) {
+	client := ddblocal.Client(t)
+	table := "hitch-" + uuid.NewString()
+	if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
+		t.Fatal(err)
+	}
+	q := sqsfake.New(t)
+	cl := notifier.Clients{DynamoDB: client, SQS: q.Client(), Webhooks: &notifytest.Hooks{}}
+	h, err := notifier.NewWith(notifier.Config{Table: table, RetryQueueURL: q.URL + "/retry", Metrics: io.Discard, Log: slog.New(slog.DiscardHandler)}, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Handle(context.Background(), json.RawMessage(`{"source":"aws.events","detail-type":"Scheduled Event"}`)); err != nil {
+		t.Errorf("sweep: %v", err)
+	}
+	for _, c := range []notifier.Config{{RetryQueueURL: "q"}, {Table: table}} {
+		if _, err := notifier.NewWith(c, cl); err == nil {
+			t.Errorf("NewWith(%+v) succeeded", c)
 		}
 	}
 }

@@ -117,7 +117,12 @@ func (d *Dispatcher) deliver(ctx context.Context, o agent.OutboxItem) error {
 
 func (d *Dispatcher) webhook(ctx context.Context, o agent.OutboxItem) error {
 	ag, ok := d.Engine.Agents.Get(o.Agent)
-	if !ok || o.Webhook >= len(ag.Notifications) {
+	if !ok {
+		// Left out at start-up (an MCP server down) or removed: the item
+		// waits (until its ttl) rather than be lost.
+		return fmt.Errorf("%w: agent %s is not loaded", ErrRetry, o.Agent)
+	}
+	if o.Webhook >= len(ag.Notifications) {
 		return fmt.Errorf("agent %s has no webhook %d any more", o.Agent, o.Webhook)
 	}
 	if d.Webhooks == nil {

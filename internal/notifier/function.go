@@ -1,0 +1,126 @@
+package notifier
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/hitch-agents/hitch/agents"
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/catalog"
+	"github.com/hitch-agents/hitch/internal/durable"
+	"github.com/hitch-agents/hitch/internal/dynamo"
+	"github.com/hitch-agents/hitch/internal/emf"
+	"github.com/hitch-agents/hitch/internal/lambdahttp"
+	"github.com/hitch-agents/hitch/internal/notify"
+	"github.com/hitch-agents/hitch/internal/secret"
+	"github.com/hitch-agents/hitch/internal/stepfunctions"
+	"github.com/hitch-agents/hitch/internal/webhook"
+)
+
+// Config is what the notifier reads from its environment, once.
+type Config struct {
+	// Table is HITCH_TABLE; RetryQueueURL is HITCH_RETRY_QUEUE_URL.
+	Table, RetryQueueURL string
+	// DynamoDBEndpoint (HITCH_DYNAMODB_ENDPOINT) points the table's client
+	// elsewhere (tests, sam local).
+	DynamoDBEndpoint string
+	// MetricsNamespace is HITCH_METRICS_NAMESPACE ("": Hitch).
+	MetricsNamespace string
+	// Metrics receives the EMF lines; nil means stdout.
+	Metrics io.Writer
+	Log     *slog.Logger
+}
+
+// Clients are the notifier's AWS clients and senders.
+type Clients struct {
+	DynamoDB *dynamodb.Client
+	SQS      *sqs.Client
+	// Lambda loads agents with Lambda tools (their definitions are the
+	// same as the functions'); SSM resolves ssm: secrets.
+	Lambda   *lambda.Client
+	SSM      *ssm.Client
+	Webhooks notify.WebhookSender
+	// Answerers by waiter kind.
+	Answerers map[string]notify.Answerer
+}
+
+// NewClients builds the clients from the default AWS configuration (the
+// function's role; AWS_ENDPOINT_URL_<SERVICE> redirects any of them).
+func NewClients(ctx context.Context, c Config) (Clients, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return Clients{}, fmt.Errorf("notifier: AWS configuration: %w", err)
+	}
+	return Clients{
+		DynamoDB: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+			if c.DynamoDBEndpoint != "" {
+				o.BaseEndpoint = aws.String(c.DynamoDBEndpoint)
+			}
+		}),
+		SQS: sqs.NewFromConfig(cfg), Lambda: lambda.NewFromConfig(cfg), SSM: ssm.NewFromConfig(cfg),
+		Webhooks: &webhook.Sender{},
+		Answerers: map[string]notify.Answerer{
+			agent.WaiterTaskToken: stepfunctions.New(cfg),
+			agent.WaiterCallback:  durable.New(cfg),
+		},
+	}, nil
+}
+
+// NewWith builds the notifier's handler on clients built elsewhere.
+func NewWith(c Config, cl Clients) (*Handler, error) {
+	log := c.Log
+	if log == nil {
+		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	log = log.With("function", "notifier")
+	switch {
+	case c.Table == "":
+		return nil, fmt.Errorf("notifier: HITCH_TABLE is not set")
+	case c.RetryQueueURL == "":
+		return nil, fmt.Errorf("notifier: HITCH_RETRY_QUEUE_URL is not set")
+	case cl.DynamoDB == nil || cl.SQS == nil || cl.Webhooks == nil:
+		return nil, fmt.Errorf("notifier: a DynamoDB client, an SQS client and a webhook sender are required")
+	}
+	env := catalog.Env{Lambda: cl.Lambda, MCP: catalog.MCPEnv{Secrets: secret.Resolver{SSM: cl.SSM}, Log: log}}
+	cat, err := catalog.Load(agents.FS, ".", env)
+	if err != nil {
+		return nil, err
+	}
+	out := c.Metrics
+	if out == nil {
+		out = os.Stdout
+	}
+	engine := &agent.Engine{Store: dynamo.New(cl.DynamoDB, c.Table), Agents: cat, Log: log,
+		Metrics: emf.New(out, c.MetricsNamespace, "notifier")}
+	d := &notify.Dispatcher{Engine: engine, Webhooks: cl.Webhooks, Answerers: cl.Answerers, Log: log}
+	return &Handler{D: d, Queue: SQSQueue{Client: cl.SQS, URL: c.RetryQueueURL}, Log: log}, nil
+}
+
+// Main builds the notifier and runs the Runtime API loop.
+func Main(c Config) {
+	ctx := context.Background()
+	cl, err := NewClients(ctx, c)
+	if err != nil {
+		lambdahttp.ExitInitError(err)
+		return
+	}
+	h, err := NewWith(c, cl)
+	if err != nil {
+		lambdahttp.ExitInitError(err)
+		return
+	}
+	lambdahttp.Start(func(ctx context.Context, event json.RawMessage) (any, error) {
+		return h.Handle(ctx, event)
+	})
+}
