@@ -28,6 +28,9 @@ import (
 	"github.com/hitch-agents/hitch/internal/console"
 	"github.com/hitch-agents/hitch/internal/dynamo"
 	"github.com/hitch-agents/hitch/internal/httpapi"
+	"github.com/hitch-agents/hitch/internal/lambdafn"
+	"github.com/hitch-agents/hitch/internal/lambdahttp"
+	"github.com/hitch-agents/hitch/internal/lambdainvoke"
 	"github.com/hitch-agents/hitch/internal/localmodel"
 	"github.com/hitch-agents/hitch/internal/memstore"
 	"github.com/hitch-agents/hitch/internal/s3files"
@@ -55,6 +58,7 @@ type serveConfig struct {
 	corsOrigin       string
 	debugAddr        string
 	a2aDefaultAgent  string
+	lambdaAddr       string
 }
 
 func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
@@ -78,6 +82,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.DurationVar(&c.shutdownDeadline, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for running requests")
 	fs.StringVar(&c.corsOrigin, "cors-origin", "", "a browser origin allowed to call the API (CORS), e.g. https://console.example.com; empty: none")
 	fs.StringVar(&c.a2aDefaultAgent, "a2a-default-agent", "", "the agent whose A2A Agent Card is served at /.well-known/agent-card.json (default: the only agent)")
+	fs.StringVar(&c.lambdaAddr, "lambda-addr", "", "loopback address answering the Lambda Invoke API with the invoke function's direct payloads (op invoke, resume, cancel, get), e.g. 127.0.0.1:9001; off when empty")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "loopback address serving Go's pprof profiles (/debug/pprof/), e.g. 127.0.0.1:6060; off when empty")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -90,6 +95,11 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	}
 	if c.model != "local" && c.model != "bedrock" {
 		return nil, fmt.Errorf("serve: --model must be local or bedrock, not %q", c.model)
+	}
+	if c.lambdaAddr != "" {
+		if err := lambdainvoke.CheckAddr(c.lambdaAddr); err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
 	}
 	return c, nil
 }
@@ -198,6 +208,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	api := &httpapi.Server{Engine: engine, Auth: authn, Log: log, MaxBody: c.maxBody,
 		A2A: &a2a.Server{Engine: engine, Log: log, Detach: true}, A2ADefaultAgent: c.a2aDefaultAgent}
 
+	if c.lambdaAddr != "" {
+		stop, addr, err := serveLambdaAPI(c.lambdaAddr, lambdafn.Direct(engine), log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		fmt.Fprintf(stdout, "hitch: Lambda Invoke API (direct payloads) on http://%s\n", addr)
+	}
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return fmt.Errorf("serve: listen on %s: %w", c.addr, err)
@@ -260,4 +278,19 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// serveLambdaAPI serves the Lambda Invoke API on a loopback address.
+func serveLambdaAPI(addr string, direct lambdahttp.DirectFunc, log *slog.Logger) (func(), string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("serve: listen on --lambda-addr %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: lambdainvoke.Handler(direct, log), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, ln.Addr().String(), nil
 }

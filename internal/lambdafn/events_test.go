@@ -147,7 +147,7 @@ func TestEventFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	covered := []string{"direct-invoke.json", "authorizer.json"} // tested below
+	covered := []string{"direct-invoke.json", "direct-resume.json", "direct-cancel.json", "direct-get.json", "authorizer.json"} // tested below
 	for _, tc := range tests {
 		covered = append(covered, tc.file)
 	}
@@ -297,6 +297,19 @@ func TestDirectFixture(t *testing.T) {
 	var fe *lambdahttp.FunctionError
 	if !errors.As(err, &fe) || fe.Type != "Hitch.unsupported_event" {
 		t.Errorf("gettask answered a direct payload with %v", err)
+	}
+}
+
+// TestDirectOpFixtures: the resume, cancel and get fixtures are payloads
+// the invoke function takes; their task does not exist here.
+func TestDirectOpFixtures(t *testing.T) {
+	fns := newFunctions(t, newBackend(t))
+	for _, f := range []string{"direct-resume.json", "direct-cancel.json", "direct-get.json"} {
+		_, err := fns["invoke"].Handle(context.Background(), readFixture(t, f))
+		var fe *lambdahttp.FunctionError
+		if !errors.As(err, &fe) || fe.Type != "Hitch.task_not_found" {
+			t.Errorf("%s: %v, want Hitch.task_not_found", f, err)
+		}
 	}
 }
 
