@@ -61,11 +61,18 @@ type harness struct {
 	srv     *server
 	client  *http.Client
 	logs    *os.File
+	args    []string // more hitch serve flags
 }
 
 // newHarness builds hitch, starts DynamoDB Local, the relay and a server
 // of the chaos agent and the extra agent files (name → YAML).
 func newHarness(t *testing.T, extra ...map[string]string) *harness {
+	t.Helper()
+	return newHarnessArgs(t, nil, extra...)
+}
+
+// newHarnessArgs is newHarness with more hitch serve flags.
+func newHarnessArgs(t *testing.T, args []string, extra ...map[string]string) *harness {
 	t.Helper()
 	endpoint := ddblocal.Start(t)
 	dir := t.TempDir()
@@ -96,7 +103,7 @@ func newHarness(t *testing.T, extra ...map[string]string) *harness {
 	rs := httptest.NewServer(rl)
 	t.Cleanup(rs.Close)
 	h := &harness{t: t, bin: bin, dir: dir, relay: rl, relayTo: rs.URL, table: fmt.Sprintf("chaos%d", time.Now().UnixNano()),
-		client: &http.Client{Timeout: 90 * time.Second}, logs: logs}
+		client: &http.Client{Timeout: 90 * time.Second}, logs: logs, args: args}
 	h.start()
 	t.Cleanup(func() { h.kill(); <-h.srv.done })
 	return h
@@ -111,8 +118,9 @@ func (h *harness) start() {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(h.bin, "serve", "--addr", addr, "--agents", h.dir, "--store", "dynamodb",
-		"--dynamodb-endpoint", h.relayTo, "--table", h.table, "--create-table", "--request-timeout", "2m")
+	args := append([]string{"serve", "--addr", addr, "--agents", h.dir, "--store", "dynamodb",
+		"--dynamodb-endpoint", h.relayTo, "--table", h.table, "--create-table", "--request-timeout", "2m"}, h.args...)
+	cmd := exec.Command(h.bin, args...)
 	cmd.Stdout, cmd.Stderr = h.logs, h.logs
 	if err := cmd.Start(); err != nil {
 		h.t.Fatal(err)

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/hitch-agents/hitch/internal/tools/fakelambda"
 	"github.com/hitch-agents/hitch/internal/webhook"
 )
 
@@ -105,5 +111,60 @@ spec:
 	defer mu.Unlock()
 	if len(received) != 1 || received[0].typ != "request.paused" || received[0].task != res["task_id"] {
 		t.Errorf("received %+v, want one request.paused of task %v", received, res["task_id"])
+	}
+}
+
+// TestCallbackSurvivesKill: a durable execution's callback (callback_id, on
+// a direct invoke through --lambda-addr) whose answer the Lambda API fails
+// (500) when the request completes; hitch serve is killed (SIGKILL) before
+// any answer lands; restarted, it answers the callback from the table, once,
+// with the Completed RequestResult.
+func TestCallbackSurvivesKill(t *testing.T) {
+	fn := fakelambda.New(t)
+	fn.FailNext(1 << 20) // every answer fails until the kill
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", fn.URL)
+	t.Setenv("AWS_ACCESS_KEY_ID", "local")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
+	t.Setenv("AWS_REGION", "us-east-1")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lambdaAddr := ln.Addr().String()
+	ln.Close()
+	h := newHarnessArgs(t, []string{"--lambda-addr", lambdaAddr})
+	api := lambda.New(lambda.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + lambdaAddr),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""), RetryMaxAttempts: 1})
+	out, err := api.Invoke(context.Background(), &lambda.InvokeInput{FunctionName: aws.String("hitch-invoke"),
+		Payload: []byte(`{"op":"invoke","agent":"chaos","user_id":"durable","items":[{"content":"hello"}],"callback_id":"Y2FsbGJhY2stMQ=="}`)})
+	if err != nil || out.FunctionError != nil {
+		t.Fatalf("invoke: %v %s", err, out.Payload)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out.Payload, &res); err != nil || res["status"] != "Completed" {
+		t.Fatalf("invoke answered %s (%v)", out.Payload, err)
+	}
+	h.kill()
+	<-h.srv.done
+	before := len(fn.Callbacks())
+	fn.FailNext(0)
+
+	h.start() // its first sweep finds the unanswered item
+	deadline := time.Now().Add(30 * time.Second)
+	for len(fn.Callbacks()) == before {
+		if time.Now().After(deadline) {
+			logs, _ := os.ReadFile(h.logs.Name())
+			t.Fatalf("the callback was not answered after the restart; log:\n%s", logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // a duplicate would come now
+	after := fn.Callbacks()[before:]
+	if len(after) != 1 || after[0].Op != "succeed" || after[0].ID != "Y2FsbGJhY2stMQ==" {
+		t.Fatalf("answers after the restart: %+v", after)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(after[0].Body, &got); err != nil || got["status"] != "Completed" || got["request_id"] != res["request_id"] {
+		t.Errorf("the answer: %s (%v)", after[0].Body, err)
 	}
 }

@@ -162,3 +162,89 @@ func TestDurableCallbacks(t *testing.T) {
 		t.Errorf("failure: %s %s", last.Op, last.Body)
 	}
 }
+
+// TestDurableCanceled: a paused request canceled sends a heartbeat at the
+// pause and then one failure, Hitch.canceled, with the Canceled
+// RequestResult as its data.
+func TestDurableCanceled(t *testing.T) {
+	a := startAnswering(t)
+	a.env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "delete")))
+	res := a.invoke(t, &agent.Waiter{Kind: agent.WaiterCallback, ID: "cb-cancel"}, "do it")
+	if res.Status != agent.StatusPaused {
+		t.Fatalf("invoke: %s", res.Status)
+	}
+	if _, err := a.env.E.Cancel(context.Background(), agent.CancelInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, Reason: "not today"}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, "the failure", func() bool { return len(a.fn.Callbacks()) == 2 })
+	time.Sleep(100 * time.Millisecond) // a second end would come now
+	cbs := a.fn.Callbacks()
+	if len(cbs) != 2 || cbs[0].Op != "heartbeat" || cbs[1].Op != "fail" {
+		t.Fatalf("callbacks: %+v", cbs)
+	}
+	var e struct{ ErrorType, ErrorMessage, ErrorData string }
+	if err := json.Unmarshal(cbs[1].Body, &e); err != nil {
+		t.Fatal(err)
+	}
+	var data agent.RequestResult
+	if err := json.Unmarshal([]byte(e.ErrorData), &data); err != nil || e.ErrorType != "Hitch.canceled" ||
+		data.Status != agent.StatusCanceled || data.RequestID != res.RequestID {
+		t.Errorf("failure: %s %q %s (%v)", e.ErrorType, e.ErrorMessage, e.ErrorData, err)
+	}
+}
+
+// TestDurableReturnOnPause: on_pause "return" answers the pause with one
+// success of the Paused RequestResult, and nothing later.
+func TestDurableReturnOnPause(t *testing.T) {
+	a := startAnswering(t)
+	a.env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "delete")))
+	res := a.invoke(t, &agent.Waiter{Kind: agent.WaiterCallback, ID: "cb-return", OnPause: agent.OnPauseReturn}, "do it")
+	wait(t, "the paused answer", func() bool { return len(a.fn.Callbacks()) == 1 })
+	a.env.Model.Add(agenttest.Say("deleted"))
+	if out, _, err := a.env.Resume(res, "alice", enginetest.Approve()); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	time.Sleep(200 * time.Millisecond) // the answered callback gets nothing more
+	cbs := a.fn.Callbacks()
+	var got agent.RequestResult
+	if len(cbs) != 1 || cbs[0].Op != "succeed" || json.Unmarshal(cbs[0].Body, &got) != nil ||
+		got.Status != agent.StatusPaused || len(got.PendingApprovals) != 1 || got.PendingApprovals[0].Name != "guarded" {
+		t.Errorf("callbacks: %+v", cbs)
+	}
+}
+
+// TestDurableRefusedNotRetried: a callback the Lambda API refuses (timed
+// out) is called once, not retried, and the request is untouched.
+func TestDurableRefusedNotRetried(t *testing.T) {
+	a := startAnswering(t)
+	a.fn.Refuse("cb-late", "CallbackTimeoutException", 400)
+	a.env.Model.Add(agenttest.Say("done"))
+	res := a.invoke(t, &agent.Waiter{Kind: agent.WaiterCallback, ID: "cb-late"}, "hi")
+	wait(t, "the refused call", func() bool { return len(a.fn.Callbacks()) == 1 })
+	time.Sleep(100 * time.Millisecond)
+	if n := len(a.fn.Callbacks()); n != 1 {
+		t.Errorf("a final refusal was retried: %d calls", n)
+	}
+	view, err := a.env.E.GetTask(context.Background(), "acc", "alice", res.TaskID, agent.ViewOptions{})
+	if err != nil || view.Status != agent.StatusCompleted {
+		t.Errorf("the task after the refusal: %+v %v", view, err)
+	}
+}
+
+// TestDurableResultTruncated: an output past the Lambda API's 256 KB result
+// limit is sent in the truncated form (DESIGN §11: output null,
+// output_truncated true; GET task has the output), never a failed delivery.
+func TestDurableResultTruncated(t *testing.T) {
+	a := startAnswering(t)
+	a.env.Model.Add(agenttest.Say(strings.Repeat("long answer ", 30_000))) // 360 KB
+	a.invoke(t, &agent.Waiter{Kind: agent.WaiterCallback, ID: "cb-big"}, "write a lot")
+	wait(t, "the success", func() bool { return len(a.fn.Callbacks()) == 1 })
+	c := a.fn.Callbacks()[0]
+	var got agent.RequestResult
+	if err := json.Unmarshal(c.Body, &got); err != nil || c.Op != "succeed" {
+		t.Fatalf("%s: %v", c.Op, err)
+	}
+	if len(c.Body) > notify.MaxResultBytes || !got.OutputTruncated || got.Status != agent.StatusCompleted || !strings.Contains(string(c.Body), `"output":null`) {
+		t.Errorf("result of %d bytes, truncated %v, status %s", len(c.Body), got.OutputTruncated, got.Status)
+	}
+}
