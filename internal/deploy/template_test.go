@@ -551,6 +551,21 @@ func TestPolicies(t *testing.T) {
 			t.Errorf("the authorizer needs no AWS permission; it has %v", actions)
 		}
 	}
+	// Whatever loads agent definitions resolves their ssm:/hitch/… secrets,
+	// and reads no other parameter.
+	param := map[string]any{"Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/hitch/*"}
+	for _, dir := range []string{deploy.Invoke, deploy.Resume, deploy.GetTask, deploy.Notifier} {
+		_, statements := policyActions(t, function(t, res, dir))
+		found := false
+		for _, st := range statements {
+			if get(st, "Action") == "ssm:GetParameter" {
+				found = cmp.Equal(get(st, "Resource"), param)
+			}
+		}
+		if !found {
+			t.Errorf("%s: no ssm:GetParameter on parameter/hitch/*", dir)
+		}
+	}
 }
 
 func asList(v any) []any {
