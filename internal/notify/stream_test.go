@@ -26,28 +26,8 @@ func TestMain(m *testing.M) { ddblocal.Main(m) }
 // with the real dynamodbstreams client) feeds the dispatcher: a pause and a
 // completion are delivered, in order, and their items deleted.
 func TestStreamOnDynamoDBLocal(t *testing.T) {
-	endpoint := ddblocal.Start(t)
-	client := ddblocal.NewClient(endpoint)
-	table := "hitch-" + uuid.NewString()
-	if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
-		t.Fatal(err)
-	}
-	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
-	feed := make(chan agent.OutboxItem, 16)
-	ctx, cancel := context.WithCancel(context.Background())
-	stream := &dynamo.Stream{Streams: streams, DB: client, Table: table, Poll: 20 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}
-	done := make(chan error, 1)
-	go func() { done <- stream.Run(ctx, feed) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("stream: %v", err)
-		}
-	})
+	store, feed := streamed(t, 20*time.Millisecond)
 	time.Sleep(300 * time.Millisecond) // the stream's iterators are taken before the first write
-
-	store := dynamo.New(client, table)
 	s := startOn(t, store, feed, 1, time.Hour) // no sweep after the first: the stream alone delivers
 	env := s.env
 	env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "delete")))
@@ -64,4 +44,31 @@ func TestStreamOnDynamoDBLocal(t *testing.T) {
 		left, err := store.ListOutbox(context.Background(), time.Now().Add(24*365*time.Hour), 0)
 		return err == nil && len(left) == 0
 	})
+}
+
+// streamed makes a table on DynamoDB Local and reads its stream (the real
+// dynamodbstreams client, polling every poll; 0: the default) into the feed
+// it returns, as hitch serve does.
+func streamed(tb testing.TB, poll time.Duration) (*dynamo.Store, <-chan agent.OutboxItem) {
+	tb.Helper()
+	endpoint := ddblocal.Start(tb)
+	client := ddblocal.NewClient(endpoint)
+	table := "hitch-" + uuid.NewString()
+	if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
+		tb.Fatal(err)
+	}
+	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	feed := make(chan agent.OutboxItem, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	stream := &dynamo.Stream{Streams: streams, DB: client, Table: table, Poll: poll, Log: slog.New(slog.DiscardHandler)}
+	done := make(chan error, 1)
+	go func() { done <- stream.Run(ctx, feed) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("stream: %v", err)
+		}
+	})
+	return dynamo.New(client, table), feed
 }
