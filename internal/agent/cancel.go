@@ -21,6 +21,8 @@ var CancelPollInterval = time.Second
 type cancelInfo struct {
 	by, reason string
 	at         time.Time
+	// cascade: the request is canceled because its caller was (§10).
+	cascade bool
 }
 
 // runningLegs lets a cancel in this process stop a leg at once.
@@ -184,20 +186,9 @@ func (e *Engine) tryCancel(ctx context.Context, ag *Agent, in CancelInput) (*Can
 		}
 		return &CancelOutcome{Result: res, RequestID: a.ID}, nil
 	}
-	next := t.Clone()
-	na := next.Active
-	if !na.CancelRequested {
-		na.CancelRequested, na.CanceledBy, na.CanceledAt, na.CancelReason = true, ci.by, ci.at, ci.reason
-		next.Version, next.WriteID = t.Version+1, e.newID()
-		if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
-			var ce *ConflictError
-			if errors.As(err, &ce) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("set cancel flag on %s: %w", t.ID, err)
-		}
+	if err := e.flagCancel(ctx, t, items, ci); err != nil {
+		return nil, err
 	}
-	e.legs.cancel(a.ID, ci)
 	deadline := time.Now().Add(CancelWait)
 	for time.Now().Before(deadline) {
 		if res := e.endedResult(ctx, ag, t.ID, a.ID); res != nil {
@@ -206,6 +197,64 @@ func (e *Engine) tryCancel(ctx context.Context, ag *Agent, in CancelInput) (*Can
 		time.Sleep(50 * time.Millisecond)
 	}
 	return &CancelOutcome{RequestID: a.ID, Pending: true}, nil
+}
+
+// flagCancel sets the cancel flag of a running request, stops its leg if
+// it runs in this process, and flags the requests below it (DESIGN §10:
+// top-down, each then finalised by its own leg, bottom-up).
+func (e *Engine) flagCancel(ctx context.Context, t *Task, items []Item, ci cancelInfo) error {
+	a := t.Active
+	next := t.Clone()
+	na := next.Active
+	if !na.CancelRequested {
+		na.CancelRequested, na.CanceledBy, na.CanceledAt, na.CancelReason = true, ci.by, ci.at, ci.reason
+		next.Version, next.WriteID = t.Version+1, e.newID()
+		if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
+			var ce *ConflictError
+			if errors.As(err, &ce) {
+				return err
+			}
+			return fmt.Errorf("set cancel flag on %s: %w", t.ID, err)
+		}
+	}
+	e.legs.cancel(a.ID, ci)
+	e.cancelBelow(ctx, t, items, ci)
+	return nil
+}
+
+// cancelBelow cancels the child requests of the request's open sub-agent
+// calls, as part of its cancel (cascade): a paused or dead one is
+// finalised now, a running one flagged; each does the same below it.
+func (e *Engine) cancelBelow(ctx context.Context, t *Task, items []Item, ci cancelInfo) {
+	ci.cascade = true
+	for _, cc := range e.openCalls(t, items) {
+		sub, ok := e.Agents.Get(cc.Agent)
+		if !ok {
+			continue
+		}
+		for attempt := 0; attempt < 5; attempt++ {
+			ct, citems, err := e.loadFor(ctx, sub, cc.TaskID)
+			if err != nil {
+				break // never started, or deleted
+			}
+			ca := ct.Active
+			if ca == nil || ca.ID != cc.RequestID {
+				break // ended, or never started
+			}
+			if ca.Status == StatusPaused || !e.now().Before(ca.LeaseUntil) {
+				_, err = e.finaliseCanceled(ctx, sub, ct, citems, ci)
+			} else {
+				err = e.flagCancel(ctx, ct, citems, ci)
+			}
+			var ce *ConflictError
+			if !errors.As(err, &ce) {
+				if err != nil {
+					e.log().Warn("canceling a sub-agent's request failed", "task_id", ct.ID, "request_id", cc.RequestID, "err", err)
+				}
+				break
+			}
+		}
+	}
 }
 
 // endedResult is the request's result once it has ended, else nil.
@@ -243,6 +292,7 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 	}
 	a.LastEventID += 2 // cancelled, request_complete
 	rec := recordOf(a, StatusCanceled, ci.at)
+	rec.Cascade = ci.cascade
 	next.Active, next.Status = nil, StatusCanceled
 	next.RetainUntil = e.retainUntil()
 	next.UpdatedAt, next.Version, next.WriteID = ci.at, t.Version+1, e.newID()
@@ -254,6 +304,7 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 		return nil, fmt.Errorf("cancel %s: %w", t.ID, err)
 	}
 	e.retainFinished(ctx, next)
+	e.cancelBelow(ctx, t, items, ci)
 	res := resultOfRecord(ag, next, &rec)
 	ev := map[string]string{"by": ci.by}
 	if ci.reason != "" {

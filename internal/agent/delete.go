@@ -24,10 +24,14 @@ func (e *Engine) DeleteTask(ctx context.Context, agentName, userID, taskID strin
 			}
 			return Errorf(CodeTaskBusy, "task %s is running request %s; cancel it first", t.ID, a.ID)
 		}
+		if err := e.callerWaits(ctx, t); err != nil {
+			return err
+		}
 		err = e.Store.DeleteTask(ctx, t)
 		var ce *ConflictError
 		switch {
 		case err == nil:
+			e.deleteChildren(ctx, t)
 			return nil
 		case errors.As(err, &ce) && attempt < 3:
 			continue
@@ -37,5 +41,62 @@ func (e *Engine) DeleteTask(ctx context.Context, agentName, userID, taskID strin
 			return nil
 		}
 		return fmt.Errorf("delete task %s: %w", t.ID, err)
+	}
+}
+
+// callerWaits refuses to delete a child task whose caller still has the
+// call open (DESIGN §10): 409 task_busy.
+func (e *Engine) callerWaits(ctx context.Context, t *Task) error {
+	if t.ParentTaskID == "" {
+		return nil
+	}
+	pt, err := e.Store.GetTask(ctx, t.ParentTaskID)
+	if err != nil || pt.Active == nil {
+		return nil // the caller is gone, or idle
+	}
+	for _, cc := range pt.Active.Calls {
+		if cc.TaskID == t.ID {
+			return Errorf(CodeTaskBusy, "task %s is a sub-agent task that %s's request %s still waits on; cancel that first", t.ID, pt.Agent, pt.Active.ID)
+		}
+	}
+	return nil
+}
+
+// deleteChildren deletes the child tasks of a deleted task, and theirs
+// (DESIGN §10): the session's tasks of each sub-agent it called whose
+// parent it is. A child still busy (it cannot be, its caller being idle,
+// unless a cancel is under way) is kept, and logged.
+func (e *Engine) deleteChildren(ctx context.Context, t *Task) {
+	for sub := range t.Children {
+		cursor := ""
+		for {
+			list, next, err := e.Store.ListSessionTasks(ctx, ListQuery{UserID: t.UserID, Agent: sub, SessionID: t.SessionID, Limit: 100, Cursor: cursor})
+			if err != nil {
+				e.log().Warn("listing a deleted task's sub-agent tasks failed", "task_id", t.ID, "agent", sub, "err", err)
+				break
+			}
+			for _, s := range list {
+				if s.ParentTaskID != t.ID {
+					continue
+				}
+				ct, err := e.Store.GetTask(ctx, s.TaskID)
+				if err != nil {
+					continue // gone
+				}
+				if ct.Active != nil {
+					e.log().Warn("a deleted task's sub-agent task is busy; it is kept", "task_id", t.ID, "child_task_id", ct.ID)
+					continue
+				}
+				if err := e.Store.DeleteTask(ctx, ct); err != nil && !errors.Is(err, ErrNotFound) {
+					e.log().Warn("deleting a sub-agent task failed", "task_id", t.ID, "child_task_id", ct.ID, "err", err)
+					continue
+				}
+				e.deleteChildren(ctx, ct)
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
 	}
 }

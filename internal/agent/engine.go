@@ -223,6 +223,11 @@ type newRequest struct {
 	deadline          time.Time
 	idem              *Idempotency
 	waiter            *Waiter
+	// rid, parent, ancestors: a sub-agent call's child request, made
+	// with the call (DESIGN §10).
+	rid       string
+	parent    *ParentRef
+	ancestors []TaskRequest
 }
 
 // claimNew settles the task's active request (409 if it is live), then
@@ -241,7 +246,10 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 		}
 	}
 	deadline, lease := e.legDeadline(nr.deadline)
-	rid := e.newID()
+	rid := nr.rid
+	if rid == "" {
+		rid = e.newID()
+	}
 	shape(next, rid)
 	user := Item{Seq: next.NextSeq, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: nr.content}
 	next.Status, next.UpdatedAt = StatusRunning, now
@@ -250,6 +258,7 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	next.Active = &ActiveRequest{
 		ID: rid, Kind: nr.kind, Status: StatusRunning, ClaimToken: e.newID(), Epoch: 1,
 		LeaseUntil: lease, CreatedAt: now, FirstSeq: user.Seq,
+		Parent: nr.parent, Ancestors: nr.ancestors,
 	}
 	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records, Decisions: decided,
 		Idem:   e.newIdem(nr.user, ag.Name, nr.route, nr.idem, t.ID, t.SessionID, rid, 0),
@@ -386,8 +395,9 @@ func recordOf(a *ActiveRequest, status Status, now time.Time) RequestRecord {
 		RequestView: RequestView{RequestID: a.ID, Kind: a.Kind, Status: status, CreatedAt: a.CreatedAt, UpdatedAt: now,
 			Usage: a.Usage, Decisions: decisions},
 		Round: a.Round, FirstSeq: a.FirstSeq, LastEventID: a.LastEventID, Compactions: a.Compactions,
-		Epoch: a.Epoch, Cuts: a.Cuts, Waiters: a.Waiters,
+		Epoch: a.Epoch, Cuts: a.Cuts, Waiters: a.Waiters, Calls: a.Calls,
 	}
+	rec.Parent = a.Parent
 	if a.CanceledBy != "" {
 		by, at, reason := a.CanceledBy, a.CanceledAt, a.CancelReason
 		rec.CanceledBy, rec.CanceledAt = &by, &at

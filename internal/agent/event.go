@@ -87,4 +87,10 @@ type PendingView struct {
 	Round      int    `json:"round"`
 	Expired    *bool  `json:"expired,omitempty"`
 	Rule       string `json:"rule,omitempty"`
+	// On a caller waiting on a sub-agent (DESIGN §10): the leaf request
+	// that made the call, and where to decide it there.
+	Agent     string `json:"agent,omitempty"`
+	TaskID    string `json:"task_id,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+	ResumeURL string `json:"resume_url,omitempty"`
 }

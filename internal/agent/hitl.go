@@ -78,11 +78,13 @@ func inputOrEmpty(in json.RawMessage) json.RawMessage {
 }
 
 // pause persists the round's pending calls before anything of the turn
-// runs, and ends the leg Paused.
-func (r *Run) pause(ctx context.Context, pending []PendingCall) {
+// runs, and ends the leg Paused. awaits, when a sub-agent paused, are the
+// leaf rounds the pending calls are copies of (DESIGN §10).
+func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, awaits []Await) {
 	a := r.task.Active
-	a.Round = pending[0].Round
+	a.Round = round
 	a.Pending = pending
+	a.Awaits = awaits
 	a.Status = StatusPaused
 	r.task.Status = StatusPaused
 	wctx, cancel := writeContext(ctx)
@@ -94,7 +96,7 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall) {
 	}, nil, time.Time{})
 	if err != nil {
 		r.e.log().ErrorContext(ctx, "recording the pause failed", "task_id", r.task.ID, "request_id", r.reqID, "err", err)
-		a.Status, a.Pending = StatusRunning, nil
+		a.Status, a.Pending, a.Awaits = StatusRunning, nil, nil
 		r.task.Status = StatusRunning
 		r.fail(CodeInternal, "the request could not be saved")
 		return
@@ -105,7 +107,7 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall) {
 		r.mu.Lock()
 		r.canceled = &cancelInfo{by: na.CanceledBy, reason: na.CancelReason, at: na.CanceledAt}
 		r.mu.Unlock()
-		na.Status, na.Pending = StatusRunning, nil
+		na.Status, na.Pending, na.Awaits = StatusRunning, nil, nil
 		r.task.Status = StatusRunning
 		r.status = StatusCanceled
 		return
@@ -116,6 +118,10 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall) {
 		call := map[string]any{"id": p.ToolCallID, "name": p.Name, "input": jsonRaw(p.Input), "expires_at": p.ExpiresAt.UTC().Format(time.RFC3339)}
 		if p.Rule != "" {
 			call["rule"] = p.Rule
+		}
+		if l := p.Leaf; l != nil {
+			call["agent"], call["task_id"], call["request_id"], call["round"] = l.Agent, l.TaskID, l.RequestID, p.Round
+			call["resume_url"] = ResumeURL(l.Agent, l.TaskID, l.RequestID)
 		}
 		calls = append(calls, call)
 	}
@@ -168,14 +174,15 @@ func (r *Run) runDecided(ctx context.Context) bool {
 				r.emit(EventApproved, ev)
 			}
 		}
-		if _, ok := given[u.ID]; !ok && r.takeover {
+		if _, ok := given[u.ID]; !ok && r.takeover && r.agentTool(u.Name) == nil {
+			// (A sub-agent call is found again, never made twice.)
 			if bt, ok := r.agent.Tool(u.Name); !ok || !bt.Policy.Idempotent {
 				given[u.ID] = ErrorResult(u.ID, fmt.Sprintf("%s: the request was interrupted while this call ran; it may or may not have run, and it was not run again", CodeOutcomeUnknown))
 			}
 		}
 	}
 	if len(uses) > 0 {
-		r.add(RoleTool, r.runTools(ctx, uses, given))
+		r.runAndRecord(ctx, uses, given)
 	}
 	return true
 }

@@ -72,7 +72,14 @@ const (
 	OutboxWebhook   = "webhook"
 	OutboxTaskToken = WaiterTaskToken
 	OutboxCallback  = WaiterCallback
+	// OutboxContinue continues a caller after its sub-agent's pause or end
+	// (DESIGN §10 Durability): the item is the caller's (its task and
+	// request), written by the child's commit.
+	OutboxContinue = "continue"
 )
+
+// EventContinue is a continuation item's event.
+const EventContinue = "continue"
 
 // EventHeartbeat is an outbox item's event for a waiter told that its
 // request's state changed (a pause it waits through, a new leg).
@@ -206,11 +213,20 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 			w.Outbox = append(w.Outbox, it)
 		}
 	}
+	// A child's pause or end continues its caller.
+	cont := func(p *ParentRef, childRid string, epoch int, eventID int64) {
+		if p == nil {
+			return
+		}
+		w.Outbox = append(w.Outbox, OutboxItem{TaskID: p.TaskID, RequestID: p.RequestID, Epoch: epoch, EventID: eventID,
+			Agent: p.Agent, UserID: t.UserID, Kind: OutboxContinue, Event: EventContinue, Recipient: "ct-" + childRid, CreatedAt: now})
+	}
 	for _, r := range w.Requests {
 		base := item(r.RequestID, r.Epoch, r.LastEventID, r.Round)
 		base.Event = requestEvent(r.Status)
 		hooks(base)
 		waiters(base, r.Waiters, func(WaiterRef) bool { return true })
+		cont(r.Parent, r.RequestID, r.Epoch, r.LastEventID)
 	}
 	a := t.Active
 	switch {
@@ -222,6 +238,7 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 		base.Pending, base.Usage = a.Pending, &usage
 		hooks(base)
 		waiters(base, a.Waiters, func(ref WaiterRef) bool { return ref.OnPause == OnPauseReturn })
+		cont(a.Parent, a.ID, a.Epoch, a.LastEventID)
 	case newLeg && len(a.Waiters) > 0:
 		base := item(a.ID, a.Epoch, a.LastEventID, a.Round)
 		waiters(base, a.Waiters, func(WaiterRef) bool { return false })

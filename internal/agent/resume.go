@@ -180,6 +180,9 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 			}
 		}
 		return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; it is paused in round %d", *in.Body.Round, a.ID, a.Round)
+	case a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested:
+		// A caller waiting on a sub-agent: the leaves decide (DESIGN §10).
+		return e.resumeAtCaller(ctx, ag, t, items, in, now)
 	case a.Status == StatusPaused && roundExpired(a, now):
 		next := t.Clone()
 		extra, recs, decided, _ := e.expireRound(next, items, now)
@@ -670,13 +673,25 @@ func (e *Engine) pendingInputs(ctx context.Context, t *Task, items []Item) error
 		}
 	}
 	collect(items)
+	leaves := map[string]*Task{}
 	for i := range a.Pending {
 		p := &a.Pending[i]
 		if p.Input != nil {
 			continue
 		}
 		if _, ok := inputs[p.ToolCallID]; !ok && p.ItemSeq > 0 {
-			its, err := e.Store.ListItems(ctx, t, p.ItemSeq-1, 1)
+			owner := t
+			if p.Leaf != nil {
+				// A sub-agent's call: its entry is in the leaf's task.
+				if owner = leaves[p.Leaf.TaskID]; owner == nil {
+					lt, err := e.Store.GetTask(ctx, p.Leaf.TaskID)
+					if err != nil {
+						return fmt.Errorf("read the pending calls of %s: %w", p.Leaf.TaskID, err)
+					}
+					owner, leaves[p.Leaf.TaskID] = lt, lt
+				}
+			}
+			its, err := e.Store.ListItems(ctx, owner, p.ItemSeq-1, 1)
 			if err != nil {
 				return fmt.Errorf("read the pending calls of %s: %w", t.ID, err)
 			}

@@ -28,6 +28,14 @@ type Run struct {
 	decided *Decision
 	// takeover: the leg takes over a resume whose lease expired.
 	takeover bool
+	// continuing: the leg continues a caller after its sub-agents moved
+	// (DESIGN §10): the open sub-agent calls get their outcome first.
+	continuing bool
+	// leafRuns, on a decision sent to a caller, are the leaves' legs it
+	// runs first.
+	leafRuns []leafRun
+	// emitMu orders the events of sub-agents that run side by side.
+	emitMu   sync.Mutex
 	mu       sync.Mutex
 	canceled *cancelInfo
 	// follow, when set, makes the run a follower: it waits for another
@@ -124,7 +132,14 @@ func (r *Run) execute(ctx context.Context, sink Sink) *RequestResult {
 	}
 	if r.decided != nil {
 		r.runDecided(legCtx)
-		if r.interrupted(legCtx) {
+		if r.interrupted(legCtx) || r.status != "" {
+			return r.finish(ctx)
+		}
+	}
+	if r.continuing {
+		r.runLeaves(legCtx)
+		r.runContinued(legCtx)
+		if r.interrupted(legCtx) || r.status != "" {
 			return r.finish(ctx)
 		}
 	}
@@ -133,6 +148,8 @@ func (r *Run) execute(ctx context.Context, sink Sink) *RequestResult {
 }
 
 func (r *Run) emit(name string, data any) {
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
 	r.eventID++
 	r.sink.Emit(Event{ID: r.eventID, Name: name, Data: data})
 }
@@ -176,16 +193,21 @@ func (r *Run) loop(ctx context.Context) {
 				return
 			}
 			if pending := r.needApproval(uses, asst.Seq); len(pending) > 0 {
-				r.pause(ctx, pending)
+				r.pause(ctx, pending, pending[0].Round, nil)
 				return
 			}
-			// Record the calls before they run, so a crash never hides a call that ran.
+			// Record the calls before they run (and the child request of
+			// each sub-agent call), so a crash never hides a call that ran.
+			r.planChildren(uses)
 			if err := r.save(ctx); err != nil {
 				r.e.log().ErrorContext(ctx, "recording tool calls failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
 				r.fail(CodeInternal, "the request could not be saved")
 				return
 			}
-			r.add(RoleTool, r.runTools(ctx, uses, nil))
+			r.runAndRecord(ctx, uses, nil)
+			if r.status != "" {
+				return // paused on a sub-agent, or the leg failed
+			}
 			continue
 		}
 		r.output = asst.Text()
@@ -325,6 +347,7 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 		next.Status = r.task.Status
 		next.Metadata = r.task.Metadata
 		next.Context = r.task.Context
+		next.Children = r.task.Children
 		mutate(next)
 		next.UpdatedAt = r.e.now()
 		next.Version = base.Version + 1
@@ -369,7 +392,7 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 		reason = cancelMessage(*ci)
 	}
 	if closing := danglingResults(r.history, r.RequestID(), reason); len(closing) > 0 {
-		r.add(RoleTool, closing)
+		r.addResults(closing)
 	}
 	if r.status == StatusCanceled {
 		a := r.task.Active

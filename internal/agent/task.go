@@ -75,6 +75,11 @@ type Task struct {
 	Trusted []Trust `json:"trusted,omitempty"`
 	// Context is where the model's context starts (compaction, DESIGN §12).
 	Context ContextStart `json:"context,omitzero"`
+	// ParentTaskID, on a child task, is its caller's task (DESIGN §10).
+	ParentTaskID string `json:"parent_task_id,omitempty"`
+	// Children maps each sub-agent this task called to its child task: the
+	// next call continues that task unless it asks for a new one.
+	Children map[string]string `json:"children,omitempty"`
 }
 
 // SeqRange is a superseded range of history entries [From, To) made by an
@@ -117,6 +122,16 @@ type ActiveRequest struct {
 	// Waiters are the direct callers told of the request's end through the
 	// outbox (DESIGN §11); their tokens are TOK# items.
 	Waiters []WaiterRef `json:"waiters,omitempty"`
+	// Parent, on a child request, is its caller's call; Ancestors are its
+	// callers' (task, request) from the root down (DESIGN §10).
+	Parent    *ParentRef    `json:"parent,omitempty"`
+	Ancestors []TaskRequest `json:"ancestors,omitempty"`
+	// Calls are the request's sub-agent calls with their child requests,
+	// recorded before the children start.
+	Calls []ChildCall `json:"calls,omitempty"`
+	// Awaits, on a caller paused because a sub-agent paused, are the leaf
+	// rounds it waits on.
+	Awaits []Await `json:"awaits,omitempty"`
 }
 
 // PendingCall is a tool call awaiting a decision.
@@ -127,11 +142,14 @@ type PendingCall struct {
 	// refers to the ITEM#<ItemSeq> holding the tool_use instead, so that
 	// META does not grow with the inputs (DESIGN §4 Sizes). Readers of META
 	// fill it back (Engine.pendingInputs) where they need it.
-	Input     json.RawMessage `json:"-"`
-	ItemSeq   int64           `json:"item_seq,omitempty"`
-	InputHash string          `json:"input_hash"`
-	ExpiresAt time.Time       `json:"expires_at"`
-	Round     int             `json:"round"`
+	Input   json.RawMessage `json:"-"`
+	ItemSeq int64           `json:"item_seq,omitempty"`
+	// Leaf, on a caller's copy of a sub-agent's pending call, is the
+	// request that made it (ItemSeq is then the leaf task's entry).
+	Leaf      *LeafRef  `json:"leaf,omitempty"`
+	InputHash string    `json:"input_hash"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Round     int       `json:"round"`
 	// Rule is the approval rule that asked, when a rule did.
 	Rule string `json:"rule,omitempty"`
 }
@@ -180,6 +198,10 @@ type RequestRecord struct {
 	Cuts  []EventCut `json:"cuts,omitempty"`
 	// Waiters the request's end answered.
 	Waiters []WaiterRef `json:"waiters,omitempty"`
+	// Calls are the request's sub-agent calls (DESIGN §10).
+	Calls []ChildCall `json:"calls,omitempty"`
+	// Cascade: canceled because its caller was.
+	Cascade bool `json:"cascade,omitempty"`
 }
 
 // Session groups a user's tasks.
@@ -208,6 +230,8 @@ type TaskSummary struct {
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
 	Metadata  map[string]string `json:"metadata"`
+	// ParentTaskID, on a sub-agent's task, is its caller's task.
+	ParentTaskID string `json:"parent_task_id,omitempty"`
 }
 
 // Summary returns the task as a list shows it.
@@ -216,7 +240,8 @@ func (t *Task) Summary() TaskSummary {
 	if md == nil {
 		md = map[string]string{}
 	}
-	return TaskSummary{TaskID: t.ID, SessionID: t.SessionID, Agent: t.Agent, Status: t.Status, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Metadata: md}
+	return TaskSummary{TaskID: t.ID, SessionID: t.SessionID, Agent: t.Agent, Status: t.Status, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Metadata: md,
+		ParentTaskID: t.ParentTaskID}
 }
 
 // IsSuperseded tells whether the entry seq is hidden by an edit, and by which request.

@@ -19,7 +19,12 @@ const DefaultToolTimeout = 60 * time.Second
 // runTools runs the calls in parallel, each with its timeout, and returns
 // their results in the calls' order. It emits tool_result events in that order.
 // A call with a result in given is not run: that result is used.
-func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block) []Block {
+//
+// Sub-agent calls run their child requests (DESIGN §10), one sub-agent's
+// one after the other. A child that pauses is returned in paused; its call,
+// and that sub-agent's later calls of the turn, have no result yet (a zero
+// Block).
+func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block) ([]Block, []childPause) {
 	results := make([]Block, len(uses))
 	if !r.ensureLease(ctx) {
 		// Another invocation may hold the request: run nothing. These
@@ -27,12 +32,34 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 		for i, u := range uses {
 			results[i] = ErrorResult(u.ID, "not run: the request's lease was lost")
 		}
-		return results
+		return results, nil
+	}
+	if r.planChildren(uses) {
+		// The child requests are recorded before they start.
+		if err := r.save(ctx); err != nil {
+			r.e.log().ErrorContext(ctx, "recording sub-agent calls failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
+			r.fail(CodeInternal, "the request could not be saved")
+			for i, u := range uses {
+				results[i] = ErrorResult(u.ID, "not run: the request could not be saved")
+			}
+			return results, nil
+		}
 	}
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var paused []childPause
+	bySub := map[string][]int{}
+	var subs []string
 	for i, u := range uses {
 		if b, ok := given[u.ID]; ok {
 			results[i] = b
+			continue
+		}
+		if at := r.agentTool(u.Name); at != nil {
+			if _, ok := bySub[at.Agent]; !ok {
+				subs = append(subs, at.Agent)
+			}
+			bySub[at.Agent] = append(bySub[at.Agent], i)
 			continue
 		}
 		wg.Add(1)
@@ -41,11 +68,29 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 			results[i] = r.runTool(ctx, u)
 		}()
 	}
+	for _, name := range subs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, i := range bySub[name] {
+				b, p := r.runChild(ctx, uses[i])
+				if p != nil {
+					mu.Lock()
+					paused = append(paused, *p)
+					mu.Unlock()
+					return
+				}
+				results[i] = b
+			}
+		}()
+	}
 	wg.Wait()
 	for i, u := range uses {
-		r.emit(EventToolResult, resultEvent(u.Name, results[i]))
+		if results[i].Type != "" {
+			r.emit(EventToolResult, resultEvent(u.Name, results[i]))
+		}
 	}
-	return results
+	return results, paused
 }
 
 // UnknownTool names, in metrics, a call of a tool the agent does not have.

@@ -24,6 +24,11 @@ type TaskView struct {
 	PendingApprovals []PendingView     `json:"pending_approvals"`
 	// Trusted: what decisions said to remember for the rest of the task.
 	Trusted []TrustView `json:"trusted"`
+	// ParentTaskID, on a sub-agent's task, is its caller's task (§10).
+	ParentTaskID string `json:"parent_task_id,omitempty"`
+	// WaitingOn, on a caller paused because a sub-agent paused, are the
+	// requests whose decisions it waits for.
+	WaitingOn []WaitingOn `json:"waiting_on,omitempty"`
 }
 
 // ItemView is a history entry as clients see it.
@@ -74,7 +79,12 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 		TaskID: t.ID, SessionID: t.SessionID, Agent: t.Agent, Status: t.Status, UserID: t.UserID,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Metadata: t.Metadata,
 		Items: []ItemView{}, Requests: []RequestView{}, PendingApprovals: []PendingView{},
-		Trusted: trustViews(t.Trusted),
+		Trusted: trustViews(t.Trusted), ParentTaskID: t.ParentTaskID,
+	}
+	if a := t.Active; a != nil && a.Status == StatusPaused {
+		for _, w := range a.Awaits {
+			v.WaitingOn = append(v.WaitingOn, WaitingOn{Agent: w.Agent, TaskID: w.TaskID, RequestID: w.RequestID})
+		}
 	}
 	if v.Metadata == nil {
 		v.Metadata = map[string]string{}
@@ -176,6 +186,9 @@ func PendingViews(ps []PendingCall, now time.Time, withExpired bool) []PendingVi
 	out := make([]PendingView, 0, len(ps))
 	for _, p := range ps {
 		pv := PendingView{ToolCallID: p.ToolCallID, Name: p.Name, Input: rawOrEmpty(p.Input), ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC3339), Round: p.Round, Rule: p.Rule}
+		if l := p.Leaf; l != nil {
+			pv.Agent, pv.TaskID, pv.RequestID, pv.ResumeURL = l.Agent, l.TaskID, l.RequestID, ResumeURL(l.Agent, l.TaskID, l.RequestID)
+		}
 		if withExpired {
 			exp := !now.Before(p.ExpiresAt)
 			pv.Expired = &exp
@@ -266,4 +279,6 @@ type RequestView struct {
 	CanceledBy   *string    `json:"canceled_by"`
 	CanceledAt   *time.Time `json:"canceled_at,omitempty"`
 	CancelReason *string    `json:"cancel_reason,omitempty"`
+	// Parent, on a sub-agent's request, is the call that made it (§10).
+	Parent *ParentRef `json:"parent,omitempty"`
 }

@@ -106,6 +106,9 @@ func load(fsys fs.FS, dir string, env Env, display func(string) string) (*Catalo
 		c.byName[a.Name] = a
 		c.list = append(c.list, a)
 	}
+	if len(errs) == 0 {
+		errs = link(c, definedIn)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(append(errs, skipped...)...)
 	}
@@ -114,6 +117,76 @@ func load(fsys fs.FS, dir string, env Env, display func(string) string) (*Catalo
 	}
 	slices.SortFunc(c.list, func(a, b *agent.Agent) int { return strings.Compare(a.Name, b.Name) })
 	return c, nil
+}
+
+// link binds agents called as tools (DESIGN §10): each must be an agent of
+// the deployment; its description is the tool's unless the entry gives
+// one; no agent may reach itself, and no chain of calls may be deeper than
+// agent.MaxAgentDepth. Errors name the file and the field.
+func link(c *Catalog, definedIn map[string]string) []error {
+	var errs []error
+	for _, a := range c.list {
+		for _, bt := range a.Tools {
+			at, ok := bt.Tool.(*agent.AgentTool)
+			if !ok {
+				continue
+			}
+			sub, ok := c.byName[at.Agent]
+			if !ok {
+				errs = append(errs, &Error{File: definedIn[a.Name], Field: at.DefinedAt, Reason: fmt.Sprintf("no agent is named %q in this deployment", at.Agent)})
+				continue
+			}
+			if at.Description == "" {
+				at.Description = sub.Description
+				if at.Description == "" {
+					at.Description = "The agent " + sub.Name + "."
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	// depth[name]: the longest chain of agent calls below the agent.
+	depth := map[string]int{}
+	const visiting = -1
+	var walk func(a *agent.Agent, path []string) (int, error)
+	walk = func(a *agent.Agent, path []string) (int, error) {
+		switch d, ok := depth[a.Name]; {
+		case ok && d == visiting:
+			return 0, nil // reported by the caller that closed the cycle
+		case ok:
+			return d, nil
+		}
+		depth[a.Name] = visiting
+		best := 0
+		for _, bt := range a.Tools {
+			at, ok := bt.Tool.(*agent.AgentTool)
+			if !ok {
+				continue
+			}
+			if d, seen := depth[at.Agent]; seen && d == visiting {
+				cycle := append(slices.Clone(path[slices.Index(path, at.Agent):]), at.Agent)
+				return 0, &Error{File: definedIn[a.Name], Field: at.DefinedAt, Reason: "agents call each other in a cycle: " + strings.Join(cycle, " → ")}
+			}
+			d, err := walk(c.byName[at.Agent], append(path, at.Agent))
+			if err != nil {
+				return 0, err
+			}
+			if d+1 > agent.MaxAgentDepth {
+				return 0, &Error{File: definedIn[a.Name], Field: at.DefinedAt, Reason: fmt.Sprintf("calling %s nests agents %d deep; at most %d levels of agents may be called below an agent", at.Agent, d+1, agent.MaxAgentDepth)}
+			}
+			best = max(best, d+1)
+		}
+		depth[a.Name] = best
+		return best, nil
+	}
+	for _, a := range c.list {
+		if _, err := walk(a, []string{a.Name}); err != nil {
+			return []error{err}
+		}
+	}
+	return nil
 }
 
 // onlyUnavailable tells whether every problem in err is an Unavailable one.

@@ -302,7 +302,7 @@ func TestLoadErrors(t *testing.T) {
 		{"entry both", agentHead + "    tools:\n      - builtin: clock\n        lambda: f\n",
 			[]string{"agents/a.yaml: spec.agent.tools[0]: builtin and lambda are exclusive; one entry is a group or a function"}},
 		{"unknown entry field", agentHead + "    tools:\n      - builtin: clock\n        approval: true\n",
-			[]string{"agents/a.yaml: spec.agent.tools[0].approval: unknown field (known: builtin, config, lambda, name, description, input_schema, requires_approval, idempotent, approval_ttl, timeout, mcp, headers, allow, optional)"}},
+			[]string{"agents/a.yaml: spec.agent.tools[0].approval: unknown field (known: builtin, config, lambda, name, description, input_schema, requires_approval, idempotent, approval_ttl, timeout, mcp, headers, allow, optional, agent, a2a)"}},
 		{"approval_ttl", agentHead + "    tools:\n      - builtin: clock\n" + filesEntry + "        approval_ttl: 1x\n",
 			[]string{`agents/a.yaml: spec.agent.tools[1].approval_ttl: "1x" is not a Go duration`}},
 		{"approval_ttl negative", agentHead + "    tools:\n      - builtin: clock\n        approval_ttl: -1h\n",

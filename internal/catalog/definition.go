@@ -218,7 +218,7 @@ func (d *decoder) tools(n *yaml.Node, at string, a *agent.Agent, defaultApproval
 // function. nameField is where a duplicate name is reported.
 func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env Env, dir string) (bound []agent.BoundTool, nameField string) {
 	f := d.fields(n, at, "builtin", "config", "lambda", "name", "description", "input_schema",
-		"requires_approval", "idempotent", "approval_ttl", "timeout", "mcp", "headers", "allow", "optional")
+		"requires_approval", "idempotent", "approval_ttl", "timeout", "mcp", "headers", "allow", "optional", "agent", "a2a")
 	if f == nil {
 		return nil, at
 	}
@@ -232,6 +232,13 @@ func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env E
 		if v, ok := d.duration(n, join(at, "timeout")); ok {
 			policy.Timeout = v
 		}
+	}
+	if f["agent"] != nil || f["a2a"] != nil {
+		b := d.agentEntry(f, at, policy)
+		if b == nil {
+			return nil, join(at, "agent")
+		}
+		return []agent.BoundTool{*b}, join(at, "agent")
 	}
 	if f["mcp"] != nil {
 		return d.mcpEntry(f, at, policy, env), join(at, "name")
@@ -264,6 +271,50 @@ func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env E
 	}
 	d.fail(at, "needs builtin (a group: %s), lambda (a function ARN) or mcp (a server's URL)", strings.Join(tools.Groups(), ", "))
 	return nil, at
+}
+
+// agentEntry binds another agent of the deployment as a tool (DESIGN §10):
+// `agent: NAME`, with an optional description (default: that agent's) and
+// requires_approval (approving the delegation itself; default false).
+// Whether the agent exists, cycles and depth are checked once every
+// definition is read (link).
+func (d *decoder) agentEntry(f map[string]*yaml.Node, at string, policy agent.ToolPolicy) *agent.BoundTool {
+	for _, key := range []string{"builtin", "config", "lambda", "mcp", "name", "input_schema", "idempotent", "timeout"} {
+		if f[key] != nil {
+			d.fail(join(at, key), "not allowed in an agent entry (agent, description, requires_approval, approval_ttl)")
+		}
+	}
+	if f["a2a"] != nil {
+		d.fail(join(at, "a2a"), "remote A2A agents as tools are not supported by this version of Hitch; name an agent of this deployment")
+		return nil
+	}
+	name, ok := d.str(f["agent"], join(at, "agent"))
+	if !ok {
+		return nil
+	}
+	if !agentName.MatchString(name) {
+		d.fail(join(at, "agent"), "%q is not an agent name", name)
+		return nil
+	}
+	t := &agent.AgentTool{Agent: name, DefinedAt: join(at, "agent")}
+	if n := f["description"]; n != nil {
+		if t.Description, ok = d.nonEmpty(n, join(at, "description")); !ok {
+			return nil
+		}
+	}
+	if n := f["requires_approval"]; n != nil {
+		v, ok := d.boolean(n, join(at, "requires_approval"))
+		if !ok {
+			return nil
+		}
+		policy.RequiresApproval = v
+	}
+	if !policy.RequiresApproval {
+		policy.ApprovalTTL = 0
+	}
+	// A sub-agent call is bounded by the child's own legs, not a tool timeout.
+	policy.Timeout = 0
+	return &agent.BoundTool{Tool: t, Policy: policy}
 }
 
 // builtin binds a built-in group.

@@ -20,12 +20,23 @@ func TestMemory(t *testing.T) {
 }
 
 func TestDynamoDB(t *testing.T) {
-	enginetest.Run(t, func(tb testing.TB) agent.Store {
-		client := ddblocal.Client(tb)
-		table := "hitch-" + uuid.NewString()
-		if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
-			tb.Fatal(err)
-		}
-		return dynamo.New(client, table)
-	})
+	enginetest.Run(t, dynamoStore)
+}
+
+func dynamoStore(tb testing.TB) agent.Store {
+	client := ddblocal.Client(tb)
+	table := "hitch-" + uuid.NewString()
+	if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
+		tb.Fatal(err)
+	}
+	return dynamo.New(client, table)
+}
+
+// Orchestration (DESIGN §10), in memory and on DynamoDB Local.
+func TestOrchestrationMemory(t *testing.T) {
+	enginetest.RunOrchestration(t, func(testing.TB) agent.Store { return memstore.New() })
+}
+
+func TestOrchestrationDynamoDB(t *testing.T) {
+	enginetest.RunOrchestration(t, dynamoStore)
 }

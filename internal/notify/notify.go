@@ -53,8 +53,33 @@ type Dispatcher struct {
 	Webhooks WebhookSender
 	// Answerers by waiter kind (agent.WaiterTaskToken, agent.WaiterCallback).
 	Answerers map[string]Answerer
+	// Continuer continues callers (DESIGN §10); nil: in this process,
+	// through Engine.ContinueCaller.
+	Continuer Continuer
 	Log       *slog.Logger
 	Now       func() time.Time
+}
+
+// Continuer delivers a continuation item: it continues the caller the item
+// names, or hands it to what will (the resume function). ErrKept: handed
+// on; the recipient deletes the item once the caller is continued.
+type Continuer interface {
+	Continue(ctx context.Context, o agent.OutboxItem) error
+}
+
+// ErrKept says a delivered item is deleted by its recipient, not by the
+// dispatcher.
+var ErrKept = errors.New("notify: the recipient deletes the item")
+
+// continueHere continues callers in this process.
+type continueHere struct{ e *agent.Engine }
+
+func (c continueHere) Continue(ctx context.Context, o agent.OutboxItem) error {
+	err := c.e.ContinueCaller(ctx, o.TaskID, o.RequestID)
+	if err != nil {
+		return fmt.Errorf("%w: continue %s: %v", ErrRetry, o.RequestID, err)
+	}
+	return nil
 }
 
 func (d *Dispatcher) log() *slog.Logger {
@@ -84,6 +109,10 @@ func (d *Dispatcher) Deliver(ctx context.Context, o agent.OutboxItem) error {
 	}
 	start := d.now()
 	err := d.deliver(ctx, o)
+	if errors.Is(err, ErrKept) {
+		d.observe(o, nil, d.now().Sub(start))
+		return nil
+	}
 	d.observe(o, err, d.now().Sub(start))
 	if errors.Is(err, ErrRetry) {
 		return err
@@ -111,6 +140,12 @@ func (d *Dispatcher) deliver(ctx context.Context, o agent.OutboxItem) error {
 		return d.webhook(ctx, o)
 	case agent.OutboxTaskToken, agent.OutboxCallback:
 		return d.answer(ctx, o)
+	case agent.OutboxContinue:
+		c := d.Continuer
+		if c == nil {
+			c = continueHere{d.Engine}
+		}
+		return c.Continue(ctx, o)
 	}
 	return fmt.Errorf("unknown outbox kind %q", o.Kind)
 }

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { ddblocal.Main(m) }
 // completion are delivered, in order, and their items deleted.
 func TestStreamOnDynamoDBLocal(t *testing.T) {
 	store, feed := streamed(t, 20*time.Millisecond)
-	time.Sleep(300 * time.Millisecond) // the stream's iterators are taken before the first write
+	time.Sleep(300 * time.Millisecond)         // the stream's iterators are taken before the first write
 	s := startOn(t, store, feed, 1, time.Hour) // no sweep after the first: the stream alone delivers
 	env := s.env
 	env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "delete")))

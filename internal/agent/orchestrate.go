@@ -1,0 +1,135 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Orchestration (DESIGN §10): an agent calls other agents as tools; a call
+// runs the sub-agent as a request in a child task; a child that pauses
+// pauses its callers up to the root; a decision at the leaf or at any caller
+// continues the chain.
+
+// KindContinue is the kind of a caller's leg that goes on after a sub-agent
+// ended or paused again.
+const KindContinue = "continue"
+
+// EventChild carries a sub-agent's event in its caller's stream.
+const EventChild = "child"
+
+// MaxAgentDepth is how deep definitions may nest agents as tools.
+const MaxAgentDepth = 5
+
+// AgentTool is a tool that calls another agent of the deployment: `- agent:
+// NAME` in a definition. The engine runs it; Run is never called.
+type AgentTool struct {
+	// Agent is the sub-agent's name, which is also the tool's.
+	Agent       string
+	Description string
+	// DefinedAt is where a definition names it (start-up errors).
+	DefinedAt string
+}
+
+// agentToolSchema is the input of every agent tool.
+const agentToolSchema = `{"type":"object","properties":{` +
+	`"message":{"type":"string","description":"What to ask the agent: the whole task, in words it understands without this conversation."},` +
+	`"new_task":{"type":"boolean","description":"true starts a new task with the agent instead of continuing the one this task already has with it."}},` +
+	`"required":["message"],"additionalProperties":false}`
+
+// Spec is the tool as the model sees it.
+func (t *AgentTool) Spec() ToolSpec {
+	return ToolSpec{Name: t.Agent, Description: t.Description, InputSchema: json.RawMessage(agentToolSchema)}
+}
+
+// Run is not how an agent tool runs: the engine runs the child request.
+func (t *AgentTool) Run(context.Context, ToolCall) (ToolOutput, error) {
+	return ToolOutput{}, errors.New("an agent tool runs through the engine")
+}
+
+// ValidateInput checks {message, new_task?}.
+func (t *AgentTool) ValidateInput(in json.RawMessage) error {
+	_, err := parseAgentInput(in)
+	return err
+}
+
+// agentInput is an agent tool's input.
+type agentInput struct {
+	Message string
+	NewTask bool
+}
+
+func parseAgentInput(in json.RawMessage) (agentInput, error) {
+	var v struct {
+		Message *string `json:"message"`
+		NewTask *bool   `json:"new_task"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(inputOrEmpty(in)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return agentInput{}, fmt.Errorf(`want {"message": string, "new_task": boolean (optional)}: %v`, err)
+	}
+	if v.Message == nil || strings.TrimSpace(*v.Message) == "" {
+		return agentInput{}, errors.New("message is required: what to ask the agent")
+	}
+	out := agentInput{Message: *v.Message}
+	if v.NewTask != nil {
+		out.NewTask = *v.NewTask
+	}
+	return out, nil
+}
+
+// ParentRef names the call that made a child request.
+type ParentRef struct {
+	Agent      string `json:"agent"`
+	TaskID     string `json:"task_id"`
+	RequestID  string `json:"request_id"`
+	ToolCallID string `json:"tool_call_id"`
+}
+
+// TaskRequest is a request by its task and id.
+type TaskRequest struct {
+	TaskID    string `json:"task_id"`
+	RequestID string `json:"request_id"`
+}
+
+// ChildCall is a sub-agent call of a request and the child request that
+// runs it (calls[].child): made before the child starts, so that a cancel
+// or a takeover can always find it.
+type ChildCall struct {
+	ToolCallID string `json:"tool_call_id"`
+	Agent      string `json:"agent"`
+	TaskID     string `json:"task_id"`
+	RequestID  string `json:"request_id"`
+	// NewTask: the call creates the child task.
+	NewTask bool `json:"new_task,omitempty"`
+}
+
+// Await is a leaf round a paused caller waits on: the leaf request, its
+// round and the calls shown, and Via, the caller's own sub-agent call
+// through which it is reached.
+type Await struct {
+	Agent       string   `json:"agent"`
+	TaskID      string   `json:"task_id"`
+	RequestID   string   `json:"request_id"`
+	Round       int      `json:"round"`
+	ToolCallIDs []string `json:"tool_call_ids"`
+	Via         string   `json:"via"`
+}
+
+// LeafRef is the request that made a pending call a caller shows.
+type LeafRef struct {
+	Agent     string `json:"agent"`
+	TaskID    string `json:"task_id"`
+	RequestID string `json:"request_id"`
+}
+
+// WaitingOn is a request a paused caller waits on (GET task's waiting_on).
+type WaitingOn struct {
+	Agent     string `json:"agent"`
+	TaskID    string `json:"task_id"`
+	RequestID string `json:"request_id"`
+}

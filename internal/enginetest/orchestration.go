@@ -1,0 +1,636 @@
+package enginetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/localmodel"
+	"github.com/hitch-agents/hitch/internal/tools"
+)
+
+// Orch is an engine with agents calling agents (DESIGN §10), over one store,
+// with the local model: leaf keeps files (append_file and delete_file need
+// approval), desk calls leaf, boss calls desk.
+type Orch struct {
+	E       *agent.Engine
+	Store   agent.Store
+	Sandbox string
+	Agents  map[string]*agent.Agent
+}
+
+// NewOrch builds the orchestration engine over the store.
+func NewOrch(tb testing.TB, store agent.Store) *Orch {
+	tb.Helper()
+	model, stop, err := localmodel.Start(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(stop)
+	sandbox := tb.TempDir()
+	var files []agent.BoundTool
+	for _, b := range tools.Files(tools.FilesConfig{Root: sandbox}) {
+		p := agent.ToolPolicy{}
+		switch b.Tool.Spec().Name {
+		case "append_file", "delete_file", "write_file":
+			p = agent.ToolPolicy{RequiresApproval: true, ApprovalTTL: time.Hour}
+		}
+		files = append(files, agent.BoundTool{Tool: b.Tool, Policy: p})
+	}
+	as := agentSet{
+		"leaf": {Name: "leaf", Version: "1", ModelID: "m", MaxIterations: 6, Tools: files},
+		"desk": {Name: "desk", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
+			{Tool: &agent.AgentTool{Agent: "leaf", Description: "keeps files"}}}},
+		"boss": {Name: "boss", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
+			{Tool: &agent.AgentTool{Agent: "desk", Description: "runs errands"}}}},
+	}
+	o := &Orch{Store: store, Sandbox: sandbox, Agents: as}
+	o.E = &agent.Engine{Store: store, Model: model, Agents: as, LegTimeout: time.Minute, Log: slog.New(slog.DiscardHandler)}
+	return o
+}
+
+// CallAgent is the local model's line that calls the sub-agent with message.
+func CallAgent(sub, message string) string {
+	b, _ := json.Marshal(map[string]string{"message": message})
+	return "/call " + sub + " " + string(b)
+}
+
+// Append is the local model's line that appends a line to a file.
+func Append(file, line string) string {
+	b, _ := json.Marshal(map[string]string{"path": file, "content": line + "\n"})
+	return "/call append_file " + string(b)
+}
+
+// Invoke starts a message to an agent and runs it.
+func (o *Orch) Invoke(tb testing.TB, agentName, taskID, text string) (*agent.RequestResult, *Recorder) {
+	tb.Helper()
+	run, err := o.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: agentName, UserID: "alice", TaskID: taskID,
+		Items: []agent.InputItem{{Content: text}}})
+	if err != nil {
+		tb.Fatalf("invoke %s: %v", agentName, err)
+	}
+	rec := &Recorder{}
+	return run.Execute(context.Background(), rec), rec
+}
+
+// Resume decides a request of any level and runs it.
+func (o *Orch) Resume(agentName, taskID, rid string, body agent.ResumeRequest) (*agent.RequestResult, *Recorder, error) {
+	run, err := o.E.StartResume(context.Background(), agent.ResumeInput{Agent: agentName, UserID: "alice", TaskID: taskID, RequestID: rid, Body: body})
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := &Recorder{}
+	return run.Execute(context.Background(), rec), rec, nil
+}
+
+// View is GET task.
+func (o *Orch) View(tb testing.TB, agentName, taskID string) *agent.TaskView {
+	tb.Helper()
+	v, err := o.E.GetTask(context.Background(), agentName, "alice", taskID, agent.ViewOptions{})
+	if err != nil {
+		tb.Fatalf("GET task %s of %s: %v", taskID, agentName, err)
+	}
+	return v
+}
+
+// Lines reads a sandbox file's lines ("" when absent).
+func (o *Orch) Lines(name string) []string {
+	b, err := os.ReadFile(filepath.Join(o.Sandbox, name))
+	if err != nil {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// RunOrchestration runs the orchestration suite over stores made by newStore.
+func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T, *Orch)
+	}{
+		{"ChildCompletes", testChildCompletes},
+		{"DepthOneResumeAtLeaf", testDepthOneLeaf},
+		{"DepthOneResumeAtCaller", testDepthOneCaller},
+		{"DepthTwoEveryLevel", testDepthTwo},
+		{"ChildTaskReused", testChildReused},
+		{"ConcurrentLeafAndRootApprovals", testLeafRootRace},
+		{"CancelCascades", testCancelCascades},
+		{"CanceledChildGivesAnError", testCanceledChild},
+		{"ExpiryEndsTheChain", testChainExpiry},
+		{"BadResumes", testBadChainResumes},
+		{"DeleteCascades", testDeleteCascades},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
+	}
+}
+
+// childEvents are the child events of a stream: depth, agent, inner event.
+func childEvents(rec *Recorder) []string {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var out []string
+	for _, e := range rec.Events {
+		if e.Name != agent.EventChild {
+			continue
+		}
+		d := e.Data.(map[string]any)
+		out = append(out, fmt.Sprintf("%v:%v:%v", d["depth"], d["agent"], d["event"]))
+	}
+	return out
+}
+
+// continuous checks that a stream's ids go 1, 2, … from first.
+func continuous(tb testing.TB, what string, rec *Recorder, first int64) {
+	tb.Helper()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for i, e := range rec.Events {
+		if e.ID != first+int64(i) {
+			tb.Fatalf("%s: event %d (%s) has id %d, want %d", what, i, e.Name, e.ID, first+int64(i))
+		}
+	}
+}
+
+func lastID(rec *Recorder) int64 {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.Events) == 0 {
+		return 0
+	}
+	return rec.Events[len(rec.Events)-1].ID
+}
+
+// testChildCompletes: a sub-agent that needs no approval answers at once:
+// the caller gets its output and the ids block; child events in the
+// caller's stream; the child task is the caller's, in its session.
+func testChildCompletes(t *testing.T, o *Orch) {
+	res, rec := o.Invoke(t, "desk", "", CallAgent("leaf", "hello there"))
+	if res.Status != agent.StatusCompleted || !strings.Contains(res.Output, "leaf success: echo: hello there") {
+		t.Fatalf("desk: %+v", res)
+	}
+	continuous(t, "desk", rec, 1)
+	evs := childEvents(rec)
+	if len(evs) == 0 || evs[0] != "1:leaf:request_started" || evs[len(evs)-1] != "1:leaf:request_complete" {
+		t.Errorf("child events: %v", evs)
+	}
+	v := o.View(t, "desk", res.TaskID)
+	var ids map[string]string
+	for _, it := range v.Items {
+		for _, c := range it.Content {
+			if c["type"] == "tool_result" {
+				for _, b := range c["content"].([]map[string]any) {
+					if b["type"] == "json" {
+						_ = json.Unmarshal(b["json"].(json.RawMessage), &ids)
+					}
+				}
+			}
+		}
+	}
+	if ids["agent"] != "leaf" || ids["status"] != "Completed" || ids["task_id"] == "" {
+		t.Fatalf("the result's ids block: %v (items %+v)", ids, v.Items)
+	}
+	child := o.View(t, "leaf", ids["task_id"])
+	if child.ParentTaskID != res.TaskID || child.SessionID != res.SessionID || child.Status != agent.StatusCompleted ||
+		child.Requests[0].Parent == nil || child.Requests[0].Parent.RequestID != res.RequestID {
+		t.Errorf("the child task: %+v", child)
+	}
+}
+
+// pausedAtLeaf invokes desk with a call of leaf that pauses.
+func pausedAtLeaf(t *testing.T, o *Orch, file string) (*agent.RequestResult, *Recorder, agent.PendingView) {
+	t.Helper()
+	res, rec := o.Invoke(t, "desk", "", CallAgent("leaf", Append(file, "x")))
+	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 {
+		t.Fatalf("desk: %+v", res)
+	}
+	p := res.PendingApprovals[0]
+	if p.Agent != "leaf" || p.Name != "append_file" || p.TaskID == "" || p.RequestID == "" ||
+		p.ResumeURL != agent.ResumeURL("leaf", p.TaskID, p.RequestID) || res.ResumeURL != agent.ResumeURL("desk", res.TaskID, res.RequestID) {
+		t.Fatalf("desk's pending call: %+v", res)
+	}
+	return res, rec, p
+}
+
+// testDepthOneLeaf: the leaf pauses, so does its caller; the approval sent
+// to the leaf runs the call once and answers the leaf's outcome; the
+// caller's continuation (what the dispatcher runs) completes it.
+func testDepthOneLeaf(t *testing.T, o *Orch) {
+	res, rec, p := pausedAtLeaf(t, o, "one.txt")
+	continuous(t, "desk's pause", rec, 1)
+	if names := rec.Names(); names[len(names)-2] != agent.EventApprovalRequired {
+		t.Errorf("desk's stream ends %v", names)
+	}
+	dv := o.View(t, "desk", res.TaskID)
+	if dv.Status != agent.StatusPaused || len(dv.WaitingOn) != 1 || dv.WaitingOn[0].RequestID != p.RequestID || len(dv.PendingApprovals) != 1 {
+		t.Fatalf("GET desk while paused: %+v", dv)
+	}
+	lv := o.View(t, "leaf", p.TaskID)
+	if lv.Status != agent.StatusPaused || lv.ParentTaskID != res.TaskID {
+		t.Fatalf("GET leaf while paused: %+v", lv)
+	}
+	out, lrec, err := o.Resume("leaf", p.TaskID, p.RequestID, Approve())
+	if err != nil || out.Status != agent.StatusCompleted || out.RequestID != p.RequestID {
+		t.Fatalf("resume at the leaf: %+v %v", out, err)
+	}
+	if len(lrec.Events) == 0 {
+		t.Fatal("the leaf's resume streamed nothing")
+	}
+	if got := o.Lines("one.txt"); !slices.Equal(got, []string{"x"}) {
+		t.Fatalf("one.txt = %q", got)
+	}
+	if dv := o.View(t, "desk", res.TaskID); dv.Status != agent.StatusPaused {
+		t.Fatalf("desk before its continuation: %s", dv.Status)
+	}
+	if err := o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID); err != nil {
+		t.Fatal(err)
+	}
+	dv = o.View(t, "desk", res.TaskID)
+	if dv.Status != agent.StatusCompleted || len(dv.WaitingOn) != 0 {
+		t.Fatalf("desk after its continuation: %+v", dv)
+	}
+	req := dv.Requests[len(dv.Requests)-1]
+	if len(req.Decisions) != 1 || req.Decisions[0].Approver != "alice" || req.Decisions[0].Calls[0].ToolCallID != p.ToolCallID {
+		t.Errorf("desk's copied decision: %+v", req.Decisions)
+	}
+	// A second continuation is a no-op; the file still has one line.
+	if err := o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID); err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Lines("one.txt"); len(got) != 1 {
+		t.Errorf("one.txt = %q", got)
+	}
+	// desk's events go on from its pause, with no gap.
+	f := o.follow(t, "desk", res.TaskID, res.RequestID, 0)
+	continuous(t, "desk's whole log", f, 1)
+	if names := f.Names(); names[len(names)-1] != agent.EventRequestComplete {
+		t.Errorf("desk's log ends %v", names)
+	}
+}
+
+// follow replays a request's event log after id.
+func (o *Orch) follow(tb testing.TB, agentName, taskID, rid string, after int64) *Recorder {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f, err := o.E.OpenEvents(ctx, agentName, "alice", taskID, rid, after)
+	if err != nil {
+		tb.Fatalf("follow %s: %v", rid, err)
+	}
+	rec := &Recorder{}
+	f.Stream(ctx, rec)
+	return rec
+}
+
+// testDepthOneCaller: the approval sent to the caller runs the leaf's call
+// once, and the caller's answer is its own outcome, with the leaf's events
+// in its stream.
+func testDepthOneCaller(t *testing.T, o *Orch) {
+	res, rec, p := pausedAtLeaf(t, o, "two.txt")
+	out, crec, err := o.Resume("desk", res.TaskID, res.RequestID, agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionApprove}}})
+	if err != nil || out.Status != agent.StatusCompleted || out.RequestID != res.RequestID || !strings.Contains(out.Output, "append_file success") {
+		t.Fatalf("resume at desk: %+v %v", out, err)
+	}
+	continuous(t, "desk's resume", crec, lastID(rec)+1)
+	evs := childEvents(crec)
+	if !slices.Contains(evs, "1:leaf:approved") || !slices.Contains(evs, "1:leaf:request_complete") {
+		t.Errorf("desk's resume stream's child events: %v", evs)
+	}
+	if got := o.Lines("two.txt"); !slices.Equal(got, []string{"x"}) {
+		t.Fatalf("two.txt = %q", got)
+	}
+	lv := o.View(t, "leaf", p.TaskID)
+	if lv.Status != agent.StatusCompleted || lv.Requests[0].Decisions[0].Approver != "alice" {
+		t.Errorf("the leaf after the caller's decision: %+v", lv)
+	}
+	// The same decision again: the stored outcome; another: 409.
+	again, _, err := o.Resume("desk", res.TaskID, res.RequestID, agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionApprove}}})
+	if err != nil || again.Status != agent.StatusCompleted {
+		t.Errorf("the same decision again: %+v %v", again, err)
+	}
+	if _, _, err := o.Resume("desk", res.TaskID, res.RequestID, agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionReject}}}); Code(err) != agent.CodeDecisionConflict {
+		t.Errorf("another decision: %v", err)
+	}
+	// A continuation afterwards changes nothing.
+	if err := o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID); err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Lines("two.txt"); len(got) != 1 {
+		t.Errorf("two.txt = %q", got)
+	}
+}
+
+// pausedAtDepthTwo invokes boss → desk → leaf, which pauses.
+func pausedAtDepthTwo(t *testing.T, o *Orch, file string) (*agent.RequestResult, *Recorder, agent.PendingView) {
+	t.Helper()
+	res, rec := o.Invoke(t, "boss", "", CallAgent("desk", CallAgent("leaf", Append(file, "x"))))
+	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 || res.PendingApprovals[0].Agent != "leaf" {
+		t.Fatalf("boss: %+v", res)
+	}
+	continuous(t, "boss's pause", rec, 1)
+	evs := childEvents(rec)
+	if !slices.Contains(evs, "2:leaf:approval_required") || !slices.Contains(evs, "1:desk:approval_required") {
+		t.Errorf("boss's child events: %v", evs)
+	}
+	return res, rec, res.PendingApprovals[0]
+}
+
+// middle finds desk's task and request below boss's.
+func (o *Orch) middle(t *testing.T, bossTask string) (string, string) {
+	t.Helper()
+	v := o.View(t, "boss", bossTask)
+	if len(v.WaitingOn) != 1 {
+		t.Fatalf("boss waits on %v", v.WaitingOn)
+	}
+	lv := o.View(t, "leaf", v.WaitingOn[0].TaskID)
+	dt := lv.ParentTaskID
+	dv := o.View(t, "desk", dt)
+	return dt, dv.Requests[len(dv.Requests)-1].RequestID
+}
+
+// testDepthTwo: boss → desk → leaf; the pause cascades to the root; the
+// decision at each level (leaf, middle, root) runs the call once and every
+// level ends Completed, event ids continuous.
+func testDepthTwo(t *testing.T, o *Orch) {
+	for _, at := range []string{"leaf", "desk", "boss"} {
+		t.Run("at_"+at, func(t *testing.T) {
+			file := "deep-" + at + ".txt"
+			res, _, p := pausedAtDepthTwo(t, o, file)
+			dt, dr := o.middle(t, res.TaskID)
+			if dv := o.View(t, "desk", dt); dv.Status != agent.StatusPaused || len(dv.WaitingOn) != 1 || dv.WaitingOn[0].RequestID != p.RequestID {
+				t.Fatalf("desk while paused: %+v", dv)
+			}
+			approve := agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionApprove}}}
+			var out *agent.RequestResult
+			var err error
+			switch at {
+			case "leaf":
+				out, _, err = o.Resume("leaf", p.TaskID, p.RequestID, approve)
+				if err == nil {
+					// The dispatcher's continuations, bottom-up.
+					err = o.E.ContinueCaller(context.Background(), dt, dr)
+				}
+				if err == nil {
+					err = o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID)
+				}
+			case "desk":
+				out, _, err = o.Resume("desk", dt, dr, approve)
+				if err == nil && out.Status == agent.StatusCompleted {
+					err = o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID)
+				}
+			case "boss":
+				var rec *Recorder
+				out, rec, err = o.Resume("boss", res.TaskID, res.RequestID, approve)
+				if err == nil {
+					evs := childEvents(rec)
+					if !slices.Contains(evs, "2:leaf:approved") || !slices.Contains(evs, "1:desk:request_complete") {
+						t.Errorf("boss's resume stream: %v", evs)
+					}
+				}
+			}
+			if err != nil || out.Status != agent.StatusCompleted {
+				t.Fatalf("decision at %s: %+v %v", at, out, err)
+			}
+			if got := o.Lines(file); !slices.Equal(got, []string{"x"}) {
+				t.Fatalf("%s = %q", file, got)
+			}
+			for _, lvl := range []struct{ agent, task string }{{"leaf", p.TaskID}, {"desk", dt}, {"boss", res.TaskID}} {
+				v := o.View(t, lvl.agent, lvl.task)
+				if v.Status != agent.StatusCompleted {
+					t.Errorf("%s after the decision at %s: %s", lvl.agent, at, v.Status)
+				}
+			}
+			f := o.follow(t, "boss", res.TaskID, res.RequestID, 0)
+			continuous(t, "boss's log", f, 1)
+		})
+	}
+}
+
+// testChildReused: the caller's later call of the same sub-agent, in a later
+// request, continues the child task; new_task starts another.
+func testChildReused(t *testing.T, o *Orch) {
+	first, _ := o.Invoke(t, "desk", "", CallAgent("leaf", "one"))
+	second, _ := o.Invoke(t, "desk", first.TaskID, CallAgent("leaf", "two"))
+	b, _ := json.Marshal(map[string]any{"message": "three", "new_task": true})
+	third, _ := o.Invoke(t, "desk", first.TaskID, "/call leaf "+string(b))
+	for _, r := range []*agent.RequestResult{first, second, third} {
+		if r.Status != agent.StatusCompleted {
+			t.Fatalf("desk: %+v", r)
+		}
+	}
+	list, _, err := o.Store.ListSessionTasks(context.Background(), agent.ListQuery{UserID: "alice", Agent: "leaf", SessionID: first.SessionID, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].ParentTaskID != first.TaskID || list[1].ParentTaskID != first.TaskID {
+		t.Fatalf("leaf's tasks in the session: %+v", list)
+	}
+	older := list[1]
+	v := o.View(t, "leaf", older.TaskID)
+	if len(v.Requests) != 2 {
+		t.Errorf("the reused child task has %d requests, want 2", len(v.Requests))
+	}
+}
+
+// testLeafRootRace: 50 approvals sent at once, half to the leaf and half to
+// the root: the call runs once, one decision is recorded, every answer is
+// consistent.
+func testLeafRootRace(t *testing.T, o *Orch) {
+	res, _, p := pausedAtLeaf(t, o, "race.txt")
+	approve := agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionApprove}}}
+	var wg sync.WaitGroup
+	type answer struct {
+		at  string
+		res *agent.RequestResult
+		err error
+	}
+	answers := make([]answer, 50)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%2 == 0 {
+				out, _, err := o.Resume("leaf", p.TaskID, p.RequestID, approve)
+				answers[i] = answer{"leaf", out, err}
+				return
+			}
+			out, _, err := o.Resume("desk", res.TaskID, res.RequestID, approve)
+			answers[i] = answer{"desk", out, err}
+		}()
+	}
+	wg.Wait()
+	for _, a := range answers {
+		want := p.RequestID
+		if a.at == "desk" {
+			want = res.RequestID
+		}
+		if a.err != nil || a.res.RequestID != want || a.res.Status != agent.StatusCompleted {
+			t.Errorf("an answer at %s: %+v %v", a.at, a.res, a.err)
+		}
+	}
+	if err := o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID); err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Lines("race.txt"); !slices.Equal(got, []string{"x"}) {
+		t.Fatalf("race.txt = %q: the call ran %d times", got, len(got))
+	}
+	lv := o.View(t, "leaf", p.TaskID)
+	if n := len(lv.Requests[0].Decisions); n != 1 {
+		t.Errorf("the leaf recorded %d decisions", n)
+	}
+	if dv := o.View(t, "desk", res.TaskID); dv.Status != agent.StatusCompleted {
+		t.Errorf("desk: %s", dv.Status)
+	}
+}
+
+// testCancelCascades: canceling the root cancels every request below it;
+// nothing runs; continuations change nothing.
+func testCancelCascades(t *testing.T, o *Orch) {
+	res, _, p := pausedAtDepthTwo(t, o, "cancel.txt")
+	dt, dr := o.middle(t, res.TaskID)
+	out, err := o.E.Cancel(context.Background(), agent.CancelInput{Agent: "boss", UserID: "alice", TaskID: res.TaskID, Reason: "not today"})
+	if err != nil || out.Result == nil || out.Result.Status != agent.StatusCanceled {
+		t.Fatalf("cancel: %+v %v", out, err)
+	}
+	for _, lvl := range []struct{ agent, task string }{{"boss", res.TaskID}, {"desk", dt}, {"leaf", p.TaskID}} {
+		if v := o.View(t, lvl.agent, lvl.task); v.Status != agent.StatusCanceled {
+			t.Errorf("%s after the cancel: %s", lvl.agent, v.Status)
+		}
+	}
+	if err := o.E.ContinueCaller(context.Background(), dt, dr); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := o.Resume("leaf", p.TaskID, p.RequestID, Approve()); Code(err) != agent.CodeNotPaused {
+		t.Errorf("an approval after the cancel: %v", err)
+	}
+	if got := o.Lines("cancel.txt"); got != nil {
+		t.Errorf("cancel.txt = %q", got)
+	}
+}
+
+// testCanceledChild: the leaf canceled on its own gives its caller an error
+// result, and the caller goes on.
+func testCanceledChild(t *testing.T, o *Orch) {
+	res, _, p := pausedAtLeaf(t, o, "gone.txt")
+	if _, err := o.E.Cancel(context.Background(), agent.CancelInput{Agent: "leaf", UserID: "alice", TaskID: p.TaskID, Reason: "wrong file"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID); err != nil {
+		t.Fatal(err)
+	}
+	dv := o.View(t, "desk", res.TaskID)
+	req := dv.Requests[len(dv.Requests)-1]
+	if dv.Status != agent.StatusCompleted {
+		t.Fatalf("desk: %+v", dv)
+	}
+	last := dv.Items[len(dv.Items)-1]
+	text := fmt.Sprint(last.Content)
+	if !strings.Contains(text, "leaf error") || !strings.Contains(text, "canceled by alice: wrong file") {
+		t.Errorf("desk's answer: %s (request %+v)", text, req)
+	}
+}
+
+// testChainExpiry: the leaf's approval expires: the decision at the caller
+// answers 410, and every level ends Failed approval_expired with no model
+// call.
+func testChainExpiry(t *testing.T, o *Orch) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	o.E.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	res, _, p := pausedAtDepthTwo(t, o, "late.txt")
+	dt, dr := o.middle(t, res.TaskID)
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	if _, _, err := o.Resume("boss", res.TaskID, res.RequestID, Approve()); Code(err) != agent.CodeApprovalExpired {
+		t.Fatalf("a decision past the expiry: %v", err)
+	}
+	for _, c := range [][2]string{{dt, dr}, {res.TaskID, res.RequestID}} {
+		if err := o.E.ContinueCaller(context.Background(), c[0], c[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, lvl := range []struct{ agent, task string }{{"leaf", p.TaskID}, {"desk", dt}, {"boss", res.TaskID}} {
+		v := o.View(t, lvl.agent, lvl.task)
+		req := v.Requests[len(v.Requests)-1]
+		if v.Status != agent.StatusFailed || req.Error == nil || req.Error.Code != agent.CodeApprovalExpired {
+			t.Errorf("%s after the expiry: %s %+v", lvl.agent, v.Status, req.Error)
+		}
+	}
+	if got := o.Lines("late.txt"); got != nil {
+		t.Errorf("late.txt = %q", got)
+	}
+}
+
+// testBadChainResumes: a decision naming a call the caller does not show,
+// the wrong round, a decision to a caller not waiting: refused, nothing
+// changed.
+func testBadChainResumes(t *testing.T, o *Orch) {
+	res, _, p := pausedAtLeaf(t, o, "bad.txt")
+	cases := []struct {
+		body agent.ResumeRequest
+		code string
+	}{
+		{agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: "tooluse_other", Action: agent.ActionApprove}}}, agent.CodeInvalidDecisions},
+		{agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(7)}, agent.CodeNotPaused},
+	}
+	for _, c := range cases {
+		if _, _, err := o.Resume("desk", res.TaskID, res.RequestID, c.body); Code(err) != c.code {
+			t.Errorf("resume %+v: %v, want %s", c.body, err, c.code)
+		}
+	}
+	if _, _, err := o.Resume("leaf", p.TaskID, p.RequestID, agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(2)}); Code(err) != agent.CodeNotPaused {
+		t.Errorf("the leaf with the caller's wrong round: %v", err)
+	}
+	if v := o.View(t, "desk", res.TaskID); v.Status != agent.StatusPaused || len(v.PendingApprovals) != 1 {
+		t.Errorf("desk after the refusals: %+v", v)
+	}
+	if v := o.View(t, "leaf", p.TaskID); v.Status != agent.StatusPaused {
+		t.Errorf("leaf after the refusals: %s", v.Status)
+	}
+	// A caller that is not waiting: done, then decided again otherwise.
+	if _, _, err := o.Resume("desk", res.TaskID, res.RequestID, Approve()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := o.Resume("desk", res.TaskID, res.RequestID, Reject("no")); Code(err) != agent.CodeDecisionConflict {
+		t.Errorf("another decision after the end: %v", err)
+	}
+	// Deleting the leaf's task while desk still has the call open is refused.
+	res2, _, p2 := pausedAtLeaf(t, o, "bad2.txt")
+	if _, err := o.E.Cancel(context.Background(), agent.CancelInput{Agent: "leaf", UserID: "alice", TaskID: p2.TaskID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.E.DeleteTask(context.Background(), "leaf", "alice", p2.TaskID); Code(err) != agent.CodeTaskBusy {
+		t.Errorf("delete of a child its caller waits on: %v", err)
+	}
+	_ = res2
+}
+
+// testDeleteCascades: deleting a caller's task deletes its child tasks.
+func testDeleteCascades(t *testing.T, o *Orch) {
+	res, _ := o.Invoke(t, "boss", "", CallAgent("desk", CallAgent("leaf", "hi")))
+	if res.Status != agent.StatusCompleted {
+		t.Fatalf("boss: %+v", res)
+	}
+	list, _, _ := o.Store.ListSessionTasks(context.Background(), agent.ListQuery{UserID: "alice", Agent: "leaf", SessionID: res.SessionID, Limit: 10})
+	dlist, _, _ := o.Store.ListSessionTasks(context.Background(), agent.ListQuery{UserID: "alice", Agent: "desk", SessionID: res.SessionID, Limit: 10})
+	if len(list) != 1 || len(dlist) != 1 {
+		t.Fatalf("children: %v %v", list, dlist)
+	}
+	if err := o.E.DeleteTask(context.Background(), "boss", "alice", res.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ agent, task string }{{"desk", dlist[0].TaskID}, {"leaf", list[0].TaskID}} {
+		if _, err := o.E.GetTask(context.Background(), c.agent, "alice", c.task, agent.ViewOptions{}); Code(err) != agent.CodeTaskNotFound {
+			t.Errorf("%s's task after the delete: %v", c.agent, err)
+		}
+	}
+}
