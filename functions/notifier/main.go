@@ -16,5 +16,6 @@ func main() {
 		RetryQueueURL:    os.Getenv("HITCH_RETRY_QUEUE_URL"),
 		DynamoDBEndpoint: os.Getenv("HITCH_DYNAMODB_ENDPOINT"),
 		MetricsNamespace: os.Getenv("HITCH_METRICS_NAMESPACE"),
+		ResumeFunction:   os.Getenv("HITCH_RESUME_FUNCTION"),
 	})
 }

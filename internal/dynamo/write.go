@@ -65,7 +65,9 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		final = append(final, a)
 	}
 	for _, o := range w.Outbox {
-		a, err := st.outboxPut(pk, o, now)
+		// Under the task the item is for: a child's commit writes its
+		// caller's continuation (DESIGN §10).
+		a, err := st.outboxPut(taskPK(o.TaskID), o, now)
 		if err != nil {
 			return err
 		}

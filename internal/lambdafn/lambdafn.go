@@ -171,8 +171,11 @@ func NewWith(c Config, cl Clients) (*App, error) {
 	api := &httpapi.Server{Engine: engine, Auth: AuthorizerIdentity, Log: log, MaxBody: int64(maxBody), Functions: []string{c.Function},
 		A2A: &a2a.Server{Engine: engine, Log: log, PathPrefix: stagePrefix}}
 	var direct lambdahttp.DirectFunc
-	if c.Function == "invoke" {
+	switch c.Function {
+	case "invoke":
 		direct = Direct(engine)
+	case "resume":
+		direct = Continue(engine) // continuations of callers (DESIGN §10)
 	}
 	h := lambdahttp.New(opentelemetry.Handler(tracer, httpapi.CORS(c.CORSOrigin, api.Handler())), direct)
 	h.Log = log

@@ -152,10 +152,20 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		keyed[decisionSK(d.RequestID, d.Decision.Round)] = record{b, ttl}
 	}
 	outTTL := ttlOf(s.now().Add(agent.OutboxTTL))
+	// Outbox items go under the task they are for: a child's commit writes
+	// its caller's continuation (DESIGN §10).
+	elsewhere := map[string]map[string]record{}
 	for _, o := range w.Outbox {
 		b, err := json.Marshal(o)
 		if err != nil {
 			return err
+		}
+		if o.TaskID != "" && o.TaskID != w.Task.ID {
+			if elsewhere[o.TaskID] == nil {
+				elsewhere[o.TaskID] = map[string]record{}
+			}
+			elsewhere[o.TaskID][o.SK()] = record{b, outTTL}
+			continue
 		}
 		keyed[o.SK()] = record{b, outTTL}
 	}
@@ -238,6 +248,16 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	}
 	for sk, r := range keyed {
 		tr.keyed[sk] = r
+	}
+	for id, recs := range elsewhere {
+		other := s.tasks[id]
+		if other == nil {
+			other = newTaskRec()
+			s.tasks[id] = other
+		}
+		for sk, r := range recs {
+			other.keyed[sk] = r
+		}
 	}
 	if idem != nil {
 		s.idem[w.Idem.Key] = *idem

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
@@ -37,6 +38,9 @@ type Config struct {
 	DynamoDBEndpoint string
 	// MetricsNamespace is HITCH_METRICS_NAMESPACE ("": Hitch).
 	MetricsNamespace string
+	// ResumeFunction (HITCH_RESUME_FUNCTION) is the resume function that
+	// continues callers (DESIGN §10).
+	ResumeFunction string
 	// Metrics receives the EMF lines; nil means stdout.
 	Metrics io.Writer
 	Log     *slog.Logger
@@ -89,6 +93,8 @@ func NewWith(c Config, cl Clients) (*Handler, error) {
 		return nil, fmt.Errorf("notifier: HITCH_TABLE is not set")
 	case c.RetryQueueURL == "":
 		return nil, fmt.Errorf("notifier: HITCH_RETRY_QUEUE_URL is not set")
+	case c.ResumeFunction == "":
+		return nil, fmt.Errorf("notifier: HITCH_RESUME_FUNCTION is not set")
 	case cl.DynamoDB == nil || cl.SQS == nil || cl.Webhooks == nil:
 		return nil, fmt.Errorf("notifier: a DynamoDB client, an SQS client and a webhook sender are required")
 	}
@@ -103,7 +109,8 @@ func NewWith(c Config, cl Clients) (*Handler, error) {
 	}
 	engine := &agent.Engine{Store: dynamo.New(cl.DynamoDB, c.Table), Agents: cat, Log: log,
 		Metrics: emf.New(out, c.MetricsNamespace, "notifier")}
-	d := &notify.Dispatcher{Engine: engine, Webhooks: cl.Webhooks, Answerers: cl.Answerers, Log: log}
+	d := &notify.Dispatcher{Engine: engine, Webhooks: cl.Webhooks, Answerers: cl.Answerers, Log: log,
+		Continuer: ResumeInvoker{Lambda: cl.Lambda, Function: c.ResumeFunction}}
 	return &Handler{D: d, Queue: SQSQueue{Client: cl.SQS, URL: c.RetryQueueURL}, Log: log}, nil
 }
 
@@ -123,4 +130,27 @@ func Main(c Config) {
 	lambdahttp.Start(func(ctx context.Context, event json.RawMessage) (any, error) {
 		return h.Handle(ctx, event)
 	})
+}
+
+// ResumeInvoker delivers continuations (DESIGN §10 Durability): it invokes
+// the resume function asynchronously with {"op": "continue", task_id,
+// request_id, outbox}; the resume function continues the caller and deletes
+// the item (notify.ErrKept). A failed continuation is retried by Lambda's
+// asynchronous retries, then re-driven by the sweep.
+type ResumeInvoker struct {
+	Lambda   *lambda.Client
+	Function string
+}
+
+// Continue implements notify.Continuer.
+func (r ResumeInvoker) Continue(ctx context.Context, o agent.OutboxItem) error {
+	payload, err := json.Marshal(map[string]string{"op": "continue", "task_id": o.TaskID, "request_id": o.RequestID, "outbox": o.SK()})
+	if err != nil {
+		return err
+	}
+	_, err = r.Lambda.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(r.Function), InvocationType: lambdatypes.InvocationTypeEvent, Payload: payload})
+	if err != nil {
+		return fmt.Errorf("%w: invoke %s: %v", notify.ErrRetry, r.Function, err)
+	}
+	return notify.ErrKept
 }

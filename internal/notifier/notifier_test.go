@@ -241,14 +241,14 @@ func TestNewWith(t *testing.T) {
 	}
 	q := sqsfake.New(t)
 	cl := notifier.Clients{DynamoDB: client, SQS: q.Client(), Webhooks: &notifytest.Hooks{}}
-	h, err := notifier.NewWith(notifier.Config{Table: table, RetryQueueURL: q.URL + "/retry", Metrics: io.Discard, Log: slog.New(slog.DiscardHandler)}, cl)
+	h, err := notifier.NewWith(notifier.Config{Table: table, RetryQueueURL: q.URL + "/retry", ResumeFunction: "hitch-resume", Metrics: io.Discard, Log: slog.New(slog.DiscardHandler)}, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.Handle(context.Background(), json.RawMessage(`{"source":"aws.events","detail-type":"Scheduled Event"}`)); err != nil {
 		t.Errorf("sweep: %v", err)
 	}
-	for _, c := range []notifier.Config{{RetryQueueURL: "q"}, {Table: table}} {
+	for _, c := range []notifier.Config{{RetryQueueURL: "q", ResumeFunction: "f"}, {Table: table, ResumeFunction: "f"}, {Table: table, RetryQueueURL: "q"}} {
 		if _, err := notifier.NewWith(c, cl); err == nil {
 			t.Errorf("NewWith(%+v) succeeded", c)
 		}

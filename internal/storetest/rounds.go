@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -98,5 +100,40 @@ func testEventsEpochs(t *testing.T, s agent.Store) {
 	visible := agent.Visible(got, []agent.EventCut{{Epoch: 1, Last: 5}})
 	if diff := cmp.Diff(append(append([]agent.StoredEvent{}, old...), taker...), visible, opts); diff != "" {
 		t.Errorf("Visible with the old leg cut at 5 (-want +got):\n%s", diff)
+	}
+}
+
+// testOutboxElsewhere: an outbox item for another task (a child's commit
+// owes its caller a continuation, DESIGN §10) is put under that task: read
+// and deleted there, listed, and deleted with it.
+func testOutboxElsewhere(t *testing.T, s agent.Store) {
+	ctx := context.Background()
+	parent := newTask("u1", "desk", id())
+	create(t, s, parent)
+	child := newTask("u1", "leaf", id())
+	create(t, s, child)
+	o := agent.OutboxItem{TaskID: parent.ID, RequestID: parent.Active.ID, Epoch: 1, EventID: 7, Recipient: "ct-" + child.Active.ID,
+		Kind: agent.OutboxContinue, Event: agent.EventContinue, Agent: "desk", UserID: "u1", CreatedAt: base}
+	update(t, s, &agent.Write{Task: next(child), PrevVersion: 1, Outbox: []agent.OutboxItem{o}})
+	if _, err := s.GetOutbox(ctx, child.ID, o.SK()); !errors.Is(err, agent.ErrNotFound) {
+		t.Errorf("the item is under the child's task: %v", err)
+	}
+	got, err := s.GetOutbox(ctx, parent.ID, o.SK())
+	if err != nil || got.Kind != agent.OutboxContinue || got.RequestID != parent.Active.ID {
+		t.Fatalf("GetOutbox under the caller's task: %+v %v", got, err)
+	}
+	list, err := s.ListOutbox(ctx, base.Add(time.Hour), 0)
+	if err != nil || !slices.ContainsFunc(list, func(x agent.OutboxItem) bool { return x.SK() == o.SK() && x.TaskID == parent.ID }) {
+		t.Errorf("ListOutbox: %+v %v", list, err)
+	}
+	p, err := s.GetTask(ctx, parent.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteTask(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetOutbox(ctx, parent.ID, o.SK()); !errors.Is(err, agent.ErrNotFound) {
+		t.Errorf("the item outlived its task: %v", err)
 	}
 }

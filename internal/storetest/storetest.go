@@ -62,6 +62,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"RequestLookup", testRequestLookup},
 		{"Decisions", testDecisions},
 		{"EventsEpochs", testEventsEpochs},
+		{"OutboxElsewhere", testOutboxElsewhere},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

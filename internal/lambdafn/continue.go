@@ -1,0 +1,93 @@
+package lambdafn
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/lambdahttp"
+)
+
+// OpContinue is the resume function's direct payload (DESIGN §10
+// Durability): the notifier hands it a caller to continue, by the outbox
+// item a child's commit wrote.
+const OpContinue = "continue"
+
+// ContinuePayload is {"op": "continue", task_id, request_id, outbox}: the
+// caller's task and request, and the key of the outbox item to delete once
+// the caller is continued.
+type ContinuePayload struct {
+	Op        string `json:"op"`
+	TaskID    string `json:"task_id"`
+	RequestID string `json:"request_id"`
+	Outbox    string `json:"outbox"`
+}
+
+// ContinueAnswer is what a continuation answers: the caller's status
+// after it, or "" when there was nothing to do.
+type ContinueAnswer struct {
+	TaskID    string       `json:"task_id"`
+	RequestID string       `json:"request_id"`
+	Status    agent.Status `json:"status,omitempty"`
+}
+
+// Continue answers the resume function's direct payloads: it continues the
+// caller (to its end or its next pause) and then deletes the outbox item. A
+// caller a live invocation holds is the function error Hitch.task_busy, so
+// the asynchronous invocation is retried (and the notifier's sweep re-drives
+// the item after that).
+func Continue(e *agent.Engine) lambdahttp.DirectFunc {
+	log := e.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var p ContinuePayload
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return nil, lambdahttp.Refusal(agent.CodeInvalidJSON, "the resume function takes {op: \"continue\", task_id, request_id, outbox}: "+err.Error())
+		}
+		if p.Op != OpContinue {
+			return nil, lambdahttp.Refusal(agent.CodeInvalidJSON, fmt.Sprintf("the resume function's direct payload is op %q, not %q (direct invoke, resume, cancel and get go to the invoke function)", OpContinue, p.Op))
+		}
+		var err error
+		if p.TaskID, err = agent.ParseID("task_id", p.TaskID); err != nil {
+			return nil, refusal(err)
+		}
+		if p.RequestID, err = agent.ParseID("request_id", p.RequestID); err != nil {
+			return nil, refusal(err)
+		}
+		wctx := context.WithoutCancel(ctx)
+		run, err := e.StartContinue(wctx, p.TaskID, p.RequestID)
+		if errors.Is(err, agent.ErrBusy) {
+			return nil, lambdahttp.Refusal(agent.CodeTaskBusy, "the caller is held by a live invocation; try again later")
+		}
+		if err != nil {
+			log.Error("continue failed", "task_id", p.TaskID, "request_id", p.RequestID, "err", err)
+			return nil, lambdahttp.Refusal(agent.CodeInternal, "the caller could not be continued")
+		}
+		out := ContinueAnswer{TaskID: p.TaskID, RequestID: p.RequestID}
+		if run != nil {
+			out.Status = run.Execute(wctx, agent.Discard).Status
+		}
+		if p.Outbox != "" {
+			if err := e.Store.DeleteOutbox(wctx, p.TaskID, p.Outbox); err != nil {
+				log.Warn("deleting a continuation's outbox item failed; it will be delivered again", "task_id", p.TaskID, "sk", p.Outbox, "err", err)
+			}
+		}
+		return out, nil
+	}
+}
+
+func refusal(err error) error {
+	var ae *agent.Error
+	if errors.As(err, &ae) {
+		return lambdahttp.Refusal(ae.Code, ae.Message)
+	}
+	return err
+}
