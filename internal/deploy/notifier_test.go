@@ -55,6 +55,7 @@ func TestNotifier(t *testing.T) {
 		{"retry queue partial batch", get(queue, "FunctionResponseTypes"), []any{"ReportBatchItemFailures"}},
 		{"sweep", get(schedule, "Schedule"), "rate(5 minutes)"},
 		{"retry queue env", get(fn, "Properties", "Environment", "Variables", "HITCH_RETRY_QUEUE_URL"), map[string]any{"Ref": "NotifierRetryQueue"}},
+		{"resume function env", get(fn, "Properties", "Environment", "Variables", "HITCH_RESUME_FUNCTION"), map[string]any{"Ref": "ResumeFunction"}},
 	}
 	for _, c := range checks {
 		if !cmp.Equal(c.got, c.want) {
@@ -79,6 +80,16 @@ func TestNotifier(t *testing.T) {
 		if strings.HasPrefix(a, "dynamodb:") && slices.Contains([]string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:TransactWriteItems", "dynamodb:BatchWriteItem"}, a) {
 			t.Errorf("the notifier may %s: it only reads and deletes outbox items", a)
 		}
+	}
+	// It invokes one function: the resume function, with continuations.
+	_, statements := policyActions(t, fn)
+	for _, st := range statements {
+		if get(st, "Action") == "lambda:InvokeFunction" && !cmp.Equal(get(st, "Resource"), map[string]any{"Fn::GetAtt": []any{"ResumeFunction", "Arn"}}) {
+			t.Errorf("the notifier may invoke %v", get(st, "Resource"))
+		}
+	}
+	if !slices.Contains(actions, "lambda:InvokeFunction") {
+		t.Error("the notifier may not invoke the resume function (continuations)")
 	}
 	for _, alarm := range []string{"NotifierDeadLetterAlarm", "NotifierFunctionIteratorAgeAlarm"} {
 		if get(res[alarm], "Type") != "AWS::CloudWatch::Alarm" {
