@@ -19,5 +19,6 @@ func main() {
 		BedrockEndpoint:  os.Getenv("HITCH_BEDROCK_ENDPOINT"),
 		CORSOrigin:       os.Getenv("HITCH_CORS_ORIGIN"),
 		MetricsNamespace: os.Getenv("HITCH_METRICS_NAMESPACE"),
+		A2ADefaultAgent:  os.Getenv("HITCH_A2A_DEFAULT_AGENT"),
 	})
 }

@@ -164,6 +164,24 @@ func TestTransform(t *testing.T) {
 	}
 }
 
+// TestA2ADefaultAgent: the functions serve the root Agent Card of the
+// parameter's agent (the deployment has more than one agent).
+func TestA2ADefaultAgent(t *testing.T) {
+	tpl := loadTemplate(t)
+	if got := get(tpl, "Globals", "Function", "Environment", "Variables", "HITCH_A2A_DEFAULT_AGENT"); !reflect.DeepEqual(got, map[string]any{"Ref": "A2ADefaultAgent"}) {
+		t.Errorf("HITCH_A2A_DEFAULT_AGENT = %v", got)
+	}
+	if d := get(tpl, "Parameters", "A2ADefaultAgent", "Default"); d != "assistant" {
+		t.Errorf("A2ADefaultAgent defaults to %v", d)
+	}
+	for _, fn := range []string{"invoke", "resume", "gettask"} {
+		b, err := os.ReadFile(filepath.Join(root, "functions", fn, "main.go"))
+		if err != nil || !strings.Contains(string(b), `os.Getenv("HITCH_A2A_DEFAULT_AGENT")`) {
+			t.Errorf("functions/%s does not read HITCH_A2A_DEFAULT_AGENT (%v)", fn, err)
+		}
+	}
+}
+
 // TestDurableCallerPermissions: each DurableCallerArns entry's account may
 // invoke the invoke function (its resource policy), and only when callers
 // are given.

@@ -49,7 +49,7 @@ func newFunctions(t *testing.T, be backend) map[string]*lambdahttp.Handler {
 	out := map[string]*lambdahttp.Handler{}
 	for _, fn := range []string{"invoke", "resume", "gettask"} {
 		app, err := lambdafn.New(context.Background(), lambdafn.Config{
-			Function: fn, Table: be.Table, DynamoDBEndpoint: be.DynamoDBEndpoint, BedrockEndpoint: be.BedrockEndpoint,
+			Function: fn, Table: be.Table, DynamoDBEndpoint: be.DynamoDBEndpoint, BedrockEndpoint: be.BedrockEndpoint, A2ADefaultAgent: "assistant",
 			Log: testLogger(t),
 		})
 		if err != nil {

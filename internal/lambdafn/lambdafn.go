@@ -63,6 +63,9 @@ type Config struct {
 	// Log is the logger; nil means JSON on stderr, with the trace and
 	// request ids in every line of a request.
 	Log *slog.Logger
+	// A2ADefaultAgent (HITCH_A2A_DEFAULT_AGENT) is the agent whose Agent
+	// Card is served at /.well-known/agent-card.json ("": the only agent).
+	A2ADefaultAgent string
 	// MetricsNamespace is HITCH_METRICS_NAMESPACE ("": Hitch).
 	MetricsNamespace string
 	// Metrics receives the EMF lines; nil means stdout (CloudWatch Logs).
@@ -169,7 +172,7 @@ func NewWith(c Config, cl Clients) (*App, error) {
 	}
 	tracer := observe(engine, c)
 	api := &httpapi.Server{Engine: engine, Auth: AuthorizerIdentity, Log: log, MaxBody: int64(maxBody), Functions: []string{c.Function},
-		A2A: &a2a.Server{Engine: engine, Log: log, PathPrefix: stagePrefix}}
+		A2A: &a2a.Server{Engine: engine, Log: log, PathPrefix: stagePrefix}, A2ADefaultAgent: c.A2ADefaultAgent}
 	var direct lambdahttp.DirectFunc
 	switch c.Function {
 	case "invoke":

@@ -32,6 +32,7 @@ func startFunction(tb testing.TB, name string, be backend) *fakeruntime.Server {
 		"HITCH_MAX_BODY_BYTES=1048576",
 		"HITCH_DYNAMODB_ENDPOINT="+be.DynamoDBEndpoint,
 		"HITCH_BEDROCK_ENDPOINT="+be.BedrockEndpoint,
+		"HITCH_A2A_DEFAULT_AGENT=assistant", // the template's default
 	)
 	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -207,7 +208,7 @@ func TestGetTaskBinary(t *testing.T) {
 	if err := json.Unmarshal(body, &got); err != nil || p.StatusCode != 200 {
 		t.Fatalf("agents: %d %q (%v)", p.StatusCode, body, err)
 	}
-	if len(got.Agents) != 1 || got.Agents[0].Name != "assistant" || len(got.Agents[0].Tools) == 0 {
+	if len(got.Agents) != 2 || got.Agents[0].Name != "assistant" || len(got.Agents[0].Tools) == 0 || got.Agents[1].Name != "desk" {
 		t.Errorf("agents = %+v", got)
 	}
 
