@@ -33,7 +33,7 @@ func loadAll(files map[string]string) (*catalog.Catalog, error) {
 // delegation itself.
 func TestAgentTools(t *testing.T) {
 	c, err := loadAll(map[string]string{
-		"desk.yaml": def("desk", "Runs errands", agentEntry("files")+"      - agent: clerk\n        description: Files things away\n        requires_approval: true\n"),
+		"desk.yaml":  def("desk", "Runs errands", agentEntry("files")+"      - agent: clerk\n        description: Files things away\n        requires_approval: true\n"),
 		"files.yaml": def("files", "Keeps files", "      - builtin: clock\n"),
 		"clerk.yaml": def("clerk", "Clerks", "      - builtin: clock\n"),
 	})
