@@ -43,12 +43,14 @@ func (l *lockedBuffer) String() string {
 func startServe(t *testing.T, extra ...string) (string, string, *lockedBuffer) {
 	t.Helper()
 	dir := t.TempDir()
-	def, err := os.ReadFile(filepath.Join("..", "..", "agents", "assistant.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "assistant.yaml"), def, 0o644); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"assistant.yaml", "desk.yaml"} {
+		def, err := os.ReadFile(filepath.Join("..", "..", "agents", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), def, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
