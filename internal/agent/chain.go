@@ -70,6 +70,10 @@ func (r *Run) planChildren(uses []Block) bool {
 			r.task.Children = children
 		}
 		a.Calls = append(a.Calls, cc)
+		if r.fresh == nil {
+			r.fresh = map[string]bool{}
+		}
+		r.fresh[u.ID] = true
 		planned = true
 	}
 	return planned
@@ -95,12 +99,16 @@ func (r *Run) runChild(ctx context.Context, u Block) (Block, *childPause) {
 		return ErrorResult(u.ID, "not run: the call was not recorded"), nil
 	}
 	call := *cc
+	if j := r.joinOf(call); j != nil {
+		// Ended already: its outcome came with the task (or this leg ran it).
+		return r.truncate(childResult(u.ID, call, j.outcome())), nil
+	}
 	sub, ok := r.e.Agents.Get(call.Agent)
 	if !ok {
 		return ErrorResult(u.ID, fmt.Sprintf("the agent %s is not deployed here any more", call.Agent)), nil
 	}
 	sink := &childSink{parent: r, agent: call.Agent, taskID: call.TaskID, rid: call.RequestID}
-	out, err := r.e.runChildRequest(ctx, r, sub, call, in.Message, sink)
+	out, err := r.e.runChildRequest(ctx, r, sub, call, in.Message, sink, r.fresh[u.ID])
 	if err != nil {
 		var ae *Error
 		if errors.As(err, &ae) {
@@ -154,10 +162,32 @@ func childResult(id string, cc ChildCall, out childOutcome) Block {
 // it exists already (a continuation, a takeover): it creates it, follows it
 // while another invocation runs it, takes over a caller below that died,
 // and answers its outcome.
-func (e *Engine) runChildRequest(ctx context.Context, caller *Run, sub *Agent, cc ChildCall, message string, sink Sink) (childOutcome, error) {
+func (e *Engine) runChildRequest(ctx context.Context, caller *Run, sub *Agent, cc ChildCall, message string, sink Sink, fresh bool) (childOutcome, error) {
 	// The child's leg has its own deadline (within the caller's) and hears
 	// of a cancel through its flag (a cascade), not through ctx.
 	ctx = context.WithoutCancel(ctx)
+	if fresh {
+		// Planned by this leg: the child request cannot exist yet. Start it
+		// without reading first (a conflict means it does: attach below).
+		var run *Run
+		var err error
+		if cc.NewTask {
+			run, err = e.createChild(ctx, caller, sub, cc, message)
+		} else {
+			run, err = e.claimChild(ctx, caller, sub, cc.TaskID, cc, message)
+		}
+		var ce *ConflictError
+		switch {
+		case err == nil:
+			res := run.Execute(ctx, sink)
+			return childOutcome{res: res, child: run.task}, nil
+		case !errors.As(err, &ce) && !errors.Is(err, ErrNotFound):
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Code != CodeTaskNotFound {
+				return childOutcome{}, err
+			}
+		}
+	}
 	for attempt := 0; attempt < 4; attempt++ {
 		t, err := e.Store.GetTask(ctx, cc.TaskID)
 		if errors.Is(err, ErrNotFound) {
@@ -511,7 +541,8 @@ func (e *Engine) StartContinue(ctx context.Context, taskID, rid string) (*Run, e
 }
 
 func (e *Engine) tryContinue(ctx context.Context, taskID, rid string) (*Run, error) {
-	t, err := e.Store.GetTask(ctx, taskID)
+	// One read: META, the history and the children's joins.
+	t, items, err := e.Store.LoadTask(ctx, taskID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
@@ -527,17 +558,6 @@ func (e *Engine) tryContinue(ctx context.Context, taskID, rid string) (*Run, err
 		return nil, fmt.Errorf("agent %s is not loaded: its task %s waits", t.Agent, t.ID)
 	}
 	now := e.now()
-	if a.Status == StatusRunning && now.Before(a.LeaseUntil) {
-		return nil, ErrBusy
-	}
-	t, items, err := e.loadFor(ctx, ag, taskID)
-	if err != nil {
-		return nil, err
-	}
-	a = t.Active
-	if a == nil || a.ID != rid {
-		return nil, nil
-	}
 	open := e.openCalls(t, items)
 	switch {
 	case a.Status == StatusRunning && now.Before(a.LeaseUntil):
@@ -563,7 +583,7 @@ func (e *Engine) tryContinue(ctx context.Context, taskID, rid string) (*Run, err
 		// model call anywhere.
 		return nil, e.expireCaller(ctx, ag, t, items, expired)
 	}
-	d, err := e.copiedDecision(ctx, a)
+	d, err := e.copiedDecision(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -604,6 +624,14 @@ func (e *Engine) childrenMoved(ctx context.Context, t *Task, open []ChildCall) (
 	}
 	changed := false
 	for _, cc := range open {
+		if j := findJoin(t.Joins, a.ID, cc); j != nil {
+			// Ended: its outcome is here already.
+			if j.Status == StatusFailed && j.Error != nil && j.Error.Code == CodeApprovalExpired {
+				return true, &RequestRecord{RequestView: RequestView{RequestID: j.ChildRequestID, Status: j.Status, Error: j.Error}}, nil
+			}
+			changed = true
+			continue
+		}
 		ct, err := e.Store.GetTask(ctx, cc.TaskID)
 		if errors.Is(err, ErrNotFound) {
 			changed = true // deleted: the continuation gives the call its error
@@ -646,12 +674,23 @@ func (e *Engine) childrenMoved(ctx context.Context, t *Task, open []ChildCall) (
 // copiedDecision is the decision taken at the leaves a paused caller
 // awaits, copied for its own round (GET task shows who decided); nil when
 // no leaf was decided (a child that ended otherwise).
-func (e *Engine) copiedDecision(ctx context.Context, a *ActiveRequest) (*Decision, error) {
+func (e *Engine) copiedDecision(ctx context.Context, t *Task) (*Decision, error) {
+	a := t.Active
 	var out *Decision
 	for _, w := range a.Awaits {
 		var ds []Decision
-		if err := e.loadDecisions(ctx, w.TaskID, w.RequestID, &ds); err != nil {
-			return nil, err
+		if cc := findCall(a, w.Via); cc != nil {
+			// The child's end carried the decision it took or copied.
+			if j := findJoin(t.Joins, a.ID, *cc); j != nil && j.Decision != nil && coversCalls(j.Decision, w.ToolCallIDs) {
+				d := *j.Decision
+				d.Round = w.Round
+				ds = []Decision{d}
+			}
+		}
+		if ds == nil {
+			if err := e.loadDecisions(ctx, w.TaskID, w.RequestID, &ds); err != nil {
+				return nil, err
+			}
 		}
 		if len(ds) == 0 {
 			if lt, err := e.Store.GetTask(ctx, w.TaskID); err == nil && lt.Active != nil && lt.Active.ID == w.RequestID {
@@ -810,6 +849,7 @@ type leafRun struct {
 	run   *Run
 	leaf  LeafRef
 	depth int
+	via   string // the caller's call it is reached through
 }
 
 // resumeAtCaller decides a caller's round (DESIGN §10): its decisions name
@@ -850,7 +890,7 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 			e.log().Warn("a leaf refused its part of a caller's decision", "task_id", t.ID, "leaf_task_id", w.TaskID, "err", err)
 			continue
 		}
-		leaves = append(leaves, leafRun{run: run, leaf: LeafRef{Agent: w.Agent, TaskID: w.TaskID, RequestID: w.RequestID}, depth: depthBelow(run, t.ID)})
+		leaves = append(leaves, leafRun{run: run, leaf: LeafRef{Agent: w.Agent, TaskID: w.TaskID, RequestID: w.RequestID}, depth: depthBelow(run, t.ID), via: w.Via})
 	}
 	next := t.Clone()
 	deadline, lease := e.legDeadline(in.Deadline)
@@ -906,7 +946,49 @@ func depthBelow(leaf *Run, callerTaskID string) int {
 func (r *Run) runLeaves(ctx context.Context) {
 	for _, l := range r.leafRuns {
 		sink := &childSink{parent: r, agent: l.leaf.Agent, taskID: l.leaf.TaskID, rid: l.leaf.RequestID, depth: l.depth}
-		l.run.Execute(context.WithoutCancel(ctx), sink)
+		res := l.run.Execute(context.WithoutCancel(ctx), sink)
+		cc := r.childCall(l.via)
+		if l.depth != 1 || cc == nil || cc.RequestID != res.RequestID || (res.Status != StatusCompleted && res.Status != StatusFailed) {
+			continue // paused again, canceled, or deeper: read when continued
+		}
+		// A direct child that ended: its outcome is known here.
+		r.emitMu.Lock()
+		r.joins = append(r.joins, Join{RequestID: r.reqID, ToolCallID: cc.ToolCallID, Agent: cc.Agent, TaskID: cc.TaskID,
+			ChildRequestID: cc.RequestID, Status: res.Status, Output: res.Output, Error: res.Error})
+		r.emitMu.Unlock()
 	}
 	r.leafRuns = nil
+}
+
+// joinOf is the ended child of the call, when its outcome is known
+// without a read.
+func (r *Run) joinOf(cc ChildCall) *Join {
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	return findJoin(r.joins, r.reqID, cc)
+}
+
+func findJoin(js []Join, rid string, cc ChildCall) *Join {
+	for i := range js {
+		if js[i].RequestID == rid && js[i].ToolCallID == cc.ToolCallID && js[i].ChildRequestID == cc.RequestID {
+			return &js[i]
+		}
+	}
+	return nil
+}
+
+// outcome is the child's outcome as its join tells it.
+func (j *Join) outcome() childOutcome {
+	return childOutcome{res: &RequestResult{TaskID: j.TaskID, RequestID: j.ChildRequestID, Status: j.Status, Output: j.Output, Error: j.Error},
+		canceledBy: j.CanceledBy, reason: j.CancelReason}
+}
+
+// coversCalls tells whether the decision decides the calls.
+func coversCalls(d *Decision, ids []string) bool {
+	for _, id := range ids {
+		if !slices.ContainsFunc(d.Calls, func(c CallDecision) bool { return c.ToolCallID == id }) {
+			return false
+		}
+	}
+	return true
 }

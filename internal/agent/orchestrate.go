@@ -133,3 +133,55 @@ type WaitingOn struct {
 	TaskID    string `json:"task_id"`
 	RequestID string `json:"request_id"`
 }
+
+// Join is a child's outcome put for its caller by the transaction that
+// ends the child (JOIN#<caller rid>#<tool call id>, in the caller's task,
+// DESIGN §10): the caller's next read of its task (LoadTask, LoadContext)
+// brings it along, so a continuation reads no child.
+type Join struct {
+	CallerTaskID string `json:"caller_task_id"`
+	// RequestID and ToolCallID are the caller's request and call.
+	RequestID  string `json:"request_id"`
+	ToolCallID string `json:"tool_call_id"`
+	// The child: its agent, task and request.
+	Agent          string     `json:"agent"`
+	TaskID         string     `json:"task_id"`
+	ChildRequestID string     `json:"child_request_id"`
+	Status         Status     `json:"status"`
+	Output         string     `json:"output,omitempty"`
+	Error          *ErrorInfo `json:"error,omitempty"`
+	CanceledBy     string     `json:"canceled_by,omitempty"`
+	CancelReason   string     `json:"cancel_reason,omitempty"`
+	// Decision is the child's last decided round (its own, or the one it
+	// copied from its leaf): what its callers copy.
+	Decision *Decision `json:"decision,omitempty"`
+}
+
+// JoinSK is a join's sort key under its caller's task.
+func JoinSK(requestID, toolCallID string) string { return "JOIN#" + requestID + "#" + toolCallID }
+
+// joinsOf derives the joins a write owes: one for each child request it
+// ends (a record with a parent).
+func joinsOf(w *Write) []Join {
+	var out []Join
+	for _, r := range w.Requests {
+		p := r.Parent
+		if p == nil {
+			continue
+		}
+		j := Join{CallerTaskID: p.TaskID, RequestID: p.RequestID, ToolCallID: p.ToolCallID, Agent: w.Task.Agent, TaskID: w.Task.ID,
+			ChildRequestID: r.RequestID, Status: r.Status, Output: r.Output, Error: r.Error}
+		if r.CanceledBy != nil {
+			j.CanceledBy = *r.CanceledBy
+		}
+		if r.CancelReason != nil {
+			j.CancelReason = *r.CancelReason
+		}
+		if n := len(r.Decisions); n > 0 {
+			d := r.Decisions[n-1]
+			j.Decision = &d
+		}
+		out = append(out, j)
+	}
+	return out
+}

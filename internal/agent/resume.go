@@ -121,7 +121,9 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 	if t == nil {
 		return nil, denied
 	}
-	if denied == nil {
+	if denied == nil && (t.Active == nil || len(t.Active.Awaits) == 0) {
+		// (A caller's pending calls are its leaves': the leaves' own
+		// resumes read their inputs, DESIGN §9.)
 		if err := e.pendingInputs(ctx, t, items); err != nil {
 			return nil, err
 		}

@@ -34,6 +34,12 @@ type Run struct {
 	// leafRuns, on a decision sent to a caller, are the leaves' legs it
 	// runs first.
 	leafRuns []leafRun
+	// fresh are the sub-agent calls this leg planned: their children are
+	// started without being looked up first.
+	fresh map[string]bool
+	// joins are the outcomes of the request's children known without a
+	// read: put for it by their ends (JOIN#), or run by this leg.
+	joins []Join
 	// emitMu orders the events of sub-agents that run side by side.
 	emitMu   sync.Mutex
 	mu       sync.Mutex
@@ -69,7 +75,7 @@ type Run struct {
 }
 
 func (e *Engine) newRun(ag *Agent, t *Task, history []Item, deadline time.Time) *Run {
-	return &Run{e: e, agent: ag, task: t, taskID: t.ID, history: history, deadline: deadline,
+	return &Run{e: e, agent: ag, task: t, taskID: t.ID, history: history, deadline: deadline, joins: t.Joins,
 		reqID: t.Active.ID, eventID: t.Active.LastEventID, leaseSent: t.Active.LeaseUntil.Add(-LeaseDuration)}
 }
 

@@ -188,6 +188,10 @@ type Write struct {
 	Outbox []OutboxItem
 	// Tokens are waiters' tokens to put (TOK#<rid>#<hash>).
 	Tokens []TokenItem
+	// Joins are the outcomes of the child requests the write ends, put
+	// under their callers' tasks (JOIN#…, DESIGN §10), which read them
+	// with their history.
+	Joins []Join
 }
 
 // RequestDecision is a decided round of a request (a DEC# item).
@@ -201,6 +205,11 @@ type RequestDecision struct {
 // own retries): the META tells, by its WriteID, and a landed write is a
 // success — never a second run, never a claim nobody holds.
 func (e *Engine) write(ctx context.Context, w *Write) error {
+	if js := joinsOf(w); len(js) > 0 {
+		cp := *w
+		cp.Joins = append(slices.Clone(w.Joins), js...)
+		w = &cp
+	}
 	if len(w.Requests) > 0 {
 		// A record holds no decisions: they are DEC# items (DESIGN §4
 		// Sizes), put when each round was decided.

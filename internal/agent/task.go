@@ -80,6 +80,9 @@ type Task struct {
 	// Children maps each sub-agent this task called to its child task: the
 	// next call continues that task unless it asks for a new one.
 	Children map[string]string `json:"children,omitempty"`
+	// Joins are the outcomes its children put for it (JOIN# items), read
+	// with the history (LoadTask, LoadContext); not part of META.
+	Joins []Join `json:"-"`
 }
 
 // SeqRange is a superseded range of history entries [From, To) made by an
@@ -267,5 +270,6 @@ func (t *Task) Clone() *Task {
 	if err := json.Unmarshal(b, &c); err != nil {
 		panic("agent: task does not unmarshal: " + err.Error())
 	}
+	c.Joins = t.Joins // read with the task, never written with it
 	return &c
 }

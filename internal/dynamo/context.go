@@ -67,6 +67,9 @@ func (st *Store) LoadContext(ctx context.Context, taskID string) (_ *agent.Task,
 	if err != nil {
 		return nil, nil, err
 	}
+	if t.Joins, err = joinsIn(entries); err != nil {
+		return nil, nil, err
+	}
 	return t, items, nil
 }
 

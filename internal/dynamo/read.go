@@ -44,7 +44,27 @@ func (st *Store) LoadTask(ctx context.Context, taskID string) (_ *agent.Task, _ 
 	if err != nil {
 		return nil, nil, err
 	}
+	if t.Joins, err = joinsIn(raw); err != nil {
+		return nil, nil, err
+	}
 	return t, items, nil
+}
+
+// joinsIn decodes the JOIN# items of a task's read (they sort between its
+// entries and its META).
+func joinsIn(raw []item) ([]agent.Join, error) {
+	var out []agent.Join
+	for _, it := range raw {
+		if !strings.HasPrefix(str(it, attrSK), "JOIN#") {
+			continue
+		}
+		var j agent.Join
+		if err := json.Unmarshal([]byte(str(it, attrData)), &j); err != nil {
+			return nil, fmt.Errorf("corrupt %s: %w", str(it, attrSK), err)
+		}
+		out = append(out, j)
+	}
+	return out, nil
 }
 
 // GetTask implements agent.Store.

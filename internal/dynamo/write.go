@@ -73,6 +73,15 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		}
 		final = append(final, a)
 	}
+	for _, j := range w.Joins {
+		data, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		it := key(taskPK(j.CallerTaskID), agent.JoinSK(j.RequestID, j.ToolCallID))
+		it[attrData] = s(string(data))
+		final = append(final, st.put(it))
+	}
 	for _, tok := range w.Tokens {
 		a, err := st.tokenPut(pk, tok, ttl)
 		if err != nil {

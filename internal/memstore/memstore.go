@@ -169,6 +169,16 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		}
 		keyed[o.SK()] = record{b, outTTL}
 	}
+	for _, j := range w.Joins {
+		b, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		if elsewhere[j.CallerTaskID] == nil {
+			elsewhere[j.CallerTaskID] = map[string]record{}
+		}
+		elsewhere[j.CallerTaskID][agent.JoinSK(j.RequestID, j.ToolCallID)] = record{b, 0}
+	}
 	for _, tok := range w.Tokens {
 		b, err := json.Marshal(tok)
 		if err != nil {
@@ -315,6 +325,21 @@ func (s *Store) load(ctx context.Context, taskID string, from func(*agent.Task) 
 	items, err := tr.list(now, from(t), t.NextSeq, 0)
 	if err != nil {
 		return nil, nil, err
+	}
+	// The joins its children put (JOIN#…), read with the history.
+	var sks []string
+	for sk, r := range tr.keyed {
+		if strings.HasPrefix(sk, "JOIN#") && live(r.ttl, now) {
+			sks = append(sks, sk)
+		}
+	}
+	slices.Sort(sks)
+	for _, sk := range sks {
+		var j agent.Join
+		if err := json.Unmarshal(tr.keyed[sk].data, &j); err != nil {
+			return nil, nil, fmt.Errorf("corrupt %s: %w", sk, err)
+		}
+		t.Joins = append(t.Joins, j)
 	}
 	return t, items, nil
 }
