@@ -137,3 +137,46 @@ func testOutboxElsewhere(t *testing.T, s agent.Store) {
 		t.Errorf("the item outlived its task: %v", err)
 	}
 }
+
+// testJoins: a child's outcome put for its caller (JOIN#, DESIGN §10) is
+// read with the caller's task by LoadTask and LoadContext, and deleted
+// with it.
+func testJoins(t *testing.T, s agent.Store) {
+	ctx := context.Background()
+	caller := newTask("u1", "desk", id())
+	create(t, s, caller, textItem(1, "ask leaf"))
+	child := newTask("u1", "leaf", id())
+	create(t, s, child)
+	j := agent.Join{CallerTaskID: caller.ID, RequestID: caller.Active.ID, ToolCallID: "tc1", Agent: "leaf", TaskID: child.ID,
+		ChildRequestID: child.Active.ID, Status: agent.StatusCompleted, Output: "done"}
+	update(t, s, &agent.Write{Task: next(child), PrevVersion: 1, Joins: []agent.Join{j}})
+	for name, load := range map[string]func(context.Context, string) (*agent.Task, []agent.Item, error){"LoadTask": s.LoadTask, "LoadContext": s.LoadContext} {
+		got, items, err := load(ctx, caller.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]agent.Join{j}, got.Joins); diff != "" {
+			t.Errorf("%s(caller).Joins (-want +got):\n%s", name, diff)
+		}
+		if len(items) != 1 {
+			t.Errorf("%s(caller) items: %d, want the one entry", name, len(items))
+		}
+		other, _, err := load(ctx, child.ID)
+		if err != nil || len(other.Joins) != 0 {
+			t.Errorf("%s(child).Joins = %v %v", name, other.Joins, err)
+		}
+	}
+	c, err := s.GetTask(ctx, caller.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteTask(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	again := newTask("u1", "desk", id())
+	again.ID = caller.ID
+	create(t, s, again)
+	if got, _, err := s.LoadTask(ctx, caller.ID); err != nil || len(got.Joins) != 0 {
+		t.Errorf("a join outlived its task: %v %v", got.Joins, err)
+	}
+}

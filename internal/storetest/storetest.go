@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"Decisions", testDecisions},
 		{"EventsEpochs", testEventsEpochs},
 		{"OutboxElsewhere", testOutboxElsewhere},
+		{"Joins", testJoins},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
