@@ -62,11 +62,17 @@ func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "relay: read", http.StatusBadGateway)
 		return
 	}
-	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
+	target := req.Header.Get("X-Amz-Target")
+	op := strings.TrimPrefix(target, "DynamoDB_20120810.")
+	// The stream's polls (the in-process dispatcher's background reads)
+	// are relayed but not counted: the kills land in the requests' calls.
+	polled := strings.HasPrefix(target, "DynamoDBStreams_")
 	r.mu.Lock()
-	r.count++
+	if !polled {
+		r.count++
+	}
 	var kill func()
-	if r.kill != nil && r.count == r.k {
+	if r.kill != nil && !polled && r.count == r.k {
 		kill, r.kill, r.killed = r.kill, nil, op
 	}
 	after := r.after
