@@ -226,8 +226,13 @@ func (e *Engine) flagCancel(ctx context.Context, t *Task, items []Item, ci cance
 // calls, as part of its cancel (cascade): a paused or dead one is
 // finalised now, a running one flagged; each does the same below it.
 func (e *Engine) cancelBelow(ctx context.Context, t *Task, items []Item, ci cancelInfo) {
+	e.cancelCalls(ctx, e.openCalls(t, items), ci)
+}
+
+// cancelCalls cancels the child requests of the calls (a cascade).
+func (e *Engine) cancelCalls(ctx context.Context, calls []ChildCall, ci cancelInfo) {
 	ci.cascade = true
-	for _, cc := range e.openCalls(t, items) {
+	for _, cc := range calls {
 		sub, ok := e.Agents.Get(cc.Agent)
 		if !ok {
 			continue

@@ -867,6 +867,11 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 	for _, c := range d.Calls {
 		byCall[c.ToolCallID] = c
 	}
+	for _, w := range a.Awaits {
+		if _, ok := e.Agents.Get(w.Agent); !ok {
+			return nil, Errorf(CodeAgentNotFound, "task %s waits on the agent %s, which is not deployed here any more: the decision cannot reach it; cancel the task", t.ID, w.Agent)
+		}
+	}
 	var leaves []leafRun
 	for _, w := range a.Awaits {
 		round := w.Round

@@ -37,6 +37,8 @@ type Run struct {
 	// fresh are the sub-agent calls this leg planned: their children are
 	// started without being looked up first.
 	fresh map[string]bool
+	// committed: the request's end landed.
+	committed bool
 	// joins are the outcomes of the request's children known without a
 	// read: put for it by their ends (JOIN#), or run by this leg.
 	joins []Join
@@ -397,6 +399,9 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 		}
 		reason = cancelMessage(*ci)
 	}
+	// Sub-agent calls it closes without their child's result cancel the
+	// child (DESIGN §10), once the end is committed.
+	orphans := r.e.openCalls(r.task, r.history)
 	if closing := danglingResults(r.history, r.RequestID(), reason); len(closing) > 0 {
 		r.addResults(closing)
 	}
@@ -412,6 +417,17 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 	// The commit must land even if the leg's deadline passed.
 	cctx, cancel := writeContext(ctx)
 	defer cancel()
+	if len(orphans) > 0 {
+		defer func() {
+			if r.committed {
+				by := cancelInfo{by: "system", reason: "its caller ended (" + r.endReason() + ")", at: r.e.now()}
+				if ci != nil {
+					by = *ci
+				}
+				r.e.cancelCalls(cctx, orphans, by)
+			}
+		}()
+	}
 	if err := r.commit(cctx); err != nil {
 		if r.lost.Load() {
 			return r.abandon()
@@ -489,6 +505,7 @@ func (r *Run) commit(ctx context.Context) error {
 		t.RetainUntil = r.e.retainUntil()
 	}, []RequestRecord{rec}, time.Time{})
 	if err == nil {
+		r.committed = true
 		r.e.retainFinished(ctx, r.task)
 	}
 	return err

@@ -3,6 +3,7 @@ package enginetest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -128,6 +129,8 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ExpiryEndsTheChain", testChainExpiry},
 		{"BadResumes", testBadChainResumes},
 		{"DeleteCascades", testDeleteCascades},
+		{"SubAgentRemoved", testSubAgentRemoved},
+		{"CancelWithACallNotStarted", testOrphanCanceled},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
 	}
@@ -632,5 +635,48 @@ func testDeleteCascades(t *testing.T, o *Orch) {
 		if _, err := o.E.GetTask(context.Background(), c.agent, "alice", c.task, agent.ViewOptions{}); Code(err) != agent.CodeTaskNotFound {
 			t.Errorf("%s's task after the delete: %v", c.agent, err)
 		}
+	}
+}
+
+// testSubAgentRemoved: the leaf's agent is removed from the deployment
+// while its caller waits: the caller's resume says so (404
+// agent_not_found, nothing changed), and the caller can be canceled.
+func testSubAgentRemoved(t *testing.T, o *Orch) {
+	res, _, _ := pausedAtLeaf(t, o, "removed.txt")
+	leaf := o.Agents["leaf"]
+	delete(o.Agents, "leaf")
+	defer func() { o.Agents["leaf"] = leaf }()
+	_, _, err := o.Resume("desk", res.TaskID, res.RequestID, Approve())
+	var ae *agent.Error
+	if !errors.As(err, &ae) || ae.Code != agent.CodeAgentNotFound || !strings.Contains(ae.Message, "leaf") {
+		t.Fatalf("resume at the caller: %v", err)
+	}
+	if v := o.View(t, "desk", res.TaskID); v.Status != agent.StatusPaused {
+		t.Errorf("desk after the refusal: %s", v.Status)
+	}
+	out, err := o.E.Cancel(context.Background(), agent.CancelInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID})
+	if err != nil || out.Result == nil || out.Result.Status != agent.StatusCanceled {
+		t.Fatalf("cancel: %+v %v", out, err)
+	}
+}
+
+// testOrphanCanceled: two calls of one sub-agent in a turn run one after
+// the other: the first pauses, the second waits its turn; a cancel of the
+// caller cancels the first's child and never starts the second.
+func testOrphanCanceled(t *testing.T, o *Orch) {
+	// Two calls of leaf in one turn: the first pauses, the second waits.
+	res, _ := o.Invoke(t, "desk", "", CallAgent("leaf", Append("orphan.txt", "x"))+"\n"+CallAgent("leaf", "second"))
+	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 {
+		t.Fatalf("desk: %+v", res)
+	}
+	p := res.PendingApprovals[0]
+	// Cancel desk: the leaf below is canceled with it, the second call
+	// never starts.
+	if _, err := o.E.Cancel(context.Background(), agent.CancelInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID}); err != nil {
+		t.Fatal(err)
+	}
+	lv := o.View(t, "leaf", p.TaskID)
+	if lv.Status != agent.StatusCanceled || len(lv.Requests) != 1 {
+		t.Errorf("leaf after desk's cancel: %s, %d requests", lv.Status, len(lv.Requests))
 	}
 }
