@@ -87,13 +87,20 @@ func (p *streamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.seen = append(p.seen, seenRequest{r.Method, r.URL.Path, r.Header.Get("Last-Event-ID")})
 	p.mu.Unlock()
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.target+r.URL.RequestURI(), r.Body)
+	// The body is read in full before the call goes on: a proxy that hands
+	// the inbound body to the transport cuts some streamed answers.
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.target+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
 	out.Header = r.Header.Clone()
-	out.ContentLength = r.ContentLength
+	out.ContentLength = int64(len(body))
 	resp, err := http.DefaultTransport.RoundTrip(out)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
