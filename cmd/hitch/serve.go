@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -198,6 +199,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	engine := &agent.Engine{
 		Store: store, Model: model, Agents: cat, Log: log,
 		LegTimeout: c.requestTimeout, RetentionDays: c.retentionDays,
+	}
+	if v := os.Getenv("HITCH_CHAIN_MIN_REMAINING"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("serve: HITCH_CHAIN_MIN_REMAINING %q is not a positive duration (e.g. 60s)", v)
+		}
+		engine.ChainMinRemaining = d
 	}
 	obs.instrument(engine)
 	stopNotify, err := runDispatcher(ctx, c, store, ddb, newDispatcher(engine, log, loadAWS), log, loadAWS)

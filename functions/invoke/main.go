@@ -11,14 +11,15 @@ import (
 
 func main() {
 	lambdafn.Main(lambdafn.Config{
-		Function:         "invoke",
-		Table:            os.Getenv("HITCH_TABLE"),
-		RetentionDays:    os.Getenv("HITCH_RETENTION_DAYS"),
-		MaxBodyBytes:     os.Getenv("HITCH_MAX_BODY_BYTES"),
-		DynamoDBEndpoint: os.Getenv("HITCH_DYNAMODB_ENDPOINT"),
-		BedrockEndpoint:  os.Getenv("HITCH_BEDROCK_ENDPOINT"),
-		CORSOrigin:       os.Getenv("HITCH_CORS_ORIGIN"),
-		MetricsNamespace: os.Getenv("HITCH_METRICS_NAMESPACE"),
-		A2ADefaultAgent:  os.Getenv("HITCH_A2A_DEFAULT_AGENT"),
+		Function:          "invoke",
+		Table:             os.Getenv("HITCH_TABLE"),
+		RetentionDays:     os.Getenv("HITCH_RETENTION_DAYS"),
+		ChainMinRemaining: os.Getenv("HITCH_CHAIN_MIN_REMAINING"),
+		MaxBodyBytes:      os.Getenv("HITCH_MAX_BODY_BYTES"),
+		DynamoDBEndpoint:  os.Getenv("HITCH_DYNAMODB_ENDPOINT"),
+		BedrockEndpoint:   os.Getenv("HITCH_BEDROCK_ENDPOINT"),
+		CORSOrigin:        os.Getenv("HITCH_CORS_ORIGIN"),
+		MetricsNamespace:  os.Getenv("HITCH_METRICS_NAMESPACE"),
+		A2ADefaultAgent:   os.Getenv("HITCH_A2A_DEFAULT_AGENT"),
 	})
 }

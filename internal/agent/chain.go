@@ -84,6 +84,9 @@ func (r *Run) planChildren(uses []Block) bool {
 type childPause struct {
 	call  ChildCall
 	child *Task
+	// handoff: the chain below was not continued for lack of time; the
+	// leg hands itself to the outbox (DESIGN §10).
+	handoff bool
 }
 
 // runChild runs a sub-agent call: the child request starts (or, on a
@@ -117,6 +120,9 @@ func (r *Run) runChild(ctx context.Context, u Block) (Block, *childPause) {
 		r.e.log().ErrorContext(ctx, "a sub-agent call failed", "task_id", r.taskID, "request_id", r.reqID, "agent", call.Agent, "err", err)
 		return ErrorResult(u.ID, fmt.Sprintf("the agent %s could not be reached", call.Agent)), nil
 	}
+	if out.handoff {
+		return Block{}, &childPause{call: call, handoff: true}
+	}
 	if out.res.Status == StatusPaused {
 		return Block{}, &childPause{call: call, child: out.child}
 	}
@@ -130,6 +136,8 @@ type childOutcome struct {
 	child      *Task
 	canceledBy string
 	reason     string
+	// handoff: not attached, for lack of time (DESIGN §10).
+	handoff bool
 }
 
 // childResult is a sub-agent call's result (DESIGN §10): a Completed child's
@@ -213,6 +221,9 @@ func (e *Engine) runChildRequest(ctx context.Context, caller *Run, sub *Agent, c
 			case a.Status == StatusPaused:
 				if len(a.Awaits) > 0 {
 					// A caller itself: its own sub-agents may have moved.
+					if caller.handoffDue() {
+						return childOutcome{handoff: true}, nil
+					}
 					run, err := e.StartContinue(ctx, t.ID, a.ID)
 					if errors.Is(err, ErrBusy) {
 						res, _ := e.waitOutcome(ctx, sub, t.ID, a.ID, a.Round)
@@ -249,6 +260,9 @@ func (e *Engine) runChildRequest(ctx context.Context, caller *Run, sub *Agent, c
 				}
 				res := run.Execute(ctx, sink)
 				return e.outcomeOf(ctx, sub, t.ID, cc.RequestID, res)
+			}
+			if caller.handoffDue() {
+				return childOutcome{handoff: true}, nil
 			}
 			run, err := e.StartContinue(ctx, t.ID, a.ID)
 			if err != nil && !errors.Is(err, ErrBusy) {
@@ -778,11 +792,66 @@ func (r *Run) runContinued(ctx context.Context) {
 // the request when a sub-agent paused.
 func (r *Run) runAndRecord(ctx context.Context, uses []Block, given map[string]Block) {
 	results, paused := r.runTools(ctx, uses, given)
+	if slices.ContainsFunc(paused, func(p childPause) bool { return p.handoff }) {
+		// The chain below is continued by the outbox: what ran is kept.
+		var done []Block
+		for _, b := range results {
+			if b.Type != "" {
+				done = append(done, b)
+			}
+		}
+		r.addResults(done)
+		r.handedOff = true
+		r.status = StatusRunning
+		return
+	}
 	if len(paused) > 0 {
 		r.pauseOnChildren(ctx, results, paused)
 		return
 	}
 	r.addResults(results)
+}
+
+// DefaultChainMinRemaining is ChainMinRemaining's default.
+const DefaultChainMinRemaining = 60 * time.Second
+
+// handoffDue tells whether too little of the leg is left to continue the
+// chain below it (DESIGN §10).
+func (r *Run) handoffDue() bool {
+	if !r.atCaller {
+		// Only a decision sent to a caller hands off: a continuation (what
+		// a handoff leads to) always goes on, so a chain always progresses.
+		return false
+	}
+	need := r.e.ChainMinRemaining
+	if need <= 0 {
+		need = DefaultChainMinRemaining
+	}
+	return time.Until(r.deadline) <= need
+}
+
+// handOff ends the leg without ending the request: its claim is released
+// (the request stays Running, its lease over) and a continuation of itself
+// is put in the outbox, in one write; the dispatcher (the notifier on AWS)
+// takes it over and goes on. The answer is {request_id, status: Running}
+// (a 202 in JSON); a stream ends without request_complete: the client
+// follows the request with GET events.
+func (r *Run) handOff(ctx context.Context) *RequestResult {
+	cctx, cancel := writeContext(ctx)
+	defer cancel()
+	a := r.task.Active
+	r.extraOutbox = []OutboxItem{{TaskID: r.taskID, RequestID: r.reqID, Epoch: a.Epoch, EventID: r.eventID, Agent: r.agent.Name, UserID: r.task.UserID,
+		Kind: OutboxContinue, Event: EventContinue, Recipient: "ct-handoff", CreatedAt: r.e.now()}}
+	err := r.write(cctx, func(t *Task) {
+		t.Status = StatusRunning
+		t.Active.Status = StatusRunning
+		t.Active.LeaseUntil = r.e.now()
+	}, nil, time.Time{})
+	if err != nil {
+		r.e.log().ErrorContext(ctx, "handing the chain to the outbox failed; the request's lease recovers it", "task_id", r.taskID, "request_id", r.reqID, "err", err)
+	}
+	return &RequestResult{SessionID: r.task.SessionID, TaskID: r.taskID, RequestID: r.reqID, Status: StatusRunning,
+		Round: a.Round, Usage: a.Usage, Source: r.agent.Source()}
 }
 
 // expireCaller ends a paused caller Failed approval_expired because the
@@ -929,6 +998,7 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 	run.kind = KindResume
 	run.continuing = true
 	run.leafRuns = leaves
+	run.atCaller = true
 	return run, nil
 }
 

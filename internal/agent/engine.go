@@ -38,6 +38,11 @@ type Engine struct {
 	ToolTimeout time.Duration
 	// RetentionDays, when > 0, sets a ttl on every item of a finished task.
 	RetentionDays int
+	// ChainMinRemaining (HITCH_CHAIN_MIN_REMAINING; 0: 60 s): a leg that
+	// continues the chain of callers below it does so while more than this
+	// is left before its deadline, then hands the rest to the outbox
+	// (DESIGN §10).
+	ChainMinRemaining time.Duration
 
 	legs runningLegs
 

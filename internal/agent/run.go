@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,12 @@ type Run struct {
 	fresh map[string]bool
 	// committed: the request's end landed.
 	committed bool
+	// handedOff: the leg hands the chain below it to the outbox (§10).
+	handedOff bool
+	// atCaller: the leg runs a decision sent to a caller (DESIGN §10).
+	atCaller bool
+	// extraOutbox are items the next write puts besides what it owes.
+	extraOutbox []OutboxItem
 	// joins are the outcomes of the request's children known without a
 	// read: put for it by their ends (JOIN#), or run by this leg.
 	joins []Join
@@ -360,7 +367,7 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 		next.UpdatedAt = r.e.now()
 		next.Version = base.Version + 1
 		next.WriteID = r.e.newID()
-		err := r.e.write(ctx, &Write{Task: next, PrevVersion: base.Version, Items: r.unsaved, Requests: records, Expires: expires})
+		err := r.e.write(ctx, &Write{Task: next, PrevVersion: base.Version, Items: r.unsaved, Requests: records, Expires: expires, Outbox: slices.Clone(r.extraOutbox)})
 		var ce *ConflictError
 		if errors.As(err, &ce) && attempt < 3 && ce.Current != nil && ce.Current.Active != nil &&
 			ce.Current.Active.ClaimToken == r.task.Active.ClaimToken {
@@ -373,6 +380,7 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 		}
 		r.task = next
 		r.unsaved = nil
+		r.extraOutbox = nil
 		r.leaseSent = sent
 		return nil
 	}
@@ -390,6 +398,9 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 		res := r.result()
 		r.emit(EventRequestComplete, res)
 		return res
+	}
+	if r.handedOff {
+		return r.handOff(ctx)
 	}
 	reason := "not run: the request ended (" + r.endReason() + ")"
 	ci := r.cancellation()

@@ -55,7 +55,10 @@ func NewOrch(tb testing.TB, store agent.Store) *Orch {
 			{Tool: &agent.AgentTool{Agent: "desk", Description: "runs errands"}}}},
 	}
 	o := &Orch{Store: store, Sandbox: sandbox, Agents: as}
-	o.E = &agent.Engine{Store: store, Model: model, Agents: as, LegTimeout: time.Minute, Log: slog.New(slog.DiscardHandler)}
+	// Legs of a minute: a decision at a caller continues the chain below
+	// while 5 s are left (testChainHandedOff forces the handoff).
+	o.E = &agent.Engine{Store: store, Model: model, Agents: as, LegTimeout: time.Minute, Log: slog.New(slog.DiscardHandler),
+		ChainMinRemaining: 5 * time.Second}
 	return o
 }
 
@@ -130,6 +133,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"BadResumes", testBadChainResumes},
 		{"DeleteCascades", testDeleteCascades},
 		{"SubAgentRemoved", testSubAgentRemoved},
+		{"ChainHandedOff", testChainHandedOff},
 		{"CancelWithACallNotStarted", testOrphanCanceled},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
@@ -679,4 +683,50 @@ func testOrphanCanceled(t *testing.T, o *Orch) {
 	if lv.Status != agent.StatusCanceled || len(lv.Requests) != 1 {
 		t.Errorf("leaf after desk's cancel: %s, %d requests", lv.Status, len(lv.Requests))
 	}
+}
+
+// testChainHandedOff: a decision at the root of boss → desk → leaf when
+// too little of the invocation is left to continue desk: the leaf's leg
+// runs, then boss hands itself to the outbox and answers Running, its
+// stream without request_complete; the continuations (what the dispatcher
+// runs) complete desk, then boss, each level once.
+func testChainHandedOff(t *testing.T, o *Orch) {
+	res, _, p := pausedAtDepthTwo(t, o, "handoff.txt")
+	dt, dr := o.middle(t, res.TaskID)
+	o.E.ChainMinRemaining = 24 * time.Hour // always too little left
+	out, rec, err := o.Resume("boss", res.TaskID, res.RequestID, agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionApprove}}})
+	o.E.ChainMinRemaining = 5 * time.Second
+	if err != nil || out.Status != agent.StatusRunning || out.RequestID != res.RequestID {
+		t.Fatalf("resume at boss: %+v %v", out, err)
+	}
+	if names := rec.Names(); slices.Contains(names, agent.EventRequestComplete) {
+		t.Errorf("a handed-off stream has request_complete: %v", names)
+	}
+	if got := o.Lines("handoff.txt"); !slices.Equal(got, []string{"x"}) {
+		t.Fatalf("handoff.txt = %q: the leaf's leg runs before the handoff", got)
+	}
+	if v := o.View(t, "boss", res.TaskID); v.Status != agent.StatusRunning {
+		t.Errorf("boss after the handoff: %s", v.Status)
+	}
+	items, err := o.Store.ListOutbox(context.Background(), time.Now().Add(time.Hour), 0)
+	if err != nil || !slices.ContainsFunc(items, func(it agent.OutboxItem) bool {
+		return it.Kind == agent.OutboxContinue && it.TaskID == res.TaskID && it.RequestID == res.RequestID
+	}) {
+		t.Fatalf("boss's continuation is not in the outbox: %+v %v", items, err)
+	}
+	for _, c := range [][2]string{{dt, dr}, {res.TaskID, res.RequestID}} {
+		if err := o.E.ContinueCaller(context.Background(), c[0], c[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, lvl := range []struct{ agent, task string }{{"leaf", p.TaskID}, {"desk", dt}, {"boss", res.TaskID}} {
+		if v := o.View(t, lvl.agent, lvl.task); v.Status != agent.StatusCompleted {
+			t.Errorf("%s after the continuations: %s", lvl.agent, v.Status)
+		}
+	}
+	if got := o.Lines("handoff.txt"); len(got) != 1 {
+		t.Errorf("handoff.txt = %q", got)
+	}
+	f := o.follow(t, "boss", res.TaskID, res.RequestID, 0)
+	continuous(t, "boss's log", f, 1)
 }

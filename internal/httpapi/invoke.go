@@ -118,6 +118,10 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, r *http.Req
 // then the status of its error code.
 func writeResult(w http.ResponseWriter, res *agent.RequestResult) {
 	status := http.StatusOK
+	if res.Status == agent.StatusRunning {
+		// A chain handed to the outbox (DESIGN §10): follow it with GET events.
+		status = http.StatusAccepted
+	}
 	if res.Status == agent.StatusFailed && res.Error != nil {
 		status = StatusOf(res.Error.Code)
 		if res.Error.Code == agent.CodeThrottled || res.Error.Code == agent.CodeRequestLost {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hitch-agents/hitch/internal/enginetest"
 	"github.com/hitch-agents/hitch/internal/httpapi"
@@ -93,5 +94,20 @@ func TestOrchestrationHTTP(t *testing.T) {
 	}
 	if got := o.Lines("http.txt"); len(got) != 2 {
 		t.Errorf("http.txt = %q: want one line per approved call", got)
+	}
+
+	// A decision at the root of boss → desk → leaf with too little time
+	// left to continue desk: 202, the RequestResult Running; the outbox
+	// goes on.
+	deep, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": enginetest.CallAgent("desk", enginetest.CallAgent("leaf", enginetest.Append("deep.txt", "x")))}}})
+	boss := e.do(t, "POST", "/agents/boss/invoke", "alice", string(deep)).json(t)
+	if boss["status"] != "Paused" {
+		t.Fatalf("boss: %v", boss)
+	}
+	o.E.ChainMinRemaining = 24 * time.Hour
+	r = e.do(t, "POST", "/agents/boss/tasks/"+boss["task_id"].(string)+"/requests/"+boss["request_id"].(string)+"/resume", "alice", `{"action":"approve"}`)
+	o.E.ChainMinRemaining = 5 * time.Second
+	if r.status != 202 || r.json(t)["status"] != "Running" {
+		t.Fatalf("a handed-off decision: %d %s", r.status, r.body)
 	}
 }

@@ -63,6 +63,10 @@ type Config struct {
 	// Log is the logger; nil means JSON on stderr, with the trace and
 	// request ids in every line of a request.
 	Log *slog.Logger
+	// ChainMinRemaining (HITCH_CHAIN_MIN_REMAINING, a Go duration; ""
+	// means 60 s): a decision sent to a caller continues the chain below it
+	// while more than this is left of the invocation (DESIGN §10).
+	ChainMinRemaining string
 	// A2ADefaultAgent (HITCH_A2A_DEFAULT_AGENT) is the agent whose Agent
 	// Card is served at /.well-known/agent-card.json ("": the only agent).
 	A2ADefaultAgent string
@@ -153,6 +157,12 @@ func NewWith(c Config, cl Clients) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	var chainMin time.Duration
+	if c.ChainMinRemaining != "" {
+		if chainMin, err = time.ParseDuration(c.ChainMinRemaining); err != nil || chainMin <= 0 {
+			return nil, fmt.Errorf("lambdafn: HITCH_CHAIN_MIN_REMAINING %q is not a positive duration (e.g. 60s)", c.ChainMinRemaining)
+		}
+	}
 	maxBody, err := atoiOr(c.MaxBodyBytes, httpapi.DefaultMaxBody, "HITCH_MAX_BODY_BYTES")
 	if err != nil {
 		return nil, err
@@ -169,6 +179,7 @@ func NewWith(c Config, cl Clients) (*App, error) {
 	engine := &agent.Engine{
 		Store: dynamo.New(cl.DynamoDB, c.Table), Model: bedrock.New(cl.Bedrock), Agents: cat, Log: log,
 		LegTimeout: 15 * time.Minute, DeadlineMargin: DeadlineMargin, RetentionDays: retention,
+		ChainMinRemaining: chainMin,
 	}
 	tracer := observe(engine, c)
 	api := &httpapi.Server{Engine: engine, Auth: AuthorizerIdentity, Log: log, MaxBody: int64(maxBody), Functions: []string{c.Function},
