@@ -15,7 +15,7 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags "-s -w"
 
 ## run: serve the API and the console (/console/) on 127.0.0.1:8080 (in-memory store, dev auth, local model)
 run:
-	$(GO) run ./cmd/hitch serve --agents agents
+	$(GO) run ./cmd/hitch serve --agents agents --a2a-default-agent assistant
 
 ## run-webhooks: make run with examples/webhooks (the assistant with a webhook), and
 ## `hitch webhook listen` on 127.0.0.1:9000 printing each delivery it verifies
