@@ -111,7 +111,16 @@ func (r *Run) runChild(ctx context.Context, u Block) (Block, *childPause) {
 		return ErrorResult(u.ID, fmt.Sprintf("the agent %s is not deployed here any more", call.Agent)), nil
 	}
 	sink := &childSink{parent: r, agent: call.Agent, taskID: call.TaskID, rid: call.RequestID}
-	out, err := r.e.runChildRequest(ctx, r, sub, call, in.Message, sink, r.fresh[u.ID])
+	fresh := r.fresh[u.ID]
+	var out childOutcome
+	for attempt := 0; ; attempt++ {
+		out, err = r.e.runChildRequest(ctx, r, sub, call, in.Message, sink, fresh)
+		var ce *ConflictError
+		if !errors.As(err, &ce) || attempt == 3 {
+			break
+		}
+		fresh = false // the child moved while it was read: read it again
+	}
 	if err != nil {
 		var ae *Error
 		if errors.As(err, &ae) {
