@@ -3,6 +3,7 @@ package notifier_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"slices"
 	"testing"
@@ -110,21 +111,7 @@ func TestResumeInvokerRetries(t *testing.T) {
 	fn := fakelambda.New(t) // no function registered: 404
 	r := notifier.ResumeInvoker{Lambda: fn.Client(t), Function: "hitch-resume"}
 	err := r.Continue(context.Background(), agent.OutboxItem{TaskID: "t", RequestID: "r", Kind: agent.OutboxContinue})
-	if err == nil || !errorsIs(err, notify.ErrRetry) {
+	if err == nil || !errors.Is(err, notify.ErrRetry) {
 		t.Errorf("Continue = %v, want a retry", err)
 	}
-}
-
-func errorsIs(err, target error) bool {
-	for err != nil {
-		if err == target {
-			return true
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		err = u.Unwrap()
-	}
-	return false
 }

@@ -24,16 +24,23 @@ func TestMain(m *testing.M) { ddblocal.Main(m) }
 // dynamoEnv is an engine on a fresh DynamoDB Local table whose client counts.
 func dynamoEnv(tb testing.TB) (*enginetest.Env, *perf.Counter) {
 	tb.Helper()
+	store, c := countedStore(tb)
+	env := enginetest.New(tb, store)
+	env.E.Log = slog.New(slog.DiscardHandler)
+	env.E.Now = nil // real time: DynamoDB Local's ttl reads use it
+	return env, c
+}
+
+// countedStore is a fresh DynamoDB Local table whose client counts.
+func countedStore(tb testing.TB) (*dynamo.Store, *perf.Counter) {
+	tb.Helper()
 	base := ddblocal.Client(tb)
 	table := "hitch-" + uuid.NewString()
 	if err := dynamo.CreateTable(context.Background(), base, table); err != nil {
 		tb.Fatal(err)
 	}
 	c := perf.NewCounter()
-	env := enginetest.New(tb, dynamo.New(c.Client(base), table))
-	env.E.Log = slog.New(slog.DiscardHandler)
-	env.E.Now = nil // real time: DynamoDB Local's ttl reads use it
-	return env, c
+	return dynamo.New(c.Client(base), table), c
 }
 
 // seed appends n history entries of size bytes each to the task.

@@ -6,11 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/hitch-agents/hitch/internal/agent"
-	"github.com/hitch-agents/hitch/internal/ddblocal"
-	"github.com/hitch-agents/hitch/internal/dynamo"
 	"github.com/hitch-agents/hitch/internal/enginetest"
 	"github.com/hitch-agents/hitch/internal/perf"
 )
@@ -19,13 +15,8 @@ import (
 // Local table whose client counts.
 func orchEnv(tb testing.TB) (*enginetest.Orch, *perf.Counter) {
 	tb.Helper()
-	base := ddblocal.Client(tb)
-	table := "hitch-" + uuid.NewString()
-	if err := dynamo.CreateTable(context.Background(), base, table); err != nil {
-		tb.Fatal(err)
-	}
-	c := perf.NewCounter()
-	o := enginetest.NewOrch(tb, dynamo.New(c.Client(base), table))
+	store, c := countedStore(tb)
+	o := enginetest.NewOrch(tb, store)
 	o.E.Log = slog.New(slog.DiscardHandler)
 	return o, c
 }
