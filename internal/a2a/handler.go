@@ -202,12 +202,22 @@ func (h *handler) claim(ctx context.Context, req *a2a.SendMessageRequest) (*agen
 	if err != nil {
 		return nil, err
 	}
-	run, err := h.e.StartInvoke(ctx, agent.InvokeInput{Agent: h.agent, UserID: h.user, TaskID: m.ContextID, Items: items, Deadline: h.deadline})
+	in := agent.InvokeInput{Agent: h.agent, UserID: h.user, TaskID: m.ContextID, Items: items, Deadline: h.deadline}
+	if key := messageKey + m.ID; m.ID != "" && agent.CheckIdempotencyKey(key) == nil {
+		// A message sent again (same messageId, same content) is taken
+		// once: the resend answers the task the first one made.
+		in.Idem = &agent.Idempotency{Key: key, BodyHash: agent.MessageHash("", m.ContextID, items, nil)}
+	}
+	run, err := h.e.StartInvoke(ctx, in)
 	if err != nil {
 		return nil, toProto(err, h.log, m.ContextID)
 	}
 	return run, nil
 }
+
+// messageKey prefixes a message's id as the idempotency key of the request
+// it starts (DESIGN §3 Idempotency-Key, scoped to the user and the agent).
+const messageKey = "a2a-message:"
 
 func workingTask(run *agent.Run) *a2a.Task { return working(run.TaskID(), run.RequestID()) }
 

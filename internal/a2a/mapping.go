@@ -33,7 +33,7 @@ func stateOf(s agent.Status) a2a.TaskState {
 
 // statusMessage is the agent's message of a status: the pending calls of a
 // pause as a data part, the error of a failure.
-func statusMessage(taskID, rid string, status agent.Status, pending []agent.PendingView, resumeURL string, e *agent.ErrorInfo) *a2a.Message {
+func statusMessage(taskID, rid string, status agent.Status, pending []agent.PendingView, round int, resumeURL string, e *agent.ErrorInfo) *a2a.Message {
 	var parts []*a2a.Part
 	switch {
 	case status == agent.StatusPaused:
@@ -41,6 +41,9 @@ func statusMessage(taskID, rid string, status agent.Status, pending []agent.Pend
 			pending = []agent.PendingView{}
 		}
 		data := map[string]any{"pending_approvals": jsonValue(pending)}
+		if round > 0 {
+			data["round"] = round
+		}
 		if resumeURL != "" {
 			data["resume_url"] = resumeURL
 		}
@@ -84,7 +87,7 @@ func taskOfResult(res *agent.RequestResult, at time.Time) *a2a.Task {
 	t := &a2a.Task{
 		ID: a2a.TaskID(res.RequestID), ContextID: res.TaskID,
 		Status: a2a.TaskStatus{State: stateOf(res.Status), Timestamp: &at,
-			Message: statusMessage(res.TaskID, res.RequestID, res.Status, res.PendingApprovals, res.ResumeURL, res.Error)},
+			Message: statusMessage(res.TaskID, res.RequestID, res.Status, res.PendingApprovals, res.Round, res.ResumeURL, res.Error)},
 		Metadata: map[string]any{"session_id": res.SessionID, "source": res.Source},
 	}
 	if res.Status == agent.StatusCompleted {
@@ -112,9 +115,9 @@ func taskOfView(v *agent.TaskView, rid string, historyLength *int) (*a2a.Task, e
 		Metadata: map[string]any{"session_id": v.SessionID},
 	}
 	if req.Status == agent.StatusPaused {
-		t.Status.Message = statusMessage(v.TaskID, rid, req.Status, v.PendingApprovals, resumeURL(v.Agent, v.TaskID, rid), nil)
+		t.Status.Message = statusMessage(v.TaskID, rid, req.Status, v.PendingApprovals, v.Round, resumeURL(v.Agent, v.TaskID, rid), nil)
 	} else {
-		t.Status.Message = statusMessage(v.TaskID, rid, req.Status, nil, "", req.Error)
+		t.Status.Message = statusMessage(v.TaskID, rid, req.Status, nil, 0, "", req.Error)
 	}
 	history := historyOf(v, rid)
 	if req.Status == agent.StatusCompleted {

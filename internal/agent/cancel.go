@@ -226,13 +226,22 @@ func (e *Engine) flagCancel(ctx context.Context, t *Task, items []Item, ci cance
 // calls, as part of its cancel (cascade): a paused or dead one is
 // finalised now, a running one flagged; each does the same below it.
 func (e *Engine) cancelBelow(ctx context.Context, t *Task, items []Item, ci cancelInfo) {
-	e.cancelCalls(ctx, e.openCalls(t, items), ci)
+	e.cancelCalls(ctx, t.Agent, e.openCalls(t, items), ci)
 }
 
-// cancelCalls cancels the child requests of the calls (a cascade).
-func (e *Engine) cancelCalls(ctx context.Context, calls []ChildCall, ci cancelInfo) {
+// cancelCalls cancels the child requests of the calls of callerAgent (a
+// cascade); a remote agent's task is canceled there.
+func (e *Engine) cancelCalls(ctx context.Context, callerAgent string, calls []ChildCall, ci cancelInfo) {
 	ci.cascade = true
 	for _, cc := range calls {
+		if cc.Remote != "" {
+			if ra := e.remoteOf(callerAgent, cc); ra != nil && cc.RequestID != "" {
+				if err := ra.Cancel(ctx, cc.TaskID, cc.RequestID); err != nil {
+					e.log().Warn("canceling a remote agent's task failed", "agent", cc.Agent, "url", cc.Remote, "remote_task_id", cc.RequestID, "err", err)
+				}
+			}
+			continue
+		}
 		sub, ok := e.Agents.Get(cc.Agent)
 		if !ok {
 			continue

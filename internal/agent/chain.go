@@ -58,7 +58,14 @@ func (r *Run) planChildren(uses []Block) bool {
 			continue // an error result; no child
 		}
 		cc := ChildCall{ToolCallID: u.ID, Agent: at.Agent, RequestID: r.e.newID()}
-		if tid, ok := r.task.Children[at.Agent]; ok && !in.NewTask {
+		if at.Remote != nil {
+			// The remote makes its task's ids; its context is continued
+			// unless new_task.
+			cc.RequestID, cc.Remote, cc.MessageID = "", at.Remote.URL(), r.e.newID()
+			if !in.NewTask {
+				cc.TaskID = r.task.Children[at.Agent]
+			}
+		} else if tid, ok := r.task.Children[at.Agent]; ok && !in.NewTask {
 			cc.TaskID = tid
 		} else {
 			cc.TaskID, cc.NewTask = r.e.newID(), true
@@ -87,6 +94,8 @@ type childPause struct {
 	// handoff: the chain below was not continued for lack of time; the
 	// leg hands itself to the outbox (DESIGN §10).
 	handoff bool
+	// remote: a remote agent's task (its round is the remote request's).
+	remote bool
 }
 
 // runChild runs a sub-agent call: the child request starts (or, on a
@@ -102,6 +111,9 @@ func (r *Run) runChild(ctx context.Context, u Block) (Block, *childPause) {
 		return ErrorResult(u.ID, "not run: the call was not recorded"), nil
 	}
 	call := *cc
+	if at := r.agentTool(u.Name); at != nil && at.Remote != nil {
+		return r.runRemote(ctx, u, at, in, call)
+	}
 	if j := r.joinOf(call); j != nil {
 		// Ended already: its outcome came with the task (or this leg ran it).
 		return r.truncate(childResult(u.ID, call, j.outcome())), nil
@@ -490,7 +502,12 @@ func (r *Run) pauseOnChildren(ctx context.Context, results []Block, paused []chi
 			pending = append(pending, pc)
 			k, ok := at[leaf.RequestID]
 			if !ok {
-				awaits = append(awaits, Await{Agent: leaf.Agent, TaskID: leaf.TaskID, RequestID: leaf.RequestID, Round: pc.Round, Via: p.call.ToolCallID})
+				round := pc.Round
+				if p.remote {
+					// A decision goes to the remote task, in its round.
+					round = ca.Round
+				}
+				awaits = append(awaits, Await{Agent: leaf.Agent, TaskID: leaf.TaskID, RequestID: leaf.RequestID, Round: round, Via: p.call.ToolCallID})
 				k = len(awaits) - 1
 				at[leaf.RequestID] = k
 			}
@@ -552,8 +569,19 @@ func (r *Run) addResults(blocks []Block) {
 // §10); nil when there is nothing to do (the caller moved on, or its
 // sub-agents are where it saw them). ErrBusy: a live invocation holds it.
 func (e *Engine) StartContinue(ctx context.Context, taskID, rid string) (*Run, error) {
+	return e.startContinue(ctx, taskID, rid, false)
+}
+
+// StartPoll is StartContinue for a caller's poll of its remote calls
+// (DESIGN §10): ErrWaiting when it still waits on a remote that has not
+// moved, so that the poll is delivered again later.
+func (e *Engine) StartPoll(ctx context.Context, taskID, rid string) (*Run, error) {
+	return e.startContinue(ctx, taskID, rid, true)
+}
+
+func (e *Engine) startContinue(ctx context.Context, taskID, rid string, poll bool) (*Run, error) {
 	for attempt := 0; attempt < 5; attempt++ {
-		run, err := e.tryContinue(ctx, taskID, rid)
+		run, err := e.tryContinue(ctx, taskID, rid, poll)
 		var ce *ConflictError
 		if errors.As(err, &ce) {
 			continue
@@ -563,7 +591,7 @@ func (e *Engine) StartContinue(ctx context.Context, taskID, rid string) (*Run, e
 	return nil, ErrBusy
 }
 
-func (e *Engine) tryContinue(ctx context.Context, taskID, rid string) (*Run, error) {
+func (e *Engine) tryContinue(ctx context.Context, taskID, rid string, poll bool) (*Run, error) {
 	// One read: META, the history and the children's joins.
 	t, items, err := e.Store.LoadTask(ctx, taskID)
 	if errors.Is(err, ErrNotFound) {
@@ -598,8 +626,14 @@ func (e *Engine) tryContinue(ctx context.Context, taskID, rid string) (*Run, err
 		return nil, nil
 	}
 	changed, expired, err := e.childrenMoved(ctx, t, open)
-	if err != nil || !changed {
+	if err != nil {
 		return nil, err
+	}
+	if !changed {
+		if poll && slices.ContainsFunc(open, func(cc ChildCall) bool { return cc.Remote != "" }) {
+			return nil, ErrWaiting
+		}
+		return nil, nil
 	}
 	if expired != nil {
 		// An expiry below ends the whole chain (DESIGN §10 Expiry): no
@@ -647,6 +681,14 @@ func (e *Engine) childrenMoved(ctx context.Context, t *Task, open []ChildCall) (
 	}
 	changed := false
 	for _, cc := range open {
+		if cc.Remote != "" {
+			moved, expired, err := e.remoteMoved(ctx, t, cc)
+			if err != nil || expired != nil {
+				return true, expired, err
+			}
+			changed = changed || moved
+			continue
+		}
 		if j := findJoin(t.Joins, a.ID, cc); j != nil {
 			// Ended: its outcome is here already.
 			if j.Status == StatusFailed && j.Error != nil && j.Error.Code == CodeApprovalExpired {
@@ -702,7 +744,9 @@ func (e *Engine) copiedDecision(ctx context.Context, t *Task) (*Decision, error)
 	var out *Decision
 	for _, w := range a.Awaits {
 		var ds []Decision
-		if cc := findCall(a, w.Via); cc != nil {
+		if cc := findCall(a, w.Via); cc != nil && cc.Remote != "" {
+			continue // decided on the remote system: recorded there
+		} else if cc != nil {
 			// The child's end carried the decision it took or copied.
 			if j := findJoin(t.Joins, a.ID, *cc); j != nil && j.Decision != nil && coversCalls(j.Decision, w.ToolCallIDs) {
 				d := *j.Decision
@@ -907,6 +951,17 @@ func (e *Engine) ContinueCaller(ctx context.Context, taskID, rid string) error {
 	return nil
 }
 
+// PollCaller continues a caller paused on a remote agent once that agent's
+// task moved (DESIGN §10): ErrWaiting while it has not.
+func (e *Engine) PollCaller(ctx context.Context, taskID, rid string) error {
+	run, err := e.StartPoll(ctx, taskID, rid)
+	if err != nil || run == nil {
+		return err
+	}
+	run.Execute(ctx, Discard)
+	return nil
+}
+
 // bodyOf is the resume body that decides a round as d did.
 func bodyOf(d *Decision) ResumeRequest {
 	round := d.Round
@@ -928,6 +983,10 @@ type leafRun struct {
 	leaf  LeafRef
 	depth int
 	via   string // the caller's call it is reached through
+	// remote, for a remote task the decision was sent to, is its agent
+	// (run is nil): the leg waits for the remote task's end or pause.
+	remote RemoteAgent
+	call   ChildCall
 }
 
 // resumeAtCaller decides a caller's round (DESIGN §10): its decisions name
@@ -945,13 +1004,20 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 	for _, c := range d.Calls {
 		byCall[c.ToolCallID] = c
 	}
+	remote := func(w Await) bool {
+		cc := findCall(a, w.Via)
+		return cc != nil && cc.Remote != ""
+	}
 	for _, w := range a.Awaits {
-		if _, ok := e.Agents.Get(w.Agent); !ok {
+		if _, ok := e.Agents.Get(w.Agent); !ok && !remote(w) {
 			return nil, Errorf(CodeAgentNotFound, "task %s waits on the agent %s, which is not deployed here any more: the decision cannot reach it; cancel the task", t.ID, w.Agent)
 		}
 	}
 	var leaves []leafRun
 	for _, w := range a.Awaits {
+		if remote(w) {
+			continue
+		}
 		round := w.Round
 		body := ResumeRequest{Round: &round, Reason: in.Body.Reason}
 		for _, id := range w.ToolCallIDs {
@@ -975,6 +1041,13 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 		}
 		leaves = append(leaves, leafRun{run: run, leaf: LeafRef{Agent: w.Agent, TaskID: w.TaskID, RequestID: w.RequestID}, depth: depthBelow(run, t.ID), via: w.Via})
 	}
+	took, err := e.decideRemotes(ctx, t, byCall, in.Body.Reason, len(leaves) > 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, cc := range took {
+		leaves = append(leaves, leafRun{remote: e.remoteOf(t.Agent, cc), call: cc, leaf: LeafRef{Agent: cc.Agent, TaskID: cc.TaskID, RequestID: cc.RequestID}, depth: 1, via: cc.ToolCallID})
+	}
 	next := t.Clone()
 	deadline, lease := e.legDeadline(in.Deadline)
 	na := next.Active
@@ -996,7 +1069,9 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 		follow := f.follow
 		f.follow = func(ctx context.Context, sink Sink) *RequestResult {
 			for _, l := range leaves {
-				l.run.Execute(ctx, Discard)
+				if l.run != nil {
+					l.run.Execute(ctx, Discard)
+				}
 			}
 			return follow(ctx, sink)
 		}
@@ -1029,6 +1104,10 @@ func depthBelow(leaf *Run, callerTaskID string) int {
 // events in this caller's stream at their depth.
 func (r *Run) runLeaves(ctx context.Context) {
 	for _, l := range r.leafRuns {
+		if l.remote != nil {
+			r.awaitRemoteLeaf(ctx, l)
+			continue
+		}
 		sink := &childSink{parent: r, agent: l.leaf.Agent, taskID: l.leaf.TaskID, rid: l.leaf.RequestID, depth: l.depth}
 		res := l.run.Execute(context.WithoutCancel(ctx), sink)
 		cc := r.childCall(l.via)

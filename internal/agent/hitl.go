@@ -121,7 +121,7 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 		}
 		if l := p.Leaf; l != nil {
 			call["agent"], call["task_id"], call["request_id"], call["round"] = l.Agent, l.TaskID, l.RequestID, p.Round
-			call["resume_url"] = ResumeURL(l.Agent, l.TaskID, l.RequestID)
+			call["resume_url"] = l.resumeURL()
 		}
 		calls = append(calls, call)
 	}

@@ -81,6 +81,10 @@ const (
 // EventContinue is a continuation item's event.
 const EventContinue = "continue"
 
+// EventPoll is the event of a continuation item that polls a caller's
+// remote agents (a paused caller waiting on a remote task).
+const EventPoll = "poll"
+
 // EventHeartbeat is an outbox item's event for a waiter told that its
 // request's state changed (a pause it waits through, a new leg).
 const EventHeartbeat = "heartbeat"
@@ -239,6 +243,15 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 		hooks(base)
 		waiters(base, a.Waiters, func(ref WaiterRef) bool { return ref.OnPause == OnPauseReturn })
 		cont(a.Parent, a.ID, a.Epoch, a.LastEventID)
+		// A pause on a remote agent polls it (DESIGN §10): the item is
+		// delivered again until the remote task moved.
+		for _, cc := range a.Calls {
+			if cc.Remote != "" && cc.RequestID != "" && slices.ContainsFunc(a.Awaits, func(w Await) bool { return w.Via == cc.ToolCallID }) {
+				it := base
+				it.Kind, it.Event, it.Recipient, it.Pending, it.Usage = OutboxContinue, EventPoll, "po-"+cc.RequestID, nil, nil
+				w.Outbox = append(w.Outbox, it)
+			}
+		}
 	case newLeg && len(a.Waiters) > 0:
 		base := item(a.ID, a.Epoch, a.LastEventID, a.Round)
 		waiters(base, a.Waiters, func(WaiterRef) bool { return false })

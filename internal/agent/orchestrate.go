@@ -32,6 +32,9 @@ type AgentTool struct {
 	Description string
 	// DefinedAt is where a definition names it (start-up errors).
 	DefinedAt string
+	// Remote, on an `a2a:` entry, is the remote A2A agent the tool calls
+	// (DESIGN §10, §13); nil: an agent of this deployment.
+	Remote RemoteAgent
 }
 
 // agentToolSchema is the input of every agent tool.
@@ -106,6 +109,12 @@ type ChildCall struct {
 	RequestID  string `json:"request_id"`
 	// NewTask: the call creates the child task.
 	NewTask bool `json:"new_task,omitempty"`
+	// Remote, on a call of a remote A2A agent, is its URL: TaskID is the
+	// remote context and RequestID the remote task, both known once the
+	// remote answered the message MessageID (made before it is sent, the
+	// same when it is sent again).
+	Remote    string `json:"remote,omitempty"`
+	MessageID string `json:"message_id,omitempty"`
 }
 
 // Await is a leaf round a paused caller waits on: the leaf request, its
@@ -125,6 +134,9 @@ type LeafRef struct {
 	Agent     string `json:"agent"`
 	TaskID    string `json:"task_id"`
 	RequestID string `json:"request_id"`
+	// URL, for a remote leaf, is where it is decided on its own system
+	// (its resume URL there).
+	URL string `json:"url,omitempty"`
 }
 
 // WaitingOn is a request a paused caller waits on (GET task's waiting_on).

@@ -681,6 +681,10 @@ func (e *Engine) pendingInputs(ctx context.Context, t *Task, items []Item) error
 		if p.Input != nil {
 			continue
 		}
+		if p.RemoteInput != nil {
+			p.Input = p.RemoteInput
+			continue
+		}
 		if _, ok := inputs[p.ToolCallID]; !ok && p.ItemSeq > 0 {
 			owner := t
 			if p.Leaf != nil {

@@ -49,6 +49,8 @@ type Run struct {
 	// joins are the outcomes of the request's children known without a
 	// read: put for it by their ends (JOIN#), or run by this leg.
 	joins []Join
+	// learned are the ids remote agents gave this leg's calls (remote.go).
+	learned []ChildCall
 	// emitMu orders the events of sub-agents that run side by side.
 	emitMu   sync.Mutex
 	mu       sync.Mutex
@@ -435,7 +437,7 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 				if ci != nil {
 					by = *ci
 				}
-				r.e.cancelCalls(cctx, orphans, by)
+				r.e.cancelCalls(cctx, r.agent.Name, orphans, by)
 			}
 		}()
 	}

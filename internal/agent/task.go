@@ -149,10 +149,13 @@ type PendingCall struct {
 	ItemSeq int64           `json:"item_seq,omitempty"`
 	// Leaf, on a caller's copy of a sub-agent's pending call, is the
 	// request that made it (ItemSeq is then the leaf task's entry).
-	Leaf      *LeafRef  `json:"leaf,omitempty"`
-	InputHash string    `json:"input_hash"`
-	ExpiresAt time.Time `json:"expires_at"`
-	Round     int       `json:"round"`
+	Leaf *LeafRef `json:"leaf,omitempty"`
+	// RemoteInput, on a remote agent's pending call, is its input as the
+	// remote showed it: there is no entry of it here to refer to.
+	RemoteInput json.RawMessage `json:"remote_input,omitempty"`
+	InputHash   string          `json:"input_hash"`
+	ExpiresAt   time.Time       `json:"expires_at"`
+	Round       int             `json:"round"`
 	// Rule is the approval rule that asked, when a rule did.
 	Rule string `json:"rule,omitempty"`
 }

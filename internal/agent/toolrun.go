@@ -85,6 +85,7 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 		}()
 	}
 	wg.Wait()
+	r.applyLearned()
 	for i, u := range uses {
 		if results[i].Type != "" {
 			r.emit(EventToolResult, resultEvent(u.Name, results[i]))

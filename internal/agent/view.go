@@ -29,6 +29,9 @@ type TaskView struct {
 	// WaitingOn, on a caller paused because a sub-agent paused, are the
 	// requests whose decisions it waits for.
 	WaitingOn []WaitingOn `json:"waiting_on,omitempty"`
+	// Round, on a paused task, is the round its pending calls are decided
+	// in (a resume's round).
+	Round int `json:"round,omitempty"`
 }
 
 // ItemView is a history entry as clients see it.
@@ -82,6 +85,7 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 		Trusted: trustViews(t.Trusted), ParentTaskID: t.ParentTaskID,
 	}
 	if a := t.Active; a != nil && a.Status == StatusPaused {
+		v.Round = a.Round
 		for _, w := range a.Awaits {
 			v.WaitingOn = append(v.WaitingOn, WaitingOn{Agent: w.Agent, TaskID: w.TaskID, RequestID: w.RequestID})
 		}
@@ -187,7 +191,7 @@ func PendingViews(ps []PendingCall, now time.Time, withExpired bool) []PendingVi
 	for _, p := range ps {
 		pv := PendingView{ToolCallID: p.ToolCallID, Name: p.Name, Input: rawOrEmpty(p.Input), ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC3339), Round: p.Round, Rule: p.Rule}
 		if l := p.Leaf; l != nil {
-			pv.Agent, pv.TaskID, pv.RequestID, pv.ResumeURL = l.Agent, l.TaskID, l.RequestID, ResumeURL(l.Agent, l.TaskID, l.RequestID)
+			pv.Agent, pv.TaskID, pv.RequestID, pv.ResumeURL = l.Agent, l.TaskID, l.RequestID, l.resumeURL()
 		}
 		if withExpired {
 			exp := !now.Before(p.ExpiresAt)

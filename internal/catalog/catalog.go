@@ -128,8 +128,8 @@ func link(c *Catalog, definedIn map[string]string) []error {
 	for _, a := range c.list {
 		for _, bt := range a.Tools {
 			at, ok := bt.Tool.(*agent.AgentTool)
-			if !ok {
-				continue
+			if !ok || at.Remote != nil {
+				continue // a remote agent: its system's own
 			}
 			sub, ok := c.byName[at.Agent]
 			if !ok {
@@ -162,7 +162,7 @@ func link(c *Catalog, definedIn map[string]string) []error {
 		best := 0
 		for _, bt := range a.Tools {
 			at, ok := bt.Tool.(*agent.AgentTool)
-			if !ok {
+			if !ok || at.Remote != nil {
 				continue
 			}
 			if d, seen := depth[at.Agent]; seen && d == visiting {

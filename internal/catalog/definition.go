@@ -2,8 +2,10 @@ package catalog
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hitch-agents/hitch/internal/a2a"
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/tools"
 )
@@ -234,7 +237,7 @@ func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env E
 		}
 	}
 	if f["agent"] != nil || f["a2a"] != nil {
-		b := d.agentEntry(f, at, policy)
+		b := d.agentEntry(f, at, policy, env)
 		if b == nil {
 			return nil, join(at, "agent")
 		}
@@ -278,14 +281,17 @@ func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env E
 // requires_approval (approving the delegation itself; default false).
 // Whether the agent exists, cycles and depth are checked once every
 // definition is read (link).
-func (d *decoder) agentEntry(f map[string]*yaml.Node, at string, policy agent.ToolPolicy) *agent.BoundTool {
-	for _, key := range []string{"builtin", "config", "lambda", "mcp", "name", "input_schema", "idempotent", "timeout"} {
+//
+// With `a2a: URL` the agent is a remote A2A agent (DESIGN §10, §13), NAME
+// the tool's name, with headers as an MCP entry's (secret references).
+func (d *decoder) agentEntry(f map[string]*yaml.Node, at string, policy agent.ToolPolicy, env Env) *agent.BoundTool {
+	for _, key := range []string{"builtin", "config", "lambda", "mcp", "name", "input_schema", "idempotent", "timeout", "allow", "optional"} {
 		if f[key] != nil {
-			d.fail(join(at, key), "not allowed in an agent entry (agent, description, requires_approval, approval_ttl)")
+			d.fail(join(at, key), "not allowed in an agent entry (agent, a2a, headers, description, requires_approval, approval_ttl)")
 		}
 	}
-	if f["a2a"] != nil {
-		d.fail(join(at, "a2a"), "remote A2A agents as tools are not supported by this version of Hitch; name an agent of this deployment")
+	if f["agent"] == nil {
+		d.fail(join(at, "agent"), "required with a2a: the tool's name (the remote agent as this agent calls it)")
 		return nil
 	}
 	name, ok := d.str(f["agent"], join(at, "agent"))
@@ -297,6 +303,33 @@ func (d *decoder) agentEntry(f map[string]*yaml.Node, at string, policy agent.To
 		return nil
 	}
 	t := &agent.AgentTool{Agent: name, DefinedAt: join(at, "agent")}
+	if f["a2a"] == nil && f["headers"] != nil {
+		d.fail(join(at, "headers"), "only for a remote agent (a2a: URL)")
+		return nil
+	}
+	if n := f["a2a"]; n != nil {
+		raw, ok := d.str(n, join(at, "a2a"))
+		if !ok {
+			return nil
+		}
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			d.fail(join(at, "a2a"), "%q is not an http(s) URL of an A2A agent (its JSON-RPC endpoint, e.g. https://host/a2a/billing)", raw)
+			return nil
+		}
+		refs, ok := d.headerRefs(f["headers"], join(at, "headers"))
+		if !ok {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultMCPTimeout)
+		defer cancel()
+		headers, ok := d.resolveHeaders(ctx, refs, join(at, "headers"), env.MCP.Secrets)
+		if !ok {
+			return nil
+		}
+		t.Remote = a2a.NewRemote(raw, headers, env.MCP.HTTPClient)
+		t.Description = "The remote agent " + name + " (A2A)."
+	}
 	if n := f["description"]; n != nil {
 		if t.Description, ok = d.nonEmpty(n, join(at, "description")); !ok {
 			return nil

@@ -92,26 +92,8 @@ func (d *decoder) mcpEntry(f map[string]*yaml.Node, at string, policy agent.Tool
 		optional, okOpt = d.boolean(n, join(at, "optional"))
 		ok = ok && okOpt
 	}
-	refs := map[string]string{}
-	if n := f["headers"]; n != nil {
-		m := d.mapping(n, join(at, "headers"))
-		if m == nil {
-			ok = false
-		}
-		for k, v := range m {
-			ref, okRef := d.str(v, join(join(at, "headers"), k))
-			if !okRef {
-				ok = false
-				continue
-			}
-			if err := secret.Check(ref); err != nil {
-				d.fail(join(join(at, "headers"), k), "%v (a header's value is a reference, never the secret itself)", err)
-				ok = false
-				continue
-			}
-			refs[k] = ref
-		}
-	}
+	refs, okRefs := d.headerRefs(f["headers"], join(at, "headers"))
+	ok = ok && okRefs
 	var allow []string
 	if n := f["allow"]; n != nil {
 		var okAllow bool
@@ -124,20 +106,7 @@ func (d *decoder) mcpEntry(f map[string]*yaml.Node, at string, policy agent.Tool
 
 	ctx, cancel := context.WithTimeout(context.Background(), policy.Timeout)
 	defer cancel()
-	resolver := env.MCP.Secrets
-	if resolver == nil {
-		resolver = secret.Resolver{}
-	}
-	headers := map[string]string{}
-	for k, ref := range refs {
-		v, err := resolver.Resolve(ctx, ref)
-		if err != nil {
-			d.fail(join(join(at, "headers"), k), "%v", err)
-			ok = false
-			continue
-		}
-		headers[k] = v
-	}
+	headers, ok := d.resolveHeaders(ctx, refs, join(at, "headers"), env.MCP.Secrets)
 	if !ok {
 		return nil
 	}
@@ -238,4 +207,49 @@ func (d *decoder) nameSet(n *yaml.Node, at string, group []string) (func(string)
 		set[name] = true
 	}
 	return func(name string) bool { return set[name] }, ok
+}
+
+// headerRefs reads an entry's headers (MCP, A2A): each value a secret
+// reference (env:NAME, ssm:/path), never the secret itself.
+func (d *decoder) headerRefs(n *yaml.Node, at string) (map[string]string, bool) {
+	refs := map[string]string{}
+	if n == nil {
+		return refs, true
+	}
+	m := d.mapping(n, at)
+	ok := m != nil
+	for k, v := range m {
+		ref, okRef := d.str(v, join(at, k))
+		if !okRef {
+			ok = false
+			continue
+		}
+		if err := secret.Check(ref); err != nil {
+			d.fail(join(at, k), "%v (a header's value is a reference, never the secret itself)", err)
+			ok = false
+			continue
+		}
+		refs[k] = ref
+	}
+	return refs, ok
+}
+
+// resolveHeaders resolves header references (secret.Resolver{}, env: only,
+// when resolver is nil).
+func (d *decoder) resolveHeaders(ctx context.Context, refs map[string]string, at string, resolver SecretResolver) (map[string]string, bool) {
+	if resolver == nil {
+		resolver = secret.Resolver{}
+	}
+	ok := true
+	headers := map[string]string{}
+	for k, ref := range refs {
+		v, err := resolver.Resolve(ctx, ref)
+		if err != nil {
+			d.fail(join(at, k), "%v", err)
+			ok = false
+			continue
+		}
+		headers[k] = v
+	}
+	return headers, ok
 }

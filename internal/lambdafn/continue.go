@@ -17,14 +17,17 @@ import (
 // item a child's commit wrote.
 const OpContinue = "continue"
 
-// ContinuePayload is {"op": "continue", task_id, request_id, outbox}: the
-// caller's task and request, and the key of the outbox item to delete once
-// the caller is continued.
+// ContinuePayload is {"op": "continue", task_id, request_id, outbox,
+// poll?}: the caller's task and request, and the key of the outbox item to
+// delete once the caller is continued. Poll: the item polls the caller's
+// remote agents; it stays while they have not moved (the notifier's sweep
+// delivers it again).
 type ContinuePayload struct {
 	Op        string `json:"op"`
 	TaskID    string `json:"task_id"`
 	RequestID string `json:"request_id"`
 	Outbox    string `json:"outbox"`
+	Poll      bool   `json:"poll,omitempty"`
 }
 
 // ContinueAnswer is what a continuation answers: the caller's status
@@ -33,6 +36,8 @@ type ContinueAnswer struct {
 	TaskID    string       `json:"task_id"`
 	RequestID string       `json:"request_id"`
 	Status    agent.Status `json:"status,omitempty"`
+	// Waiting: a poll found the caller's remote agents where they were.
+	Waiting bool `json:"waiting,omitempty"`
 }
 
 // Continue answers the resume function's direct payloads: it continues the
@@ -63,7 +68,15 @@ func Continue(e *agent.Engine) lambdahttp.DirectFunc {
 			return nil, refusal(err)
 		}
 		wctx := context.WithoutCancel(ctx)
-		run, err := e.StartContinue(wctx, p.TaskID, p.RequestID)
+		start := e.StartContinue
+		if p.Poll {
+			start = e.StartPoll
+		}
+		run, err := start(wctx, p.TaskID, p.RequestID)
+		if errors.Is(err, agent.ErrWaiting) {
+			// Nothing new there: the item stays for the next sweep.
+			return ContinueAnswer{TaskID: p.TaskID, RequestID: p.RequestID, Status: agent.StatusPaused, Waiting: true}, nil
+		}
 		if errors.Is(err, agent.ErrBusy) {
 			return nil, lambdahttp.Refusal(agent.CodeTaskBusy, "the caller is held by a live invocation; try again later")
 		}

@@ -134,9 +134,10 @@ func Main(c Config) {
 
 // ResumeInvoker delivers continuations (DESIGN §10 Durability): it invokes
 // the resume function asynchronously with {"op": "continue", task_id,
-// request_id, outbox}; the resume function continues the caller and deletes
-// the item (notify.ErrKept). A failed continuation is retried by Lambda's
-// asynchronous retries, then re-driven by the sweep.
+// request_id, outbox, poll?}; the resume function continues the caller and
+// deletes the item (notify.ErrKept). A failed continuation is retried by
+// Lambda's asynchronous retries, then re-driven by the sweep; so is a poll
+// of a remote agent that has not moved (poll: true; the item stays).
 type ResumeInvoker struct {
 	Lambda   *lambda.Client
 	Function string
@@ -144,7 +145,11 @@ type ResumeInvoker struct {
 
 // Continue implements notify.Continuer.
 func (r ResumeInvoker) Continue(ctx context.Context, o agent.OutboxItem) error {
-	payload, err := json.Marshal(map[string]string{"op": "continue", "task_id": o.TaskID, "request_id": o.RequestID, "outbox": o.SK()})
+	p := map[string]any{"op": "continue", "task_id": o.TaskID, "request_id": o.RequestID, "outbox": o.SK()}
+	if o.Event == agent.EventPoll {
+		p["poll"] = true
+	}
+	payload, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}

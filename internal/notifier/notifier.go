@@ -192,7 +192,11 @@ func (h *Handler) deliver(ctx context.Context, r Retry) error {
 		return nil
 	}
 	delay := h.backoff(r.Attempt)
-	next := Retry{Item: r.Item, Attempt: r.Attempt + 1, NotBefore: time.Now().Add(delay)}
+	next := Retry{Item: r.Item, Attempt: r.Attempt + 1}
+	if ra := (*notify.RetryAfter)(nil); errors.As(err, &ra) {
+		delay, next.Attempt = ra.After, r.Attempt // a poll: the wait is the poll's
+	}
+	next.NotBefore = time.Now().Add(delay)
 	h.log().Info("a delivery failed; re-queued", "task_id", r.Item.TaskID, "request_id", r.Item.RequestID, "kind", r.Item.Kind,
 		"event", r.Item.Event, "delivery_id", r.Item.DeliveryID(), "attempt", next.Attempt, "in", delay, "err", err)
 	if qerr := h.Queue.Requeue(ctx, next, min(delay, maxDelay)); qerr != nil {

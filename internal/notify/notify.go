@@ -56,6 +56,9 @@ type Dispatcher struct {
 	// Continuer continues callers (DESIGN §10); nil: in this process,
 	// through Engine.ContinueCaller.
 	Continuer Continuer
+	// PollEvery is how often a caller paused on a remote agent polls it
+	// in this process (DefaultPollEvery when 0).
+	PollEvery time.Duration
 	Log       *slog.Logger
 	Now       func() time.Time
 }
@@ -71,16 +74,49 @@ type Continuer interface {
 // dispatcher.
 var ErrKept = errors.New("notify: the recipient deletes the item")
 
-// continueHere continues callers in this process.
-type continueHere struct{ e *agent.Engine }
+// continueHere continues callers in this process; poll is how long a
+// caller's poll of a remote agent that has not moved waits.
+type continueHere struct {
+	e    *agent.Engine
+	poll time.Duration
+}
 
 func (c continueHere) Continue(ctx context.Context, o agent.OutboxItem) error {
+	if o.Event == agent.EventPoll {
+		err := c.e.PollCaller(ctx, o.TaskID, o.RequestID)
+		if errors.Is(err, agent.ErrWaiting) {
+			return &RetryAfter{After: c.poll, Err: fmt.Errorf("poll %s: %w", o.RequestID, err)}
+		}
+		if err != nil {
+			return fmt.Errorf("%w: poll %s: %v", ErrRetry, o.RequestID, err)
+		}
+		return nil
+	}
 	err := c.e.ContinueCaller(ctx, o.TaskID, o.RequestID)
 	if err != nil {
 		return fmt.Errorf("%w: continue %s: %v", ErrRetry, o.RequestID, err)
 	}
 	return nil
 }
+
+// DefaultPollEvery is how often a caller paused on a remote agent polls it
+// under `hitch serve` (Dispatcher.PollEvery's default).
+const DefaultPollEvery = 5 * time.Second
+
+// RetryAfter is a delivery to try again after a set wait rather than the
+// backoff: a caller's poll of a remote agent that has not moved (DESIGN
+// §10). It is an ErrRetry.
+type RetryAfter struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *RetryAfter) Error() string { return fmt.Sprintf("retry in %s: %v", e.After, e.Err) }
+
+// Is makes a RetryAfter an ErrRetry.
+func (e *RetryAfter) Is(target error) bool { return target == ErrRetry }
+
+func (e *RetryAfter) Unwrap() error { return e.Err }
 
 func (d *Dispatcher) log() *slog.Logger {
 	if d.Log != nil {
@@ -113,7 +149,10 @@ func (d *Dispatcher) Deliver(ctx context.Context, o agent.OutboxItem) error {
 		d.observe(o, nil, d.now().Sub(start))
 		return nil
 	}
-	d.observe(o, err, d.now().Sub(start))
+	var ra *RetryAfter
+	if !errors.As(err, &ra) {
+		d.observe(o, err, d.now().Sub(start)) // a poll that found nothing new is no delivery
+	}
 	if errors.Is(err, ErrRetry) {
 		return err
 	}
@@ -143,7 +182,11 @@ func (d *Dispatcher) deliver(ctx context.Context, o agent.OutboxItem) error {
 	case agent.OutboxContinue:
 		c := d.Continuer
 		if c == nil {
-			c = continueHere{d.Engine}
+			poll := d.PollEvery
+			if poll <= 0 {
+				poll = DefaultPollEvery
+			}
+			c = continueHere{e: d.Engine, poll: poll}
 		}
 		return c.Continue(ctx, o)
 	}

@@ -133,9 +133,17 @@ func (r *Runner) deliver(ctx context.Context, o agent.OutboxItem) {
 		if err == nil || !errors.Is(err, ErrRetry) {
 			return
 		}
-		wait := backoff(attempt)
-		r.D.log().Info("a delivery failed; retrying", "task_id", o.TaskID, "request_id", o.RequestID, "kind", o.Kind,
-			"event", o.Event, "delivery_id", o.DeliveryID(), "attempt", attempt+1, "in", wait, "err", err)
+		var wait time.Duration
+		if ra := (*RetryAfter)(nil); errors.As(err, &ra) {
+			// A poll that found nothing new: not a failure, the wait is
+			// the poll's and does not grow.
+			wait = ra.After
+			attempt--
+		} else {
+			wait = backoff(attempt)
+			r.D.log().Info("a delivery failed; retrying", "task_id", o.TaskID, "request_id", o.RequestID, "kind", o.Kind,
+				"event", o.Event, "delivery_id", o.DeliveryID(), "attempt", attempt+1, "in", wait, "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return // the item stays: the next start's sweep delivers it

@@ -1,0 +1,352 @@
+package a2a_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	hitcha2a "github.com/hitch-agents/hitch/internal/a2a"
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/catalog"
+	"github.com/hitch-agents/hitch/internal/httpapi"
+	"github.com/hitch-agents/hitch/internal/httpapi/contract"
+	"github.com/hitch-agents/hitch/internal/localmodel"
+	"github.com/hitch-agents/hitch/internal/memstore"
+	"github.com/hitch-agents/hitch/internal/notify"
+)
+
+// frontYAML calls the remote assistant as the tool billing, as bob.
+const frontYAML = `apiVersion: tealagents/v1alpha1
+kind: Agent
+name: front
+version: 0.1
+description: Hands file work to a remote agent.
+spec:
+  agent:
+    model: local
+    max_iterations: 6
+    tools:
+      - agent: billing
+        a2a: %s/a2a/assistant
+        headers: {Authorization: env:HITCH_TEST_REMOTE_AUTH}
+`
+
+// pair is two Hitch stacks: front (here) calls the remote's assistant over
+// A2A as the tool billing; the remote knows the caller as bob.
+type pair struct {
+	remote *stack
+	url    string // front's
+	store  *memstore.Store
+}
+
+func startPair(t *testing.T) *pair {
+	t.Helper()
+	remote := startStack(t)
+	t.Setenv("HITCH_TEST_REMOTE_AUTH", "Bearer bob")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "front.yaml"), []byte(fmt.Sprintf(frontYAML, remote.url)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.LoadDir(dir, catalog.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, stop, err := localmodel.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	log := slog.New(slog.DiscardHandler)
+	store := memstore.New()
+	e := &agent.Engine{Store: store, Model: model, Agents: cat, Log: log, LegTimeout: time.Minute}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &notify.Runner{D: &notify.Dispatcher{Engine: e, Log: log, PollEvery: 20 * time.Millisecond}, Feed: store.Feed()}
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	api := &httpapi.Server{Engine: e, Auth: httpapi.DevAuth, Log: log, A2A: &hitcha2a.Server{Engine: e, Log: log}}
+	srv := httptest.NewServer(contract.Check(t, api.Handler()))
+	t.Cleanup(srv.Close)
+	return &pair{remote: remote, url: srv.URL, store: store}
+}
+
+func httpCall(t *testing.T, method, url, user, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+user)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, b)
+		}
+	}
+	return resp.StatusCode, m
+}
+
+// callBilling is front's message that asks billing to run line.
+func callBilling(line string) string {
+	msg, _ := json.Marshal(map[string]string{"message": line})
+	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call billing " + string(msg)}}})
+	return string(body)
+}
+
+func appendLine(file string) string {
+	b, _ := json.Marshal(map[string]string{"path": file, "content": "x\n"})
+	return "/call append_file " + string(b)
+}
+
+// waitStatus reads front's task until it has the status.
+func (p *pair) waitStatus(t *testing.T, taskID, status string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, v := httpCall(t, "GET", p.url+"/agents/front/tasks/"+taskID, "alice", "")
+		if v["status"] == status {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s is %v, want %s: %v", taskID, v["status"], status, v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *pair) remoteTask(t *testing.T, taskID string) map[string]any {
+	t.Helper()
+	code, v := httpCall(t, "GET", p.remote.url+"/agents/assistant/tasks/"+taskID, "bob", "")
+	if code != 200 {
+		t.Fatalf("the remote task %s: %d %v", taskID, code, v)
+	}
+	return v
+}
+
+func lines(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// A remote agent's input-required pauses its caller across the two
+// systems; 20 concurrent approvals at the caller reach the remote once:
+// the call runs there once, front completes with the remote's answer, and
+// every approval answers that outcome or 409.
+func TestRemoteAgentApprovedAtTheCaller(t *testing.T) {
+	p := startPair(t)
+	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("log.txt")))
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("front: %d %v", code, paused)
+	}
+	pend := paused["pending_approvals"].([]any)
+	if len(pend) != 1 {
+		t.Fatalf("pending: %v", pend)
+	}
+	pc := pend[0].(map[string]any)
+	if pc["agent"] != "billing" || pc["name"] != "append_file" || !strings.HasPrefix(pc["resume_url"].(string), p.remote.url+"/agents/assistant/tasks/") {
+		t.Errorf("front's pending call: %v", pc)
+	}
+	if in := pc["input"].(map[string]any); in["path"] != "log.txt" {
+		t.Errorf("the pending call's input: %v", in)
+	}
+	taskID := paused["task_id"].(string)
+	view := p.waitStatus(t, taskID, "Paused")
+	won := view["waiting_on"].([]any)[0].(map[string]any)
+	if won["agent"] != "billing" || won["task_id"] != pc["task_id"] || won["request_id"] != pc["request_id"] {
+		t.Errorf("waiting_on %v, pending %v", won, pc)
+	}
+	// The remote task is the remote's own, paused, bob's.
+	rv := p.remoteTask(t, pc["task_id"].(string))
+	if rv["status"] != "Paused" || rv["user_id"] != "bob" {
+		t.Fatalf("the remote task: %v", rv)
+	}
+
+	const n = 20
+	var wg sync.WaitGroup
+	codes := make([]int, n)
+	outs := make([]map[string]any, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i], outs[i] = httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"action":"approve","round":`+fmt.Sprint(paused["round"])+`}`)
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for i := range n {
+		switch codes[i] {
+		case 200:
+			ok++
+			if outs[i]["status"] != "Completed" || !strings.Contains(outs[i]["output"].(string), "append_file") {
+				t.Errorf("approval %d: %v", i, outs[i])
+			}
+		case 409:
+		default:
+			t.Errorf("approval %d: %d %v", i, codes[i], outs[i])
+		}
+	}
+	if ok == 0 {
+		t.Fatal("no approval answered the outcome")
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "log.txt")); got != 1 {
+		t.Errorf("append_file ran %d times at the remote, want 1", got)
+	}
+	rv = p.remoteTask(t, pc["task_id"].(string))
+	if rv["status"] != "Completed" {
+		t.Errorf("the remote task: %v", rv["status"])
+	}
+	done := p.waitStatus(t, taskID, "Completed")
+	if done["waiting_on"] != nil {
+		t.Errorf("waiting_on after the end: %v", done["waiting_on"])
+	}
+}
+
+// Decided on the remote system: the caller's poll notices and goes on.
+func TestRemoteAgentDecidedThere(t *testing.T) {
+	p := startPair(t)
+	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("there.txt")))
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("front: %d %v", code, paused)
+	}
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	code, out := httpCall(t, "POST", pc["resume_url"].(string), "bob", `{"action":"approve"}`)
+	if code != 200 || out["status"] != "Completed" {
+		t.Fatalf("approve at the remote: %d %v", code, out)
+	}
+	// A decision at the caller now finds the remote decided: refused,
+	// nothing changes; the poll continues the caller.
+	code, out = httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"action":"reject"}`)
+	if code != 409 {
+		t.Errorf("reject at the caller after the remote's approval: %d %v", code, out)
+	}
+	done := p.waitStatus(t, paused["task_id"].(string), "Completed")
+	if got := lines(t, filepath.Join(p.remote.sandbox, "there.txt")); got != 1 {
+		t.Errorf("append_file ran %d times, want 1", got)
+	}
+	items, _ := json.Marshal(done["items"])
+	if !strings.Contains(string(items), "append_file") {
+		t.Errorf("front's history lacks the remote's answer: %s", items)
+	}
+}
+
+// A reject with a reason at the caller reaches the remote's call; a cancel
+// at the caller cancels the remote task.
+func TestRemoteAgentRejectAndCancel(t *testing.T) {
+	p := startPair(t)
+	_, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("no.txt")))
+	if paused["status"] != "Paused" {
+		t.Fatalf("front: %v", paused)
+	}
+	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"action":"reject","reason":"not today"}`)
+	if code != 200 || out["status"] != "Completed" || !strings.Contains(out["output"].(string), "not today") {
+		t.Fatalf("reject at the caller: %d %v", code, out)
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "no.txt")); got != 0 {
+		t.Errorf("a rejected append_file ran %d times", got)
+	}
+
+	_, paused = httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("no.txt")))
+	if paused["status"] != "Paused" {
+		t.Fatalf("front: %v", paused)
+	}
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	code, out = httpCall(t, "POST", p.url+"/agents/front/tasks/"+paused["task_id"].(string)+"/cancel", "alice", `{"reason":"changed my mind"}`)
+	if code != 200 || out["status"] != "Canceled" {
+		t.Fatalf("cancel at the caller: %d %v", code, out)
+	}
+	if rv := p.remoteTask(t, pc["task_id"].(string)); rv["status"] != "Canceled" {
+		t.Errorf("the remote task after the caller's cancel: %v", rv["status"])
+	}
+}
+
+// Bad decisions at the caller are refused by the remote's answer table or
+// the caller's, and change nothing on either side.
+func TestRemoteAgentBadDecisions(t *testing.T) {
+	p := startPair(t)
+	_, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("bad.txt")))
+	if paused["status"] != "Paused" {
+		t.Fatalf("front: %v", paused)
+	}
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	for _, c := range []struct {
+		body string
+		code int
+	}{
+		{`{"decisions":[{"tool_call_id":"nope","action":"approve"}]}`, 400},
+		{`{"action":"approve","round":99}`, 409},
+		{`{"decisions":[{"tool_call_id":"` + pc["tool_call_id"].(string) + `","action":"edit","input":{"path":7}}]}`, 400},
+	} {
+		code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", c.body)
+		if code != c.code {
+			t.Errorf("%s: %d %v, want %d", c.body, code, out, c.code)
+		}
+	}
+	if rv := p.remoteTask(t, pc["task_id"].(string)); rv["status"] != "Paused" {
+		t.Errorf("the remote task after refused decisions: %v", rv["status"])
+	}
+	p.waitStatus(t, paused["task_id"].(string), "Paused")
+	if got := lines(t, filepath.Join(p.remote.sandbox, "bad.txt")); got != 0 {
+		t.Errorf("append_file ran %d times", got)
+	}
+	// An edit the remote's schema takes: it runs with the edited input.
+	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice",
+		`{"decisions":[{"tool_call_id":"`+pc["tool_call_id"].(string)+`","action":"edit","input":{"path":"edited.txt","content":"y\n"}}]}`)
+	if code != 200 || out["status"] != "Completed" {
+		t.Fatalf("edit at the caller: %d %v", code, out)
+	}
+	if lines(t, filepath.Join(p.remote.sandbox, "edited.txt")) != 1 || lines(t, filepath.Join(p.remote.sandbox, "bad.txt")) != 0 {
+		t.Error("the edited call did not run as edited")
+	}
+}
+
+// A message sent again with the same messageId is taken once: the resend
+// answers the task the first one made (what makes a caller's takeover
+// send its message exactly once).
+func TestMessageIDTakenOnce(t *testing.T) {
+	s := startStack(t)
+	c := s.client(t, "alice")
+	m := text(appendLine("once.txt"))
+	first := send(t, c, m)
+	again := send(t, c, m)
+	if first.ID != again.ID || first.ContextID != again.ContextID {
+		t.Errorf("the resend made task %s in %s; the first %s in %s", again.ID, again.ContextID, first.ID, first.ContextID)
+	}
+	if first.Status.State != a2a.TaskStateInputRequired || again.Status.State != a2a.TaskStateInputRequired {
+		t.Errorf("states %s, %s", first.Status.State, again.Status.State)
+	}
+	// The same id with another message is refused.
+	other := text("hello")
+	other.ID = m.ID
+	if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: other}); err == nil {
+		t.Error("a reused messageId with another message was taken")
+	}
+}

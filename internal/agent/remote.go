@@ -1,0 +1,376 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+)
+
+// Remote agents as tools (DESIGN §10, §13): an `a2a:` entry calls an agent
+// of another system over A2A. Its task is the call's child; its
+// input-required pauses the caller like a local child's pause (the pending
+// calls it shows carry the remote leaf and its resume URL there); a
+// decision sent to the caller is sent on to the remote task once, before
+// the caller is claimed (a refusal there changes nothing here); a decision
+// taken on the remote system is noticed by polling the remote task (an
+// outbox item of the caller's pause, delivered again until it moved).
+
+// RemoteAgent is a remote A2A agent. Its errors that the remote answered
+// with a Hitch code are *Error with that code.
+type RemoteAgent interface {
+	// URL is the agent's A2A endpoint.
+	URL() string
+	// Send sends text as a message: a new remote task in contextID's
+	// conversation, or in a new one when contextID is empty. messageID is
+	// the message's id, the same when it is sent again (a takeover), so
+	// that the remote takes it once (Hitch does). It answers when the
+	// remote task ended or asks for input.
+	Send(ctx context.Context, contextID, messageID, text string) (*RemoteTask, error)
+	// Decide sends a decision to a remote task that awaits one; it answers
+	// once the remote took it, without waiting for what follows.
+	Decide(ctx context.Context, contextID, taskID, messageID string, body ResumeRequest) (*RemoteTask, error)
+	// Get reads a remote task.
+	Get(ctx context.Context, contextID, taskID string) (*RemoteTask, error)
+	// Cancel cancels a remote task.
+	Cancel(ctx context.Context, contextID, taskID string) error
+}
+
+// RemoteTask is a remote A2A task as Hitch reads it.
+type RemoteTask struct {
+	ContextID, ID string
+	// Status: Running (working, submitted), Paused (input-required), or
+	// an end.
+	Status Status
+	Output string
+	Error  *ErrorInfo
+	// Round is the remote request's round, when the remote says it (a
+	// Hitch agent does); 0 otherwise.
+	Round int
+	// Pending are the calls an input-required task awaits decisions on,
+	// with Input set and, for a remote caller's, Leaf (its leaf).
+	Pending []PendingCall
+	// ResumeURL is where the task is decided on its own system.
+	ResumeURL string
+	// Question is what an input-required task without pending calls asks.
+	Question string
+}
+
+// resumeURL is where a pending call's leaf is decided.
+func (l *LeafRef) resumeURL() string {
+	if l.URL != "" {
+		return l.URL
+	}
+	return ResumeURL(l.Agent, l.TaskID, l.RequestID)
+}
+
+// ErrWaiting says a paused caller still waits on a remote agent that has
+// not moved: its poll is delivered again later.
+var ErrWaiting = errors.New("agent: the caller still waits on a remote agent")
+
+// remoteOf is the remote agent a call of the caller agent's tools reaches,
+// or nil.
+func (e *Engine) remoteOf(callerAgent string, cc ChildCall) RemoteAgent {
+	if cc.Remote == "" {
+		return nil
+	}
+	ag, ok := e.Agents.Get(callerAgent)
+	if !ok {
+		return nil
+	}
+	bt, ok := ag.Tool(cc.Agent)
+	if !ok {
+		return nil
+	}
+	if at, ok := bt.Tool.(*AgentTool); ok {
+		return at.Remote
+	}
+	return nil
+}
+
+// remoteCall is a remote call's ids as the remote answered them, for the
+// caller's META (applied once the turn's calls are done: calls of several
+// sub-agents run side by side).
+func (r *Run) learn(cc ChildCall) {
+	r.emitMu.Lock()
+	r.learned = append(r.learned, cc)
+	r.emitMu.Unlock()
+}
+
+// applyLearned records the remote ids learned in the caller's calls and
+// its child map (the remote context continued by later calls).
+func (r *Run) applyLearned() {
+	r.emitMu.Lock()
+	learned := r.learned
+	r.learned = nil
+	r.emitMu.Unlock()
+	a := r.task.Active
+	for _, l := range learned {
+		for i := range a.Calls {
+			if a.Calls[i].ToolCallID == l.ToolCallID {
+				a.Calls[i].TaskID, a.Calls[i].RequestID = l.TaskID, l.RequestID
+			}
+		}
+		if r.task.Children[l.Agent] != l.TaskID {
+			children := maps.Clone(r.task.Children)
+			if children == nil {
+				children = map[string]string{}
+			}
+			children[l.Agent] = l.TaskID
+			r.task.Children = children
+		}
+	}
+}
+
+// runRemote runs a call of a remote agent: the message is sent (again
+// with the same id after a takeover), or the remote task it made is read;
+// its end is the call's result, its input-required pauses the caller.
+func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInput, call ChildCall) (Block, *childPause) {
+	if j := r.joinOf(call); j != nil {
+		return r.truncate(childResult(u.ID, call, j.outcome())), nil
+	}
+	var rt *RemoteTask
+	var err error
+	if call.RequestID == "" {
+		rt, err = at.Remote.Send(ctx, call.TaskID, call.MessageID, in.Message)
+		if err == nil {
+			call.TaskID, call.RequestID = rt.ContextID, rt.ID
+			r.learn(call)
+		}
+	} else {
+		rt, err = at.Remote.Get(ctx, call.TaskID, call.RequestID)
+	}
+	if err == nil && rt.Status == StatusRunning {
+		rt, err = r.e.awaitRemote(ctx, at.Remote, call, r.deadline)
+	}
+	if err != nil {
+		var ae *Error
+		if errors.As(err, &ae) {
+			return ErrorResult(u.ID, fmt.Sprintf("the agent %s could not take the call: %s: %s", call.Agent, ae.Code, ae.Message)), nil
+		}
+		r.e.log().ErrorContext(ctx, "a remote agent call failed", "task_id", r.taskID, "request_id", r.reqID, "agent", call.Agent, "url", call.Remote, "err", err)
+		return ErrorResult(u.ID, fmt.Sprintf("the agent %s at %s could not be reached: %v", call.Agent, call.Remote, err)), nil
+	}
+	r.emitRemote(call, rt, 1)
+	switch rt.Status {
+	case StatusPaused:
+		if len(rt.Pending) == 0 {
+			q := rt.Question
+			if q == "" {
+				q = "(no question given)"
+			}
+			return ErrorResult(u.ID, fmt.Sprintf("the agent %s asks for input this agent cannot give: %s (its task %s waits in context %s)", call.Agent, q, rt.ID, rt.ContextID)), nil
+		}
+		return Block{}, &childPause{call: call, child: remoteChild(call, rt), remote: true}
+	case StatusRunning:
+		return ErrorResult(u.ID, fmt.Sprintf("the agent %s did not answer before this request's deadline; its task %s goes on there", call.Agent, rt.ID)), nil
+	}
+	return r.truncate(childResult(u.ID, call, childOutcome{res: rt.result()})), nil
+}
+
+// result is the remote task's end as a child's outcome.
+func (rt *RemoteTask) result() *RequestResult {
+	return &RequestResult{TaskID: rt.ContextID, RequestID: rt.ID, Status: rt.Status, Output: rt.Output, Error: rt.Error}
+}
+
+// remoteChild is a paused remote task as the caller's pause reads a
+// child's: its pending calls, each with its leaf (the remote task itself,
+// or a remote caller's own leaf) and input.
+func remoteChild(cc ChildCall, rt *RemoteTask) *Task {
+	pending := make([]PendingCall, len(rt.Pending))
+	for i, p := range rt.Pending {
+		if p.Leaf == nil {
+			p.Leaf = &LeafRef{Agent: cc.Agent, TaskID: rt.ContextID, RequestID: rt.ID, URL: rt.ResumeURL}
+		}
+		p.RemoteInput = inputOrEmpty(p.Input)
+		p.Input = p.RemoteInput
+		p.InputHash = InputHash(p.Input)
+		pending[i] = p
+	}
+	return &Task{ID: rt.ContextID, Agent: cc.Agent, Status: StatusPaused,
+		Active: &ActiveRequest{ID: rt.ID, Status: StatusPaused, Round: rt.Round, Pending: pending}}
+}
+
+// emitRemote tells the caller's stream where a remote task stands, as a
+// child event: approval_required for input-required, request_complete
+// for an end.
+func (r *Run) emitRemote(cc ChildCall, rt *RemoteTask, depth int) {
+	var name string
+	data := map[string]any{"request_id": rt.ID, "status": rt.Status}
+	switch rt.Status {
+	case StatusPaused:
+		name = EventApprovalRequired
+		calls := make([]map[string]any, 0, len(rt.Pending))
+		for _, p := range rt.Pending {
+			calls = append(calls, map[string]any{"id": p.ToolCallID, "name": p.Name, "input": jsonRaw(inputOrEmpty(p.Input)),
+				"expires_at": p.ExpiresAt.UTC().Format(time.RFC3339)})
+		}
+		data["round"], data["tool_calls"] = rt.Round, calls
+		if rt.ResumeURL != "" {
+			data["resume_url"] = rt.ResumeURL
+		}
+	case StatusRunning:
+		return
+	default:
+		name = EventRequestComplete
+		if rt.Error != nil {
+			data["error"] = rt.Error
+		}
+	}
+	r.emit(EventChild, map[string]any{"agent": cc.Agent, "task_id": rt.ContextID, "request_id": rt.ID, "depth": depth,
+		"remote": cc.Remote, "event": name, "data": data})
+}
+
+// remotePollMax bounds the wait between two reads of a working remote task.
+const remotePollMax = 2 * time.Second
+
+// awaitRemote reads a working remote task until it ends or asks for
+// input, or until the leg's deadline is near (it answers it working then).
+func (e *Engine) awaitRemote(ctx context.Context, ra RemoteAgent, cc ChildCall, deadline time.Time) (*RemoteTask, error) {
+	wait := 50 * time.Millisecond
+	stop := deadline.Add(-e.DeadlineMargin)
+	for {
+		rt, err := ra.Get(ctx, cc.TaskID, cc.RequestID)
+		if err != nil || rt.Status != StatusRunning {
+			return rt, err
+		}
+		if !deadline.IsZero() && time.Until(stop) < wait {
+			return rt, nil
+		}
+		select {
+		case <-ctx.Done():
+			return rt, nil
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, remotePollMax)
+	}
+}
+
+// remoteMoved tells whether a paused caller's remote call is no longer
+// where its pause saw it (ended, or input-required in another round), and
+// whether a call it awaits expired there.
+func (e *Engine) remoteMoved(ctx context.Context, t *Task, cc ChildCall) (bool, *RequestRecord, error) {
+	ra := e.remoteOf(t.Agent, cc)
+	if ra == nil || cc.RequestID == "" {
+		return true, nil, nil // gone from the definition: the continuation gives the call its error
+	}
+	rt, err := ra.Get(ctx, cc.TaskID, cc.RequestID)
+	var ae *Error
+	if errors.As(err, &ae) && ae.Code == CodeTaskNotFound {
+		return true, nil, nil
+	}
+	if err != nil {
+		return false, nil, fmt.Errorf("read the remote task %s at %s: %w", cc.RequestID, cc.Remote, err)
+	}
+	switch rt.Status {
+	case StatusRunning:
+		return false, nil, nil // decided there: its end or pause is read by the next poll
+	case StatusPaused:
+		round := -1
+		for _, w := range t.Active.Awaits {
+			if w.Via == cc.ToolCallID {
+				round = w.Round
+			}
+		}
+		if rt.Round != round {
+			return true, nil, nil
+		}
+		now := e.now()
+		for _, p := range rt.Pending {
+			if !p.ExpiresAt.IsZero() && !now.Before(p.ExpiresAt) {
+				return true, &RequestRecord{RequestView: RequestView{RequestID: rt.ID, Status: StatusFailed,
+					Error: &ErrorInfo{Code: CodeApprovalExpired, Message: fmt.Sprintf("the approval of %s asked by the agent %s expired", p.Name, cc.Agent)}}}, nil
+			}
+		}
+		return false, nil, nil
+	case StatusFailed:
+		if rt.Error != nil && rt.Error.Code == CodeApprovalExpired {
+			return true, &RequestRecord{RequestView: RequestView{RequestID: rt.ID, Status: rt.Status, Error: rt.Error}}, nil
+		}
+	}
+	return true, nil, nil
+}
+
+// remoteDecision is a decision at a caller sent on to a remote task.
+type remoteDecision struct {
+	call ChildCall
+	ra   RemoteAgent
+	body ResumeRequest
+}
+
+// decideRemotes sends a caller's decision on to the remote tasks its
+// awaits reach through remote calls, one message per remote task, before
+// the caller is claimed: the remote's answer table applies (the first
+// refusal is the caller's; a later one is logged and the caller pauses
+// again on that remote). It returns the remote calls that took it.
+func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]CallDecision, reason string, started bool) ([]ChildCall, error) {
+	a := t.Active
+	var order []string
+	groups := map[string]*remoteDecision{}
+	for _, w := range a.Awaits {
+		cc := findCall(a, w.Via)
+		if cc == nil || cc.Remote == "" {
+			continue
+		}
+		g := groups[w.Via]
+		if g == nil {
+			ra := e.remoteOf(t.Agent, *cc)
+			if ra == nil {
+				return nil, Errorf(CodeAgentNotFound, "task %s waits on the remote agent %s, which its definition no longer names: the decision cannot reach it; cancel the task", t.ID, cc.Agent)
+			}
+			g = &remoteDecision{call: *cc, ra: ra, body: ResumeRequest{Reason: reason}}
+			if w.Round > 0 {
+				round := w.Round
+				g.body.Round = &round
+			}
+			groups[w.Via] = g
+			order = append(order, w.Via)
+		}
+		for _, id := range w.ToolCallIDs {
+			c := byCall[id]
+			di := DecisionInput{ToolCallID: id, Action: c.Action, Reason: c.Reason, Remember: c.Remember}
+			if c.Action == ActionEdit {
+				di.Input = c.Input
+			}
+			g.body.Decisions = append(g.body.Decisions, di)
+		}
+	}
+	var took []ChildCall
+	for _, via := range order {
+		g := groups[via]
+		mid := "hitch-" + a.ID + "-r" + strconv.Itoa(a.Round) + "-" + via
+		if _, err := g.ra.Decide(ctx, g.call.TaskID, g.call.RequestID, mid, g.body); err != nil {
+			if !started && len(took) == 0 {
+				return nil, err
+			}
+			e.log().Warn("a remote agent refused its part of a caller's decision", "task_id", t.ID, "agent", g.call.Agent, "url", g.call.Remote, "err", err)
+			continue
+		}
+		took = append(took, g.call)
+	}
+	return took, nil
+}
+
+// awaitRemoteLeaf waits for a remote task this caller's decision went to:
+// its end is the call's outcome (a join); its next pause is read when the
+// call is continued.
+func (r *Run) awaitRemoteLeaf(ctx context.Context, l leafRun) {
+	rt, err := r.e.awaitRemote(ctx, l.remote, l.call, r.deadline)
+	if err != nil {
+		r.e.log().WarnContext(ctx, "reading a remote task after a decision failed; it is read again", "task_id", r.taskID, "agent", l.call.Agent, "url", l.call.Remote, "err", err)
+		return
+	}
+	switch rt.Status {
+	case StatusCompleted, StatusFailed, StatusCanceled:
+	default:
+		return
+	}
+	r.emitRemote(l.call, rt, 1)
+	cc := l.call
+	r.emitMu.Lock()
+	r.joins = append(r.joins, Join{RequestID: r.reqID, ToolCallID: cc.ToolCallID, Agent: cc.Agent, TaskID: cc.TaskID,
+		ChildRequestID: cc.RequestID, Status: rt.Status, Output: rt.Output, Error: rt.Error})
+	r.emitMu.Unlock()
+}
