@@ -34,6 +34,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/lambdainvoke"
 	"github.com/hitch-agents/hitch/internal/localmodel"
 	"github.com/hitch-agents/hitch/internal/memstore"
+	"github.com/hitch-agents/hitch/internal/notify"
 	"github.com/hitch-agents/hitch/internal/s3files"
 	"github.com/hitch-agents/hitch/internal/secret"
 	"github.com/hitch-agents/hitch/internal/tools"
@@ -60,6 +61,7 @@ type serveConfig struct {
 	debugAddr        string
 	a2aDefaultAgent  string
 	lambdaAddr       string
+	a2aPoll          time.Duration
 }
 
 func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
@@ -83,6 +85,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.DurationVar(&c.shutdownDeadline, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for running requests")
 	fs.StringVar(&c.corsOrigin, "cors-origin", "", "a browser origin allowed to call the API (CORS), e.g. https://console.example.com; empty: none")
 	fs.StringVar(&c.a2aDefaultAgent, "a2a-default-agent", "", "the agent whose A2A Agent Card is served at /.well-known/agent-card.json (default: the only agent)")
+	fs.DurationVar(&c.a2aPoll, "a2a-poll", notify.DefaultPollEvery, "how often a task paused on a remote A2A agent (an a2a: tool) reads the remote task, to notice a decision taken there")
 	fs.StringVar(&c.lambdaAddr, "lambda-addr", "", "loopback address answering the Lambda Invoke API with the invoke function's direct payloads (op invoke, resume, cancel, get), e.g. 127.0.0.1:9001; off when empty")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "loopback address serving Go's pprof profiles (/debug/pprof/), e.g. 127.0.0.1:6060; off when empty")
 	if err := fs.Parse(args); err != nil {
@@ -96,6 +99,9 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	}
 	if c.model != "local" && c.model != "bedrock" {
 		return nil, fmt.Errorf("serve: --model must be local or bedrock, not %q", c.model)
+	}
+	if c.a2aPoll <= 0 {
+		return nil, fmt.Errorf("serve: --a2a-poll must be a positive duration, not %s", c.a2aPoll)
 	}
 	if c.lambdaAddr != "" {
 		if err := lambdainvoke.CheckAddr(c.lambdaAddr); err != nil {
@@ -208,7 +214,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		engine.ChainMinRemaining = d
 	}
 	obs.instrument(engine)
-	stopNotify, err := runDispatcher(ctx, c, store, ddb, newDispatcher(engine, log, loadAWS), log, loadAWS)
+	d := newDispatcher(engine, log, loadAWS)
+	d.PollEvery = c.a2aPoll
+	stopNotify, err := runDispatcher(ctx, c, store, ddb, d, log, loadAWS)
 	if err != nil {
 		return err
 	}

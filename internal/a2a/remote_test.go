@@ -260,15 +260,28 @@ func TestRemoteAgentDecidedThere(t *testing.T) {
 
 // A reject with a reason at the caller reaches the remote's call; a cancel
 // at the caller cancels the remote task.
+//
+// Both over SSE: the caller's stream shows the remote task asking, then
+// ending, as child events.
 func TestRemoteAgentRejectAndCancel(t *testing.T) {
 	p := startPair(t)
-	_, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("no.txt")))
-	if paused["status"] != "Paused" {
-		t.Fatalf("front: %v", paused)
+	evs := sseCall(t, p.url+"/agents/front/invoke", callBilling(appendLine("no.txt")))
+	asked := findChild(evs, "approval_required")
+	if asked == nil || asked["remote"] != p.remote.url+"/a2a/assistant" {
+		t.Fatalf("no child approval_required from the remote: %v", evs)
 	}
-	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"action":"reject","reason":"not today"}`)
-	if code != 200 || out["status"] != "Completed" || !strings.Contains(out["output"].(string), "not today") {
-		t.Fatalf("reject at the caller: %d %v", code, out)
+	paused := lastData(t, evs, "approval_required")
+	if _, ok := paused["resume_url"].(string); !ok {
+		t.Fatalf("front's approval_required: %v", paused)
+	}
+	evs = sseCall(t, p.url+paused["resume_url"].(string), `{"action":"reject","reason":"not today"}`)
+	if c := findChild(evs, "request_complete"); c == nil || c["data"].(map[string]any)["status"] != "Completed" {
+		t.Errorf("no child request_complete from the remote: %v", evs)
+	}
+	out := lastData(t, evs, "request_complete")
+	var code int
+	if out["status"] != "Completed" || !strings.Contains(out["output"].(string), "not today") {
+		t.Fatalf("reject at the caller: %v", out)
 	}
 	if got := lines(t, filepath.Join(p.remote.sandbox, "no.txt")); got != 0 {
 		t.Errorf("a rejected append_file ran %d times", got)
@@ -349,4 +362,64 @@ func TestMessageIDTakenOnce(t *testing.T) {
 	if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: other}); err == nil {
 		t.Error("a reused messageId with another message was taken")
 	}
+}
+
+type sseEvent struct {
+	name string
+	data map[string]any
+}
+
+// sseCall posts body as alice for an SSE answer and reads it to its end.
+func sseCall(t *testing.T, url, body string) []sseEvent {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer alice")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s: %d %s", url, resp.StatusCode, b)
+	}
+	var out []sseEvent
+	for _, block := range strings.Split(string(b), "\n\n") {
+		var ev sseEvent
+		for _, line := range strings.Split(block, "\n") {
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				ev.name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &ev.data)
+			}
+		}
+		if ev.name != "" {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// findChild is the data of the first child event carrying event name.
+func findChild(evs []sseEvent, name string) map[string]any {
+	for _, e := range evs {
+		if e.name == "child" && e.data["event"] == name {
+			return e.data
+		}
+	}
+	return nil
+}
+
+func lastData(t *testing.T, evs []sseEvent, name string) map[string]any {
+	t.Helper()
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].name == name {
+			return evs[i].data
+		}
+	}
+	t.Fatalf("no %s event in %v", name, evs)
+	return nil
 }

@@ -66,9 +66,39 @@ func TestAgentTools(t *testing.T) {
 	}
 }
 
+// TestRemoteAgentTool: `- agent: NAME` with `a2a: URL` is a remote A2A
+// agent as the tool NAME (no agent of that name is needed here), its
+// description the entry's or a default, its headers resolved at load.
+func TestRemoteAgentTool(t *testing.T) {
+	t.Setenv("HITCH_TEST_A2A_TOKEN", "Bearer t")
+	c, err := loadAll(map[string]string{
+		"desk.yaml": def("desk", "Runs errands", "      - agent: billing\n        a2a: https://billing.example.com/prod/a2a/billing\n        headers: {Authorization: env:HITCH_TEST_A2A_TOKEN}\n        requires_approval: true\n"+
+			"      - agent: ledger\n        a2a: http://127.0.0.1:9/a2a/ledger\n        description: Keeps the books\n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	desk, _ := c.Get("desk")
+	got := map[string]string{}
+	for _, bt := range desk.Tools {
+		at, ok := bt.Tool.(*agent.AgentTool)
+		if !ok || at.Remote == nil {
+			t.Fatalf("%s is not a remote agent tool: %T", bt.Tool.Spec().Name, bt.Tool)
+		}
+		got[at.Agent] = fmt.Sprintf("%s|%s|%v", at.Remote.URL(), bt.Tool.Spec().Description, bt.Policy.RequiresApproval)
+	}
+	want := map[string]string{
+		"billing": "https://billing.example.com/prod/a2a/billing|The remote agent billing (A2A).|true",
+		"ledger":  "http://127.0.0.1:9/a2a/ledger|Keeps the books|false",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("remote tools (-want +got):\n%s", diff)
+	}
+}
+
 // TestAgentToolErrors: an unknown agent, a name clash, a cycle, a chain
-// deeper than 5, a remote a2a entry: start-up errors naming the file and
-// the field.
+// deeper than 5, a bad remote a2a entry: start-up errors naming the file
+// and the field.
 func TestAgentToolErrors(t *testing.T) {
 	chain := func(n int) map[string]string {
 		files := map[string]string{}
@@ -97,12 +127,20 @@ func TestAgentToolErrors(t *testing.T) {
 			[]string{`agents/a0.yaml: spec.agent.tools[0].agent: calling a1 nests agents 6 deep; at most 5 levels of agents may be called below an agent`}},
 		{"name clash", map[string]string{"a.yaml": def("a", "x", agentEntry("get_time")+"      - builtin: clock\n"), "get_time.yaml": def("get_time", "x", "      - builtin: files\n        config: {root: ./s}\n")},
 			[]string{`agents/a.yaml: spec.agent.tools[1].builtin: tool "get_time" is already defined by spec.agent.tools[0]`}},
-		{"a2a", map[string]string{"a.yaml": def("a", "x", "      - agent: billing\n        a2a: https://billing.example.com/a2a/billing\n")},
-			[]string{`agents/a.yaml: spec.agent.tools[0].a2a: remote A2A agents as tools are not supported by this version of Hitch; name an agent of this deployment`}},
+		{"a2a not a URL", map[string]string{"a.yaml": def("a", "x", "      - agent: billing\n        a2a: billing.example.com\n")},
+			[]string{`agents/a.yaml: spec.agent.tools[0].a2a: "billing.example.com" is not an http(s) URL of an A2A agent (its JSON-RPC endpoint, e.g. https://host/a2a/billing)`}},
+		{"a2a without a name", map[string]string{"a.yaml": def("a", "x", "      - a2a: https://billing.example.com/a2a/billing\n")},
+			[]string{`agents/a.yaml: spec.agent.tools[0].agent: required with a2a: the tool's name (the remote agent as this agent calls it)`}},
+		{"a2a secret in a header", map[string]string{"a.yaml": def("a", "x", "      - agent: billing\n        a2a: https://billing.example.com/a2a/billing\n        headers: {Authorization: Bearer abc}\n")},
+			[]string{`agents/a.yaml: spec.agent.tools[0].headers.Authorization: "Bearer abc" is not a secret reference: want env:NAME or ssm:/path (a header's value is a reference, never the secret itself)`}},
+		{"a2a unset secret", map[string]string{"a.yaml": def("a", "x", "      - agent: billing\n        a2a: https://billing.example.com/a2a/billing\n        headers: {Authorization: env:HITCH_TEST_UNSET_VARIABLE}\n")},
+			[]string{`agents/a.yaml: spec.agent.tools[0].headers.Authorization: env:HITCH_TEST_UNSET_VARIABLE: environment variable HITCH_TEST_UNSET_VARIABLE is not set`}},
+		{"headers on a local agent", map[string]string{"a.yaml": def("a", "x", "      - agent: b\n        headers: {X: env:HOME}\n"), "b.yaml": def("b", "x", "      - builtin: clock\n")},
+			[]string{`agents/a.yaml: spec.agent.tools[0].headers: only for a remote agent (a2a: URL)`}},
 		{"bad name", map[string]string{"a.yaml": def("a", "x", "      - agent: Not An Agent\n")},
 			[]string{`agents/a.yaml: spec.agent.tools[0].agent: "Not An Agent" is not an agent name`}},
 		{"foreign field", map[string]string{"a.yaml": def("a", "x", "      - agent: b\n        lambda: f\n"), "b.yaml": def("b", "x", "      - builtin: clock\n")},
-			[]string{`agents/a.yaml: spec.agent.tools[0].lambda: not allowed in an agent entry (agent, description, requires_approval, approval_ttl)`}},
+			[]string{`agents/a.yaml: spec.agent.tools[0].lambda: not allowed in an agent entry (agent, a2a, headers, description, requires_approval, approval_ttl)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
