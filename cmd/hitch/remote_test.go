@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +26,14 @@ import (
 type hitchProcess struct {
 	url  string
 	logs string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// kill ends the process with SIGKILL: nothing of it runs after.
+func (p *hitchProcess) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }
 
 // startProcess builds hitch (once per test) and runs `hitch serve` with
@@ -47,6 +60,11 @@ func startProcess(t *testing.T, bin, dir string, env []string, extra ...string) 
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
 	t.Cleanup(func() {
+		select {
+		case <-done:
+			return // killed
+		default:
+		}
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-done:
@@ -55,7 +73,7 @@ func startProcess(t *testing.T, bin, dir string, env []string, extra ...string) 
 			<-done
 		}
 	})
-	p := &hitchProcess{url: "http://" + addr, logs: logs}
+	p := &hitchProcess{url: "http://" + addr, logs: logs, cmd: cmd, done: done}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(p.url + "/health")
@@ -216,5 +234,142 @@ func TestRemoteAgentAcrossProcesses(t *testing.T) {
 	items, _ := json.Marshal(done["items"])
 	if !strings.Contains(string(items), "delete_file") {
 		t.Errorf("front's history lacks the remote's answer: %s", items)
+	}
+}
+
+// hangingRelay forwards A2A calls to the remote; the first SendMessage
+// reaches it, but its answer is held until the caller goes away (the
+// caller is killed while it waits).
+type hangingRelay struct {
+	to       string
+	held     chan struct{} // closed once the first SendMessage was answered by the remote
+	once     sync.Once
+	forwards atomic.Int32
+}
+
+func (h *hangingRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body) // whole, before forwarding
+	if err != nil {
+		http.Error(w, err.Error(), 502)
+		return
+	}
+	req, _ := http.NewRequestWithContext(r.Context(), r.Method, h.to+r.URL.RequestURI(), bytes.NewReader(body))
+	req.Header = r.Header.Clone()
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		http.Error(w, err.Error(), 502)
+		return
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if bytes.Contains(body, []byte(`"SendMessage"`)) {
+		h.forwards.Add(1)
+		hold := false
+		h.once.Do(func() { hold = true })
+		if hold {
+			close(h.held)
+			<-r.Context().Done() // until the caller is gone
+			return
+		}
+	}
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(out)
+}
+
+// The caller is killed (SIGKILL) after its message reached the remote
+// agent and before it heard the answer. Restarted on its table, the poll
+// its call was recorded with takes the dead leg over once its lease ends
+// and sends the message again with its id: the remote answers the task
+// the first one made (one request there, not two), the pause cascades,
+// and an approval at the top runs the call once.
+func TestRemoteAgentCallerKilled(t *testing.T) {
+	bin := buildHitch(t)
+	remoteDir := t.TempDir()
+	def, err := os.ReadFile(filepath.Join("..", "..", "agents", "assistant.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def = []byte(strings.Replace(string(def), "model: us.anthropic.claude-sonnet-4-20250514-v1:0", "model: local", 1))
+	if err := os.WriteFile(filepath.Join(remoteDir, "assistant.yaml"), def, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sandbox := filepath.Join(remoteDir, "sandbox")
+	if err := os.MkdirAll(sandbox, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	remote := startProcess(t, bin, remoteDir, nil)
+	relay := &hangingRelay{to: remote.url, held: make(chan struct{})}
+	rs := httptest.NewServer(relay)
+	t.Cleanup(rs.Close)
+
+	frontDir := t.TempDir()
+	front := strings.Replace(fmt.Sprintf(frontAgent, rs.URL), "/a2a/desk", "/a2a/assistant", 1)
+	if err := os.WriteFile(filepath.Join(frontDir, "front.yaml"), []byte(front), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	endpoint := ddblocal.Start(t)
+	args := []string{"--store", "dynamodb", "--dynamodb-endpoint", endpoint, "--table", "front-" + uuid.NewString(), "--create-table", "--a2a-poll", "100ms"}
+	env := []string{"HITCH_REMOTE_TOKEN=Bearer bob"}
+	first := startProcess(t, bin, frontDir, env, args...)
+
+	inner, _ := json.Marshal(map[string]string{"path": "once.txt", "content": "x\n"})
+	msg, _ := json.Marshal(map[string]string{"message": "/call append_file " + string(inner)})
+	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call desk " + string(msg)}}})
+	go func() {
+		req, _ := http.NewRequest("POST", first.url+"/agents/front/invoke", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer alice")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-relay.held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the message never reached the remote agent")
+	}
+	first.kill()
+
+	second := startProcess(t, bin, frontDir, env, args...)
+	var taskID string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, b := call(t, "GET", second.url+"/agents/front/tasks", "alice", "")
+		if tasks, _ := decode(t, b)["tasks"].([]any); len(tasks) == 1 {
+			task := tasks[0].(map[string]any)
+			taskID = task["task_id"].(string)
+			if task["status"] == "Paused" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			logs, _ := os.ReadFile(second.logs)
+			t.Fatalf("the caller was not taken over: %s\n%s", b, logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := relay.forwards.Load(); n != 2 {
+		t.Errorf("SendMessage reached the remote %d times, want 2 (the first, and the takeover's with the same id)", n)
+	}
+	_, b := call(t, "GET", second.url+"/agents/front/tasks/"+taskID, "alice", "")
+	paused := decode(t, b)
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	_, b = call(t, "GET", remote.url+"/agents/assistant/tasks/"+pc["task_id"].(string), "bob", "")
+	if reqs := decode(t, b)["requests"].([]any); len(reqs) != 1 {
+		t.Errorf("the remote task holds %d requests, want 1: %s", len(reqs), b)
+	}
+	_, b = call(t, "GET", remote.url+"/agents/assistant/tasks", "bob", "")
+	if tasks := decode(t, b)["tasks"].([]any); len(tasks) != 1 {
+		t.Errorf("the remote has %d tasks of bob's, want 1: %s", len(tasks), b)
+	}
+	code, b := call(t, "POST", second.url+"/agents/front/tasks/"+taskID+"/requests/"+paused["requests"].([]any)[0].(map[string]any)["request_id"].(string)+"/resume", "alice", `{"action":"approve"}`)
+	if code != 200 || decode(t, b)["status"] != "Completed" {
+		t.Fatalf("approve at the top: %d %s", code, b)
+	}
+	got, _ := os.ReadFile(filepath.Join(sandbox, "once.txt"))
+	if string(got) != "x\n" {
+		t.Errorf("once.txt = %q: the call ran %d times", got, strings.Count(string(got), "x"))
 	}
 }

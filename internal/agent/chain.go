@@ -65,6 +65,11 @@ func (r *Run) planChildren(uses []Block) bool {
 			if !in.NewTask {
 				cc.TaskID = r.task.Children[at.Agent]
 			}
+			// Nothing on this system hears of the remote task: a poll,
+			// put with the call, takes the caller over if its leg dies
+			// (the message is sent again with its id, taken once).
+			r.extraOutbox = append(r.extraOutbox, OutboxItem{TaskID: r.taskID, RequestID: r.reqID, Epoch: a.Epoch, EventID: r.eventID,
+				Agent: r.agent.Name, UserID: r.task.UserID, Kind: OutboxContinue, Event: EventPoll, Recipient: "po-" + cc.MessageID, CreatedAt: r.e.now()})
 		} else if tid, ok := r.task.Children[at.Agent]; ok && !in.NewTask {
 			cc.TaskID = tid
 		} else {
@@ -592,6 +597,12 @@ func (e *Engine) startContinue(ctx context.Context, taskID, rid string, poll boo
 }
 
 func (e *Engine) tryContinue(ctx context.Context, taskID, rid string, poll bool) (*Run, error) {
+	if poll {
+		// A poll reads META alone until there is something to do.
+		if done, err := e.pollIdle(ctx, taskID, rid); done || err != nil {
+			return nil, err
+		}
+	}
 	// One read: META, the history and the children's joins.
 	t, items, err := e.Store.LoadTask(ctx, taskID)
 	if errors.Is(err, ErrNotFound) {

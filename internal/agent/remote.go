@@ -374,3 +374,42 @@ func (r *Run) awaitRemoteLeaf(ctx context.Context, l leafRun) {
 		ChildRequestID: cc.RequestID, Status: rt.Status, Output: rt.Output, Error: rt.Error})
 	r.emitMu.Unlock()
 }
+
+// pollIdle is a poll's first look, at META alone: done when there is
+// nothing to do (the caller moved on), ErrBusy while a live leg holds it,
+// ErrWaiting while it waits on remote tasks that have not moved. Else the
+// poll reads the task and continues the caller.
+func (e *Engine) pollIdle(ctx context.Context, taskID, rid string) (bool, error) {
+	t, err := e.Store.GetTask(ctx, taskID)
+	if errors.Is(err, ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	a := t.Active
+	switch {
+	case a == nil || a.ID != rid:
+		return true, nil
+	case a.CancelRequested:
+		return false, nil
+	case a.Status == StatusRunning && e.now().Before(a.LeaseUntil):
+		return false, ErrBusy
+	case a.Status != StatusPaused || len(a.Awaits) == 0:
+		return false, nil
+	}
+	for _, w := range a.Awaits {
+		cc := findCall(a, w.Via)
+		if cc == nil || cc.Remote == "" {
+			return false, nil // a local child too: the full look
+		}
+		moved, expired, err := e.remoteMoved(ctx, t, *cc)
+		if err != nil {
+			return false, err
+		}
+		if moved || expired != nil {
+			return false, nil
+		}
+	}
+	return false, ErrWaiting
+}

@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -90,6 +91,11 @@ func (r *Runner) sweep(ctx context.Context, before time.Time) {
 func (r *Runner) enqueue(ctx context.Context, o agent.OutboxItem) {
 	id := o.TaskID + "/" + o.SK()
 	q := o.TaskID + "/" + o.RequestID
+	if o.Event == agent.EventPoll {
+		// A poll of remote agents waits as long as they do: it holds back
+		// no notification of the request.
+		q += "/poll"
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.known[id] {
@@ -141,7 +147,16 @@ func (r *Runner) deliver(ctx context.Context, o agent.OutboxItem) {
 			attempt--
 		} else {
 			wait = backoff(attempt)
-			r.D.log().Info("a delivery failed; retrying", "task_id", o.TaskID, "request_id", o.RequestID, "kind", o.Kind,
+			if o.Event == agent.EventPoll {
+				// A poll of a caller a leg holds: its lease ends within
+				// 15 s; a leg that died is taken over soon after.
+				wait = min(wait, agent.LeaseDuration/3)
+			}
+			level := slog.LevelInfo
+			if o.Event == agent.EventPoll {
+				level = slog.LevelDebug
+			}
+			r.D.log().Log(ctx, level, "a delivery failed; retrying", "task_id", o.TaskID, "request_id", o.RequestID, "kind", o.Kind,
 				"event", o.Event, "delivery_id", o.DeliveryID(), "attempt", attempt+1, "in", wait, "err", err)
 		}
 		select {
