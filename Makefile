@@ -10,12 +10,17 @@ DURABLE_EX := examples/durable-approval/node_modules/@aws/durable-execution-sdk-
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags "-s -w"
 
-.PHONY: run run-webhooks example-durable test test-go chaos-short chaos lint cfn-lint bench build tools clean \
+.PHONY: run run-remote run-webhooks example-durable test test-go chaos-short chaos lint cfn-lint bench build tools clean \
 	build-InvokeFunction build-ResumeFunction build-GetTaskFunction build-AuthorizerFunction build-NotifierFunction
 
 ## run: serve the API and the console (/console/) on 127.0.0.1:8080 (in-memory store, dev auth, local model)
 run:
 	$(GO) run ./cmd/hitch serve --agents agents --a2a-default-agent assistant
+
+## run-remote: a second Hitch on 127.0.0.1:8081 whose agent `front` calls the assistant
+## of `make run` (on :8080, started first) over A2A, as the user bob
+run-remote:
+	HITCH_REMOTE_TOKEN="Bearer bob" $(GO) run ./cmd/hitch serve --addr 127.0.0.1:8081 --agents examples/remote-agent
 
 ## run-webhooks: make run with examples/webhooks (the assistant with a webhook), and
 ## `hitch webhook listen` on 127.0.0.1:9000 printing each delivery it verifies

@@ -305,8 +305,16 @@ func TestRemoteAgentCallerKilled(t *testing.T) {
 	rs := httptest.NewServer(relay)
 	t.Cleanup(rs.Close)
 
+	// The README's example (make run-remote), pointed at the relay.
+	example, err := os.ReadFile(filepath.Join("..", "..", "examples", "remote-agent", "front.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := strings.Replace(string(example), "http://127.0.0.1:8080", rs.URL, 1)
+	if front == string(example) {
+		t.Fatal("the example does not name http://127.0.0.1:8080")
+	}
 	frontDir := t.TempDir()
-	front := strings.Replace(fmt.Sprintf(frontAgent, rs.URL), "/a2a/desk", "/a2a/assistant", 1)
 	if err := os.WriteFile(filepath.Join(frontDir, "front.yaml"), []byte(front), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +325,7 @@ func TestRemoteAgentCallerKilled(t *testing.T) {
 
 	inner, _ := json.Marshal(map[string]string{"path": "once.txt", "content": "x\n"})
 	msg, _ := json.Marshal(map[string]string{"message": "/call append_file " + string(inner)})
-	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call desk " + string(msg)}}})
+	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call assistant " + string(msg)}}})
 	go func() {
 		req, _ := http.NewRequest("POST", first.url+"/agents/front/invoke", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer alice")
