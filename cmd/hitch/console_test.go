@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -727,5 +728,93 @@ func TestServeConsole(t *testing.T) {
 	resp.Body.Close()
 	if got := resp.Header.Get("Access-Control-Allow-Origin"); resp.StatusCode != 200 || got != origin {
 		t.Errorf("GET /agents from %s: %d, Access-Control-Allow-Origin %q", origin, resp.StatusCode, got)
+	}
+}
+
+// The console with an agent that calls a remote agent over A2A (the
+// README's examples/remote-agent): the remote's call shows as a card and
+// is decided at the caller — the browser never calls the other system —
+// and the remote runs it; the inbox shows the paused task the same way.
+func TestConsoleRemoteAgent(t *testing.T) {
+	ctx := chromium.New(t, 1280, 900)
+	remote, sandbox, _ := startServe(t)
+	if err := os.MkdirAll(sandbox, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"r1.log", "r2.log"} {
+		if err := os.WriteFile(filepath.Join(sandbox, f), []byte("data\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	example, err := os.ReadFile(filepath.Join("..", "..", "examples", "remote-agent", "front.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frontDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(frontDir, "front.yaml"), bytes.Replace(example, []byte("http://127.0.0.1:8080"), []byte(remote), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HITCH_REMOTE_TOKEN", "Bearer bob")
+	proxy := &streamProxy{}
+	ps := httptest.NewServer(proxy)
+	t.Cleanup(ps.Close)
+	front, _, _ := startServe(t, "--agents", frontDir)
+	proxy.target = front
+
+	p := &browserPage{t: t, ctx: ctx, dir: chromium.ArtifactDir(t), start: time.Now()}
+	console := watchConsole(t, ctx)
+	p.do(chromedp.Navigate(ps.URL + "/console/"))
+	p.wait("the console to start", `document.body.dataset.ready === 'true'`)
+	p.do(chromedp.Click("#settings summary"), chromedp.SetValue("#user", "alice"), chromedp.Click(`#settings-form button[type=submit]`))
+	p.wait("front", `document.body.dataset.ready === 'true' && !!document.querySelector('#agents a[href="#/agents/front"]')`)
+	p.do(chromedp.Click(`#agents a[href="#/agents/front"]`))
+	p.wait("front's chat", `document.getElementById('chat-h').textContent.startsWith('front')`)
+
+	remoteCall := func(file string) string {
+		inner, _ := json.Marshal(map[string]string{"path": file})
+		msg, _ := json.Marshal(map[string]string{"message": "/call delete_file " + string(inner)})
+		return "/call assistant " + string(msg)
+	}
+	gone := func(f string) bool {
+		_, err := os.Stat(filepath.Join(sandbox, f))
+		return os.IsNotExist(err)
+	}
+
+	// From the stream's approval_required.
+	n := p.send(remoteCall("r1.log"))
+	p.waitDone(n)
+	p.wait("the remote's card", `document.querySelector('#approvals article.card[data-call] h3')?.textContent === 'delete_file'`)
+	p.shot("remote-01-card")
+	p.do(chromedp.Click("#approvals button.approve"))
+	p.waitDone(n + 1)
+	p.wait("the answer", `[...document.querySelectorAll('#transcript li')].some((e) => e.textContent.includes('deleted r1.log'))`)
+	if !gone("r1.log") {
+		t.Error("r1.log is still there")
+	}
+	p.shot("remote-02-approved")
+
+	// From GET task (the inbox), after a reload.
+	p.newTask()
+	n = p.send(remoteCall("r2.log"))
+	p.waitDone(n)
+	p.do(chromedp.Reload())
+	p.wait("the console to start", `document.body.dataset.ready === 'true'`)
+	p.wait("the inbox", `!!document.querySelector('#inbox a')`)
+	p.do(chromedp.Click("#inbox a"))
+	p.wait("the remote's card", `document.querySelector('#approvals article.card[data-call] h3')?.textContent === 'delete_file'`)
+	p.do(chromedp.Click("#approvals button.approve"))
+	p.wait("the answer", `[...document.querySelectorAll('#transcript li')].some((e) => e.textContent.includes('deleted r2.log'))`)
+	if !gone("r2.log") {
+		t.Error("r2.log is still there")
+	}
+	for _, r := range proxy.requests() {
+		if r.method == "POST" && strings.HasSuffix(r.path, "/resume") && !strings.HasPrefix(r.path, "/agents/front/") {
+			t.Errorf("the console decided at %s, not at front", r.path)
+		}
+	}
+	for _, m := range console() {
+		if m.Type == chromedp.ConsoleException {
+			t.Errorf("the page threw: %s (%s:%d)", m.Text, m.URL, m.Line)
+		}
 	}
 }

@@ -263,12 +263,16 @@ function renderTask(t) {
   $('task-meta').textContent = `Task ${t.task_id} · ${t.status} · session …${short(t.session_id)}`;
   renderRequests(t);
   const paused = [...(t.requests || [])].reverse().find((r) => r.status === 'Paused');
-  showApprovals((t.pending_approvals || []).map((p) => ({
+  showApprovals((t.pending_approvals || []).map((p) => remoteLeaf(p.resume_url) && paused ? {
+    // A remote agent's call: decided here, at this task (the decision goes
+    // on to the other system), never with this token sent there.
+    ...p, resume_url: '', round: t.round, agent: t.agent, task_id: t.task_id, request_id: paused.request_id,
+  } : {
     ...p,
     agent: p.agent || t.agent,
     task_id: p.task_id || t.task_id,
     request_id: p.request_id || paused?.request_id,
-  })));
+  }));
   updateComposer();
 }
 
@@ -290,6 +294,12 @@ function clearApprovals() {
   S.cards = [];
   $('approvals').replaceChildren();
   $('approvals').hidden = true;
+}
+
+// remoteLeaf tells a pending call of a remote A2A agent: its resume URL is
+// on another system.
+function remoteLeaf(url) {
+  return /^https?:\/\//.test(url || '');
 }
 
 function pendingLive() {
@@ -542,11 +552,16 @@ class Live {
         break;
       case 'approval_required':
         setStatus('Paused: waiting for a decision.');
-        showApprovals(d.tool_calls.map((c) => ({
+        showApprovals(d.tool_calls.map((c) => remoteLeaf(c.resume_url) ? {
+          // A remote agent's call: decided at this request (see above).
           tool_call_id: c.id, name: c.name, input: c.input, expires_at: c.expires_at, round: d.round,
+          resume_url: d.resume_url, agent: S.agent, task_id: S.current.task_id, request_id: d.request_id,
+        } : {
+          // A leaf's call is decided at the leaf, in the leaf's round.
+          tool_call_id: c.id, name: c.name, input: c.input, expires_at: c.expires_at, round: c.round || d.round,
           resume_url: c.resume_url || d.resume_url, agent: c.agent || S.agent,
           task_id: c.task_id || S.current.task_id, request_id: c.request_id || d.request_id,
-        })));
+        }));
         break;
       case 'approved':
       case 'rejected':
