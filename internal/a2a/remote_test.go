@@ -3,6 +3,7 @@ package a2a_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/catalog"
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/httpapi/contract"
+	"github.com/hitch-agents/hitch/internal/lambdafn"
 	"github.com/hitch-agents/hitch/internal/localmodel"
 	"github.com/hitch-agents/hitch/internal/memstore"
 	"github.com/hitch-agents/hitch/internal/notify"
@@ -49,9 +51,15 @@ type pair struct {
 	remote *stack
 	url    string // front's
 	store  *memstore.Store
+	engine *agent.Engine
 }
 
-func startPair(t *testing.T) *pair {
+func startPair(t *testing.T) *pair { return startPairWith(t, true) }
+
+// startPairWith starts the pair; dispatch runs front's dispatcher in
+// process (hitch serve), else nothing delivers front's outbox (the test
+// does, as the notifier would).
+func startPairWith(t *testing.T, dispatch bool) *pair {
 	t.Helper()
 	remote := startStack(t)
 	t.Setenv("HITCH_TEST_REMOTE_AUTH", "Bearer bob")
@@ -71,15 +79,17 @@ func startPair(t *testing.T) *pair {
 	log := slog.New(slog.DiscardHandler)
 	store := memstore.New()
 	e := &agent.Engine{Store: store, Model: model, Agents: cat, Log: log, LegTimeout: time.Minute}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &notify.Runner{D: &notify.Dispatcher{Engine: e, Log: log, PollEvery: 20 * time.Millisecond}, Feed: store.Feed()}
-	done := make(chan struct{})
-	go func() { r.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	if dispatch {
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &notify.Runner{D: &notify.Dispatcher{Engine: e, Log: log, PollEvery: 20 * time.Millisecond}, Feed: store.Feed()}
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
 	api := &httpapi.Server{Engine: e, Auth: httpapi.DevAuth, Log: log, A2A: &hitcha2a.Server{Engine: e, Log: log}}
 	srv := httptest.NewServer(contract.Check(t, api.Handler()))
 	t.Cleanup(srv.Close)
-	return &pair{remote: remote, url: srv.URL, store: store}
+	return &pair{remote: remote, url: srv.URL, store: store, engine: e}
 }
 
 func httpCall(t *testing.T, method, url, user, body string) (int, map[string]any) {
@@ -422,4 +432,67 @@ func lastData(t *testing.T, evs []sseEvent, name string) map[string]any {
 	}
 	t.Fatalf("no %s event in %v", name, evs)
 	return nil
+}
+
+// On AWS the notifier hands a paused caller's poll to the resume function
+// ({"op": "continue", …, "poll": true}): while the remote task has not
+// moved it answers waiting and leaves the item (for the next sweep); once
+// it was decided there, it continues the caller and deletes the item.
+func TestRemoteAgentPolledByTheResumeFunction(t *testing.T) {
+	p := startPairWith(t, false)
+	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("polled.txt")))
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("front: %d %v", code, paused)
+	}
+	ctx := context.Background()
+	var polls []agent.OutboxItem
+	items, err := p.store.ListOutbox(ctx, time.Now().Add(time.Hour), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range items {
+		if o.Kind == agent.OutboxContinue && o.Event == agent.EventPoll && o.RequestID == paused["request_id"] {
+			polls = append(polls, o)
+		}
+	}
+	// One put with the call (a dead leg's takeover), one with the pause.
+	if len(polls) != 2 {
+		t.Fatalf("poll items %+v, want 2", polls)
+	}
+	fn := lambdafn.Continue(p.engine)
+	payload := func(o agent.OutboxItem) json.RawMessage {
+		b, _ := json.Marshal(map[string]any{"op": "continue", "task_id": o.TaskID, "request_id": o.RequestID, "outbox": o.SK(), "poll": true})
+		return b
+	}
+	out, err := fn(ctx, payload(polls[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := out.(lambdafn.ContinueAnswer); !a.Waiting || a.Status != agent.StatusPaused {
+		t.Errorf("a poll before any decision answered %+v", a)
+	}
+	if _, err := p.store.GetOutbox(ctx, polls[1].TaskID, polls[1].SK()); err != nil {
+		t.Errorf("the poll item after a poll that found nothing: %v", err)
+	}
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	if code, out := httpCall(t, "POST", pc["resume_url"].(string), "bob", `{"action":"approve"}`); code != 200 {
+		t.Fatalf("approve at the remote: %d %v", code, out)
+	}
+	out, err = fn(ctx, payload(polls[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := out.(lambdafn.ContinueAnswer); a.Waiting || a.Status != agent.StatusCompleted {
+		t.Errorf("a poll after the remote's decision answered %+v", a)
+	}
+	if _, err := p.store.GetOutbox(ctx, polls[1].TaskID, polls[1].SK()); !errors.Is(err, agent.ErrNotFound) {
+		t.Errorf("the poll item after the caller went on: %v", err)
+	}
+	// The other poll finds the caller done: nothing to do, the item goes.
+	if out, err = fn(ctx, payload(polls[0])); err != nil || out.(lambdafn.ContinueAnswer).Status != "" {
+		t.Errorf("the stale poll: %+v, %v", out, err)
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "polled.txt")); got != 1 {
+		t.Errorf("append_file ran %d times", got)
+	}
 }
