@@ -250,14 +250,14 @@ type hangingRelay struct {
 func (h *hangingRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body) // whole, before forwarding
 	if err != nil {
-		http.Error(w, err.Error(), 502)
+		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
 	req, _ := http.NewRequestWithContext(r.Context(), r.Method, h.to+r.URL.RequestURI(), bytes.NewReader(body))
 	req.Header = r.Header.Clone()
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err != nil {
-		http.Error(w, err.Error(), 502)
+		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
 	defer resp.Body.Close()

@@ -51,16 +51,20 @@ spec:
 type stack struct {
 	url     string
 	sandbox string
+	srv     *httptest.Server
 }
 
 func startStack(tb testing.TB) *stack { return startStackWith(tb, false) }
 
 // startStackWith starts the stack; detach is hitch serve's setting (true) or
 // Lambda's (false).
-func startStackWith(tb testing.TB, detach bool) *stack {
+func startStackWith(tb testing.TB, detach bool) *stack { return startStackYAML(tb, agentYAML, detach) }
+
+// startStackYAML starts the stack with the assistant defined by def.
+func startStackYAML(tb testing.TB, def string, detach bool) *stack {
 	tb.Helper()
 	dir := tb.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "assistant.yaml"), []byte(agentYAML), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "assistant.yaml"), []byte(def), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	sandbox := filepath.Join(dir, "sandbox")
@@ -81,7 +85,7 @@ func startStackWith(tb testing.TB, detach bool) *stack {
 	api := &httpapi.Server{Engine: e, Auth: httpapi.DevAuth, Log: log, A2A: &hitcha2a.Server{Engine: e, Log: log, Detach: detach}}
 	srv := httptest.NewServer(contract.Check(tb, api.Handler()))
 	tb.Cleanup(srv.Close)
-	return &stack{url: srv.URL, sandbox: sandbox}
+	return &stack{url: srv.URL, sandbox: sandbox, srv: srv}
 }
 
 // bearer adds a dev-auth token to every request.

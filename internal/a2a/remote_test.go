@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -59,9 +60,12 @@ func startPair(t *testing.T) *pair { return startPairWith(t, true) }
 // startPairWith starts the pair; dispatch runs front's dispatcher in
 // process (hitch serve), else nothing delivers front's outbox (the test
 // does, as the notifier would).
-func startPairWith(t *testing.T, dispatch bool) *pair {
+func startPairWith(t *testing.T, dispatch bool) *pair { return startPairYAML(t, agentYAML, dispatch) }
+
+// startPairYAML starts the pair with the remote's assistant defined by def.
+func startPairYAML(t *testing.T, def string, dispatch bool) *pair {
 	t.Helper()
-	remote := startStack(t)
+	remote := startStackYAML(t, def, false)
 	t.Setenv("HITCH_TEST_REMOTE_AUTH", "Bearer bob")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "front.yaml"), []byte(fmt.Sprintf(frontYAML, remote.url)), 0o644); err != nil {
@@ -493,6 +497,76 @@ func TestRemoteAgentPolledByTheResumeFunction(t *testing.T) {
 		t.Errorf("the stale poll: %+v, %v", out, err)
 	}
 	if got := lines(t, filepath.Join(p.remote.sandbox, "polled.txt")); got != 1 {
+		t.Errorf("append_file ran %d times", got)
+	}
+}
+
+// A remote agent that cannot be reached: the call's result says so (the
+// caller goes on); a decision at a caller paused on it is 502
+// remote_unavailable, and nothing changes — the same decision goes through
+// once the remote is back.
+func TestRemoteAgentUnreachable(t *testing.T) {
+	p := startPair(t)
+	_, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("down.txt")))
+	if paused["status"] != "Paused" {
+		t.Fatalf("front: %v", paused)
+	}
+	// The remote's listener goes away; its engine and store stay.
+	addr := p.remote.srv.Listener.Addr().String()
+	p.remote.srv.Listener.Close()
+	p.remote.srv.CloseClientConnections()
+	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"action":"approve"}`)
+	if code != 502 || out["error"].(map[string]any)["code"] != "remote_unavailable" {
+		t.Fatalf("a decision while the remote is down: %d %v", code, out)
+	}
+	p.waitStatus(t, paused["task_id"].(string), "Paused")
+	// A new call while it is down: an error result, front completes.
+	code, done := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling("hello"))
+	if code != 200 || done["status"] != "Completed" || !strings.Contains(done["output"].(string), "could not be reached") {
+		t.Errorf("a call while the remote is down: %d %v", code, done)
+	}
+	// Back on the same address: the decision goes through.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the remote's address %s could not be taken again: %v", addr, err)
+	}
+	back := &http.Server{Handler: p.remote.srv.Config.Handler}
+	go func() { _ = back.Serve(ln) }()
+	t.Cleanup(func() { _ = back.Close() })
+	code, out = httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"action":"approve"}`)
+	if code != 200 || out["status"] != "Completed" {
+		t.Fatalf("the decision once the remote is back: %d %v", code, out)
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "down.txt")); got != 1 {
+		t.Errorf("append_file ran %d times", got)
+	}
+}
+
+// A remote approval that expires ends the caller approval_expired (DESIGN
+// §10 Expiry), found by its poll; no model is called, and a decision at
+// the caller after that is refused.
+func TestRemoteAgentApprovalExpires(t *testing.T) {
+	p := startPairYAML(t, strings.Replace(agentYAML, "requires_approval: [write_file, append_file, delete_file]",
+		"requires_approval: [write_file, append_file, delete_file]\n        approval_ttl: 1s", 1), true)
+	_, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("late.txt")))
+	if paused["status"] != "Paused" {
+		t.Fatalf("front: %v", paused)
+	}
+	done := p.waitStatus(t, paused["task_id"].(string), "Failed")
+	req := done["requests"].([]any)[0].(map[string]any)
+	if req["error"].(map[string]any)["code"] != "approval_expired" {
+		t.Errorf("front's request: %v", req)
+	}
+	for _, it := range done["items"].([]any) {
+		if it.(map[string]any)["request_id"] == paused["request_id"] && it.(map[string]any)["role"] == "assistant" && it.(map[string]any)["seq"].(float64) > 2 {
+			t.Errorf("the model was called after the expiry: %v", it)
+		}
+	}
+	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"action":"approve"}`)
+	if code != 409 {
+		t.Errorf("a decision after the expiry: %d %v", code, out)
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "late.txt")); got != 0 {
 		t.Errorf("append_file ran %d times", got)
 	}
 }

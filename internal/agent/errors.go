@@ -86,6 +86,9 @@ const (
 	CodeThrottled             = "throttled"
 	CodeInternal              = "internal"
 	CodeModelError            = "model_error"
+	// CodeRemoteUnavailable: a decision for a remote A2A agent's call could
+	// not reach it; nothing changed (DESIGN §10, §13).
+	CodeRemoteUnavailable     = "remote_unavailable"
 	CodeContextWindowExceeded = "context_window_exceeded"
 	CodeDeadlineExceeded      = "deadline_exceeded"
 	CodeLeaseExpired          = "lease_expired"

@@ -342,6 +342,11 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 		g := groups[via]
 		mid := "hitch-" + a.ID + "-r" + strconv.Itoa(a.Round) + "-" + via
 		if _, err := g.ra.Decide(ctx, g.call.TaskID, g.call.RequestID, mid, g.body); err != nil {
+			var ae *Error
+			if !errors.As(err, &ae) {
+				e.log().Warn("a decision could not reach a remote agent", "task_id", t.ID, "agent", g.call.Agent, "url", g.call.Remote, "err", err)
+				err = Errorf(CodeRemoteUnavailable, "the agent %s at %s could not be reached; nothing changed: try again", g.call.Agent, g.call.Remote)
+			}
 			if !started && len(took) == 0 {
 				return nil, err
 			}

@@ -49,6 +49,7 @@ var statusOf = map[string]int{
 	agent.CodeThrottled:             http.StatusTooManyRequests,
 	agent.CodeInternal:              http.StatusInternalServerError,
 	agent.CodeModelError:            http.StatusBadGateway,
+	agent.CodeRemoteUnavailable:     http.StatusBadGateway,
 	agent.CodeContextWindowExceeded: http.StatusBadGateway,
 	agent.CodeDeadlineExceeded:      http.StatusGatewayTimeout,
 	// A request lost to an expired lease is reported like an internal failure.
