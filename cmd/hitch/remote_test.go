@@ -237,9 +237,9 @@ func TestRemoteAgentAcrossProcesses(t *testing.T) {
 	}
 }
 
-// hangingRelay forwards A2A calls to the remote; the first SendMessage
-// reaches it, but its answer is held until the caller goes away (the
-// caller is killed while it waits).
+// hangingRelay forwards A2A calls to the remote; the first message sent
+// reaches it, but its answer (the remote's whole stream) is held until the
+// caller goes away (the caller is killed while it waits).
 type hangingRelay struct {
 	to       string
 	held     chan struct{} // closed once the first SendMessage was answered by the remote
@@ -262,7 +262,7 @@ func (h *hangingRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
-	if bytes.Contains(body, []byte(`"SendMessage"`)) {
+	if bytes.Contains(body, []byte(`"SendStreamingMessage"`)) || bytes.Contains(body, []byte(`"SendMessage"`)) {
 		h.forwards.Add(1)
 		hold := false
 		h.once.Do(func() { hold = true })

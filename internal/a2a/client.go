@@ -72,19 +72,64 @@ func (r *Remote) conn(ctx context.Context) (*a2aclient.Client, error) {
 	return r.client, r.err
 }
 
-// Send implements agent.RemoteAgent: a blocking SendMessage.
-func (r *Remote) Send(ctx context.Context, contextID, messageID, text string) (*agent.RemoteTask, error) {
+// Send implements agent.RemoteAgent: SendStreamingMessage, its updates
+// passed to events, then the task as GetTask reads it once the stream
+// ended (the stream's last word is not needed: a stream cut short leaves
+// the task working, which the engine reads again until it moves).
+func (r *Remote) Send(ctx context.Context, contextID, messageID, text string, events agent.RemoteEvents) (*agent.RemoteTask, error) {
 	c, err := r.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
 	m.ID, m.ContextID = messageID, contextID
-	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m})
-	if err != nil {
-		return nil, remoteError(err)
+	var task *a2a.Task
+	for ev, err := range c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: m}) {
+		if err != nil {
+			if task == nil {
+				return nil, remoteError(err)
+			}
+			break
+		}
+		switch v := ev.(type) {
+		case *a2a.Message:
+			return r.result(v)
+		case *a2a.Task:
+			task = v
+		case *a2a.TaskStatusUpdateEvent:
+			if task != nil && events != nil && v.Status.State == a2a.TaskStateWorking && v.Status.Message != nil {
+				for _, p := range v.Status.Message.Parts {
+					if p == nil {
+						continue
+					}
+					d, _ := p.Content.(a2a.Data)
+					if v, ok := d.Value.(map[string]any); ok {
+						if name, _ := v["event"].(string); name != "" {
+							events(task.ContextID, string(task.ID), name, v["data"])
+						}
+					}
+				}
+			}
+		case *a2a.TaskArtifactUpdateEvent:
+			if task != nil && events != nil && v.Artifact != nil {
+				var b strings.Builder
+				for _, p := range v.Artifact.Parts {
+					b.WriteString(p.Text())
+				}
+				if b.Len() > 0 {
+					events(task.ContextID, string(task.ID), agent.EventAnswer, map[string]any{"delta": b.String()})
+				}
+			}
+		}
 	}
-	return r.result(res)
+	if task == nil {
+		return nil, fmt.Errorf("the agent at %s streamed no task", r.url)
+	}
+	if task.Status.State == a2a.TaskStateCompleted || task.Status.State == a2a.TaskStateFailed ||
+		task.Status.State == a2a.TaskStateCanceled || task.Status.State == a2a.TaskStateRejected {
+		return r.task(task), nil // a stream that is only the ended task
+	}
+	return r.Get(ctx, task.ContextID, string(task.ID))
 }
 
 // Decide implements agent.RemoteAgent: the decision as a data part

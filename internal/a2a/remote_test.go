@@ -284,6 +284,10 @@ func TestRemoteAgentRejectAndCancel(t *testing.T) {
 	if asked == nil || asked["remote"] != p.remote.url+"/a2a/assistant" {
 		t.Fatalf("no child approval_required from the remote: %v", evs)
 	}
+	// What the remote streamed while it ran: its tool call, live.
+	if c := findChild(evs, "tool_call"); c == nil || c["data"].(map[string]any)["name"] != "append_file" || c["task_id"] != asked["task_id"] {
+		t.Errorf("no child tool_call streamed from the remote: %v", evs)
+	}
 	paused := lastData(t, evs, "approval_required")
 	if _, ok := paused["resume_url"].(string); !ok {
 		t.Fatalf("front's approval_required: %v", paused)

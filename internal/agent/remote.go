@@ -27,8 +27,9 @@ type RemoteAgent interface {
 	// conversation, or in a new one when contextID is empty. messageID is
 	// the message's id, the same when it is sent again (a takeover), so
 	// that the remote takes it once (Hitch does). It answers when the
-	// remote task ended or asks for input.
-	Send(ctx context.Context, contextID, messageID, text string) (*RemoteTask, error)
+	// remote task ended or asks for input, passing what the remote
+	// streams meanwhile to events.
+	Send(ctx context.Context, contextID, messageID, text string, events RemoteEvents) (*RemoteTask, error)
 	// Decide sends a decision to a remote task that awaits one; it answers
 	// once the remote took it, without waiting for what follows.
 	Decide(ctx context.Context, contextID, taskID, messageID string, body ResumeRequest) (*RemoteTask, error)
@@ -37,6 +38,11 @@ type RemoteAgent interface {
 	// Cancel cancels a remote task.
 	Cancel(ctx context.Context, contextID, taskID string) error
 }
+
+// RemoteEvents receives what a remote task streams: its tool calls,
+// results and decisions as the Hitch events they are (a Hitch agent's
+// status updates say), its answer as answer deltas.
+type RemoteEvents func(contextID, taskID, name string, data any)
 
 // RemoteTask is a remote A2A task as Hitch reads it.
 type RemoteTask struct {
@@ -134,7 +140,10 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 	var rt *RemoteTask
 	var err error
 	if call.RequestID == "" {
-		rt, err = at.Remote.Send(ctx, call.TaskID, call.MessageID, in.Message)
+		rt, err = at.Remote.Send(ctx, call.TaskID, call.MessageID, in.Message, func(contextID, taskID, name string, data any) {
+			r.emit(EventChild, map[string]any{"agent": call.Agent, "task_id": contextID, "request_id": taskID, "depth": 1,
+				"remote": call.Remote, "event": name, "data": data})
+		})
 		if err == nil {
 			call.TaskID, call.RequestID = rt.ContextID, rt.ID
 			r.learn(call)
