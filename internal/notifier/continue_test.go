@@ -115,3 +115,31 @@ func TestResumeInvokerRetries(t *testing.T) {
 		t.Errorf("Continue = %v, want a retry", err)
 	}
 }
+
+// TestResumeInvokerPolls: a poll item (a caller paused on a remote A2A
+// agent) goes to the resume function with "poll": true; a continuation
+// without it. Either way the resume function deletes the item (ErrKept).
+func TestResumeInvokerPolls(t *testing.T) {
+	fn := fakelambda.New(t)
+	fn.Handle("hitch-resume", func([]byte) fakelambda.Result { return fakelambda.JSON(map[string]any{}) })
+	r := notifier.ResumeInvoker{Lambda: fn.Client(t), Function: "hitch-resume"}
+	for _, ev := range []string{agent.EventPoll, agent.EventContinue} {
+		err := r.Continue(context.Background(), agent.OutboxItem{TaskID: "t", RequestID: "r", Kind: agent.OutboxContinue, Event: ev, Recipient: "x"})
+		if !errors.Is(err, notify.ErrKept) {
+			t.Errorf("%s: Continue = %v, want ErrKept", ev, err)
+		}
+	}
+	inv := fn.Invocations()
+	if len(inv) != 2 {
+		t.Fatalf("invocations: %+v", inv)
+	}
+	for i, want := range []bool{true, false} {
+		var p map[string]any
+		if err := json.Unmarshal(inv[i].Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := p["poll"].(bool); got != want || p["op"] != "continue" {
+			t.Errorf("payload %d: %s, want poll %v", i, inv[i].Payload, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,4 +190,80 @@ func TestFinalRefusalNotRetried(t *testing.T) {
 	if len(left) != 0 {
 		t.Errorf("outbox items left: %+v", left)
 	}
+}
+
+// pollContinuer answers polls "nothing new" (RetryAfter) until released.
+type pollContinuer struct {
+	mu       sync.Mutex
+	calls    int
+	released bool
+}
+
+func (p *pollContinuer) Continue(context.Context, agent.OutboxItem) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls++
+	if !p.released {
+		return &notify.RetryAfter{After: 10 * time.Millisecond, Err: agent.ErrWaiting}
+	}
+	return nil
+}
+
+func (p *pollContinuer) state() (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls, p.released
+}
+
+// TestPollWaitsApart: a caller's poll of a remote agent (DESIGN §10) is
+// delivered again at its own pace (RetryAfter, not the growing backoff —
+// here an hour) and holds back no notification of the request: the
+// request's completion webhook goes out while the poll still waits.
+func TestPollWaitsApart(t *testing.T) {
+	store := memstore.New()
+	env := enginetest.New(t, store)
+	ag, _ := env.E.Agents.Get("acc")
+	ag.Notifications = []agent.Notification{{URL: "https://hooks.example.com/hitch", Events: agent.NotificationEvents, Secret: []byte("k")}}
+	hooks := &notifytest.Hooks{}
+	polls := &pollContinuer{}
+	d := &notify.Dispatcher{Engine: env.E, Webhooks: hooks, Continuer: polls, Now: env.Now, Log: slog.New(slog.DiscardHandler)}
+	r := &notify.Runner{D: d, Feed: store.Feed(), Backoff: func(int) time.Duration { return time.Hour }, SweepEvery: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "delete")))
+	res, _ := env.Invoke(t, "", "do it")
+	if res.Status != agent.StatusPaused {
+		t.Fatalf("invoke: %+v", res)
+	}
+	wait(t, "the pause's webhook", func() bool { return len(hooks.Delivered()) == 1 })
+	cur, err := store.GetTask(ctx, res.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := cur.Clone()
+	next.Version, next.WriteID = cur.Version+1, "w-poll"
+	poll := agent.OutboxItem{TaskID: res.TaskID, RequestID: res.RequestID, Epoch: 1, EventID: 99, Agent: "acc", UserID: "alice",
+		Kind: agent.OutboxContinue, Event: agent.EventPoll, Recipient: "po-remote", CreatedAt: env.Now()}
+	if err := store.Write(ctx, &agent.Write{Task: next, PrevVersion: cur.Version, Outbox: []agent.OutboxItem{poll}}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, "polls", func() bool { n, _ := polls.state(); return n >= 3 })
+	env.Model.Add(agenttest.Say("done"))
+	if out, _, err := env.Resume(res, "alice", enginetest.Approve()); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	wait(t, "the completion's webhook while the poll waits", func() bool { return len(hooks.Delivered()) == 2 })
+	if _, released := polls.state(); released {
+		t.Fatal("released too early")
+	}
+	polls.mu.Lock()
+	polls.released = true
+	polls.mu.Unlock()
+	wait(t, "the poll's item to go", func() bool {
+		_, err := store.GetOutbox(ctx, poll.TaskID, poll.SK())
+		return errors.Is(err, agent.ErrNotFound)
+	})
 }
