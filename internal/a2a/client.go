@@ -126,8 +126,10 @@ func (r *Remote) Send(ctx context.Context, contextID, messageID, text string, ev
 		return nil, fmt.Errorf("the agent at %s streamed no task", r.url)
 	}
 	if task.Status.State == a2a.TaskStateCompleted || task.Status.State == a2a.TaskStateFailed ||
-		task.Status.State == a2a.TaskStateCanceled || task.Status.State == a2a.TaskStateRejected {
-		return r.task(task), nil // a stream that is only the ended task
+		task.Status.State == a2a.TaskStateCanceled || task.Status.State == a2a.TaskStateRejected || ctx.Err() != nil {
+		// A stream that is only the ended task; or this call's time is
+		// up: the task as it stood (the caller reads it again later).
+		return r.task(task), nil
 	}
 	return r.Get(ctx, task.ContextID, string(task.ID))
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,15 +61,39 @@ func startPair(t *testing.T) *pair { return startPairWith(t, true) }
 // startPairWith starts the pair; dispatch runs front's dispatcher in
 // process (hitch serve), else nothing delivers front's outbox (the test
 // does, as the notifier would).
-func startPairWith(t *testing.T, dispatch bool) *pair { return startPairYAML(t, agentYAML, dispatch) }
+func startPairWith(t *testing.T, dispatch bool) *pair {
+	return startPairOpts(t, pairOpts{def: agentYAML, dispatch: dispatch})
+}
 
 // startPairYAML starts the pair with the remote's assistant defined by def.
 func startPairYAML(t *testing.T, def string, dispatch bool) *pair {
+	return startPairOpts(t, pairOpts{def: def, dispatch: dispatch})
+}
+
+// pairOpts: the remote's assistant, front's dispatcher, front's legs
+// (default a minute), and what front reaches the remote through (a relay
+// in front of it; nil: directly).
+type pairOpts struct {
+	def        string
+	dispatch   bool
+	legTimeout time.Duration
+	via        func(remote string) string
+}
+
+func startPairOpts(t *testing.T, o pairOpts) *pair {
 	t.Helper()
-	remote := startStackYAML(t, def, false)
+	remote := startStackYAML(t, o.def, false)
 	t.Setenv("HITCH_TEST_REMOTE_AUTH", "Bearer bob")
+	target := remote.url
+	if o.via != nil {
+		target = o.via(remote.url)
+	}
+	if o.legTimeout == 0 {
+		o.legTimeout = time.Minute
+	}
+	dispatch := o.dispatch
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "front.yaml"), []byte(fmt.Sprintf(frontYAML, remote.url)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "front.yaml"), []byte(fmt.Sprintf(frontYAML, target)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cat, err := catalog.LoadDir(dir, catalog.Env{})
@@ -82,7 +107,7 @@ func startPairYAML(t *testing.T, def string, dispatch bool) *pair {
 	t.Cleanup(stop)
 	log := slog.New(slog.DiscardHandler)
 	store := memstore.New()
-	e := &agent.Engine{Store: store, Model: model, Agents: cat, Log: log, LegTimeout: time.Minute}
+	e := &agent.Engine{Store: store, Model: model, Agents: cat, Log: log, LegTimeout: o.legTimeout}
 	if dispatch {
 		ctx, cancel := context.WithCancel(context.Background())
 		r := &notify.Runner{D: &notify.Dispatcher{Engine: e, Log: log, PollEvery: 20 * time.Millisecond}, Feed: store.Feed()}
@@ -572,5 +597,78 @@ func TestRemoteAgentApprovalExpires(t *testing.T) {
 	}
 	if got := lines(t, filepath.Join(p.remote.sandbox, "late.txt")); got != 0 {
 		t.Errorf("append_file ran %d times", got)
+	}
+}
+
+// slowRelay forwards to the remote; the first message's answer comes late
+// (the remote took it at once).
+type slowRelay struct {
+	to    string
+	delay time.Duration
+	once  sync.Once
+	sent  atomic.Int32
+}
+
+func (s *slowRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body) // whole, before forwarding
+	req, _ := http.NewRequestWithContext(r.Context(), r.Method, s.to+r.URL.RequestURI(), strings.NewReader(string(body)))
+	req.Header = r.Header.Clone()
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if strings.Contains(string(body), `"SendStreamingMessage"`) {
+		s.sent.Add(1)
+		s.once.Do(func() {
+			select {
+			case <-time.After(s.delay):
+			case <-r.Context().Done():
+			}
+		})
+	}
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(out)
+}
+
+// A remote that answers after the caller's leg ran out of time: the
+// caller hands itself off (202 Running) rather than give up, and its next
+// leg sends the message again with its id — the remote answers the task it
+// made, once — and pauses on it; the approval at the top runs the call once.
+func TestRemoteAgentOutlastsTheLeg(t *testing.T) {
+	relay := &slowRelay{delay: 2 * time.Second}
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, legTimeout: 500 * time.Millisecond, via: func(remote string) string {
+		relay.to = remote
+		rs := httptest.NewServer(relay)
+		t.Cleanup(rs.Close)
+		return rs.URL
+	}})
+	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("slow.txt")))
+	if code != 202 || out["status"] != "Running" {
+		t.Fatalf("front, its leg out of time: %d %v", code, out)
+	}
+	paused := p.waitStatus(t, out["task_id"].(string), "Paused")
+	if n := relay.sent.Load(); n != 2 {
+		t.Errorf("the message went %d times, want 2 (the first; the next leg's, with its id)", n)
+	}
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	rv := p.remoteTask(t, pc["task_id"].(string))
+	if reqs := rv["requests"].([]any); len(reqs) != 1 {
+		t.Errorf("the remote task holds %d requests, want 1", len(reqs))
+	}
+	rid := paused["requests"].([]any)[0].(map[string]any)["request_id"].(string)
+	code, done := httpCall(t, "POST", p.url+"/agents/front/tasks/"+out["task_id"].(string)+"/requests/"+rid+"/resume", "alice",
+		`{"action":"approve","round":`+fmt.Sprint(paused["round"])+`}`)
+	if code != 200 && code != 202 {
+		t.Fatalf("approve at the top: %d %v", code, done)
+	}
+	p.waitStatus(t, out["task_id"].(string), "Completed")
+	if got := lines(t, filepath.Join(p.remote.sandbox, "slow.txt")); got != 1 {
+		t.Errorf("append_file ran %d times, want 1", got)
 	}
 }

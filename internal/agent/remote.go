@@ -154,6 +154,11 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 	if err == nil && rt.Status == StatusRunning {
 		rt, err = r.e.awaitRemote(ctx, at.Remote, call, r.deadline)
 	}
+	if err != nil && timeUp(ctx) {
+		// The leg's time ran out on the way: a new leg goes on (the
+		// message is sent again with its id, or the task read again).
+		return Block{}, &childPause{call: call, handoff: true}
+	}
 	if err != nil {
 		var ae *Error
 		if errors.As(err, &ae) {
@@ -174,7 +179,12 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 		}
 		return Block{}, &childPause{call: call, child: remoteChild(call, rt), remote: true}
 	case StatusRunning:
-		return ErrorResult(u.ID, fmt.Sprintf("the agent %s did not answer before this request's deadline; its task %s goes on there", call.Agent, rt.ID)), nil
+		if ctx.Err() == nil || timeUp(ctx) {
+			// Still working as this leg's time runs out: the caller hands
+			// itself to the outbox and a new leg reads the remote task.
+			return Block{}, &childPause{call: call, handoff: true}
+		}
+		return ErrorResult(u.ID, fmt.Sprintf("not waited for: the agent %s's task %s goes on there", call.Agent, rt.ID)), nil
 	}
 	return r.truncate(childResult(u.ID, call, childOutcome{res: rt.result()})), nil
 }
@@ -230,6 +240,12 @@ func (r *Run) emitRemote(cc ChildCall, rt *RemoteTask, depth int) {
 	}
 	r.emit(EventChild, map[string]any{"agent": cc.Agent, "task_id": rt.ContextID, "request_id": rt.ID, "depth": depth,
 		"remote": cc.Remote, "event": name, "data": data})
+}
+
+// timeUp tells a leg stopped by its deadline (not a cancel, nor a lost
+// lease).
+func timeUp(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded)
 }
 
 // remotePollMax bounds the wait between two reads of a working remote task.
