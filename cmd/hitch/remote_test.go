@@ -2,9 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,13 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/hitch-agents/hitch/internal/a2a/a2atest"
 	"github.com/hitch-agents/hitch/internal/ddblocal"
 )
 
@@ -237,48 +236,6 @@ func TestRemoteAgentAcrossProcesses(t *testing.T) {
 	}
 }
 
-// hangingRelay forwards A2A calls to the remote; the first message sent
-// reaches it, but its answer (the remote's whole stream) is held until the
-// caller goes away (the caller is killed while it waits).
-type hangingRelay struct {
-	to       string
-	held     chan struct{} // closed once the first SendMessage was answered by the remote
-	once     sync.Once
-	forwards atomic.Int32
-}
-
-func (h *hangingRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body) // whole, before forwarding
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	req, _ := http.NewRequestWithContext(r.Context(), r.Method, h.to+r.URL.RequestURI(), bytes.NewReader(body))
-	req.Header = r.Header.Clone()
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	if bytes.Contains(body, []byte(`"SendStreamingMessage"`)) || bytes.Contains(body, []byte(`"SendMessage"`)) {
-		h.forwards.Add(1)
-		hold := false
-		h.once.Do(func() { hold = true })
-		if hold {
-			close(h.held)
-			<-r.Context().Done() // until the caller is gone
-			return
-		}
-	}
-	for k, v := range resp.Header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(out)
-}
-
 // The caller is killed (SIGKILL) after its message reached the remote
 // agent and before it heard the answer. Restarted on its table, the poll
 // its call was recorded with takes the dead leg over once its lease ends
@@ -301,7 +258,17 @@ func TestRemoteAgentCallerKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	remote := startProcess(t, bin, remoteDir, nil)
-	relay := &hangingRelay{to: remote.url, held: make(chan struct{})}
+	// The first message reaches the remote; its answer (the remote's whole
+	// stream) is held until the caller is gone.
+	held := make(chan struct{})
+	relay := &a2atest.Relay{To: remote.url, Hold: func(ctx context.Context, n int) bool {
+		if n > 1 {
+			return true
+		}
+		close(held)
+		<-ctx.Done()
+		return false
+	}}
 	rs := httptest.NewServer(relay)
 	t.Cleanup(rs.Close)
 
@@ -334,7 +301,7 @@ func TestRemoteAgentCallerKilled(t *testing.T) {
 		}
 	}()
 	select {
-	case <-relay.held:
+	case <-held:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the message never reached the remote agent")
 	}
@@ -358,7 +325,7 @@ func TestRemoteAgentCallerKilled(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if n := relay.forwards.Load(); n != 2 {
+	if n := relay.Sent(); n != 2 {
 		t.Errorf("SendMessage reached the remote %d times, want 2 (the first, and the takeover's with the same id)", n)
 	}
 	_, b := call(t, "GET", second.url+"/agents/front/tasks/"+taskID, "alice", "")

@@ -14,13 +14,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	hitcha2a "github.com/hitch-agents/hitch/internal/a2a"
+	"github.com/hitch-agents/hitch/internal/a2a/a2atest"
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/catalog"
 	"github.com/hitch-agents/hitch/internal/httpapi"
@@ -600,50 +600,23 @@ func TestRemoteAgentApprovalExpires(t *testing.T) {
 	}
 }
 
-// slowRelay forwards to the remote; the first message's answer comes late
-// (the remote took it at once).
-type slowRelay struct {
-	to    string
-	delay time.Duration
-	once  sync.Once
-	sent  atomic.Int32
-}
-
-func (s *slowRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body) // whole, before forwarding
-	req, _ := http.NewRequestWithContext(r.Context(), r.Method, s.to+r.URL.RequestURI(), strings.NewReader(string(body)))
-	req.Header = r.Header.Clone()
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	if strings.Contains(string(body), `"SendStreamingMessage"`) {
-		s.sent.Add(1)
-		s.once.Do(func() {
-			select {
-			case <-time.After(s.delay):
-			case <-r.Context().Done():
-			}
-		})
-	}
-	for k, v := range resp.Header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(out)
-}
-
 // A remote that answers after the caller's leg ran out of time: the
 // caller hands itself off (202 Running) rather than give up, and its next
 // leg sends the message again with its id — the remote answers the task it
 // made, once — and pauses on it; the approval at the top runs the call once.
 func TestRemoteAgentOutlastsTheLeg(t *testing.T) {
-	relay := &slowRelay{delay: 2 * time.Second}
+	// The first message's answer comes late (the remote took it at once).
+	relay := &a2atest.Relay{Hold: func(ctx context.Context, n int) bool {
+		if n == 1 {
+			select {
+			case <-time.After(2 * time.Second):
+			case <-ctx.Done():
+			}
+		}
+		return true
+	}}
 	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, legTimeout: 500 * time.Millisecond, via: func(remote string) string {
-		relay.to = remote
+		relay.To = remote
 		rs := httptest.NewServer(relay)
 		t.Cleanup(rs.Close)
 		return rs.URL
@@ -653,7 +626,7 @@ func TestRemoteAgentOutlastsTheLeg(t *testing.T) {
 		t.Fatalf("front, its leg out of time: %d %v", code, out)
 	}
 	paused := p.waitStatus(t, out["task_id"].(string), "Paused")
-	if n := relay.sent.Load(); n != 2 {
+	if n := relay.Sent(); n != 2 {
 		t.Errorf("the message went %d times, want 2 (the first; the next leg's, with its id)", n)
 	}
 	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
