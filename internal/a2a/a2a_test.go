@@ -71,6 +71,15 @@ func startStackYAML(tb testing.TB, def string, detach bool) *stack {
 	if err := os.MkdirAll(sandbox, 0o755); err != nil {
 		tb.Fatal(err)
 	}
+	_, _, srv := serveDir(tb, dir, time.Minute, detach)
+	return &stack{url: srv.URL, sandbox: sandbox, srv: srv}
+}
+
+// serveDir serves the agents of dir as hitch serve does (memory store, the
+// local model over the wire, dev auth, the A2A server), under the OpenAPI
+// contract check.
+func serveDir(tb testing.TB, dir string, legTimeout time.Duration, detach bool) (*agent.Engine, *memstore.Store, *httptest.Server) {
+	tb.Helper()
 	cat, err := catalog.LoadDir(dir, catalog.Env{Files: true})
 	if err != nil {
 		tb.Fatal(err)
@@ -81,11 +90,12 @@ func startStackYAML(tb testing.TB, def string, detach bool) *stack {
 	}
 	tb.Cleanup(stop)
 	log := slog.New(slog.DiscardHandler)
-	e := &agent.Engine{Store: memstore.New(), Model: model, Agents: cat, Log: log, LegTimeout: time.Minute}
+	store := memstore.New()
+	e := &agent.Engine{Store: store, Model: model, Agents: cat, Log: log, LegTimeout: legTimeout}
 	api := &httpapi.Server{Engine: e, Auth: httpapi.DevAuth, Log: log, A2A: &hitcha2a.Server{Engine: e, Log: log, Detach: detach}}
 	srv := httptest.NewServer(contract.Check(tb, api.Handler()))
 	tb.Cleanup(srv.Close)
-	return &stack{url: srv.URL, sandbox: sandbox, srv: srv}
+	return e, store, srv
 }
 
 // bearer adds a dev-auth token to every request.

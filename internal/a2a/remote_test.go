@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,14 +18,9 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	hitcha2a "github.com/hitch-agents/hitch/internal/a2a"
 	"github.com/hitch-agents/hitch/internal/a2a/a2atest"
 	"github.com/hitch-agents/hitch/internal/agent"
-	"github.com/hitch-agents/hitch/internal/catalog"
-	"github.com/hitch-agents/hitch/internal/httpapi"
-	"github.com/hitch-agents/hitch/internal/httpapi/contract"
 	"github.com/hitch-agents/hitch/internal/lambdafn"
-	"github.com/hitch-agents/hitch/internal/localmodel"
 	"github.com/hitch-agents/hitch/internal/memstore"
 	"github.com/hitch-agents/hitch/internal/notify"
 )
@@ -96,28 +90,14 @@ func startPairOpts(t *testing.T, o pairOpts) *pair {
 	if err := os.WriteFile(filepath.Join(dir, "front.yaml"), []byte(fmt.Sprintf(frontYAML, target)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cat, err := catalog.LoadDir(dir, catalog.Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, stop, err := localmodel.Start(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	log := slog.New(slog.DiscardHandler)
-	store := memstore.New()
-	e := &agent.Engine{Store: store, Model: model, Agents: cat, Log: log, LegTimeout: o.legTimeout}
+	e, store, srv := serveDir(t, dir, o.legTimeout, false)
 	if dispatch {
 		ctx, cancel := context.WithCancel(context.Background())
-		r := &notify.Runner{D: &notify.Dispatcher{Engine: e, Log: log, PollEvery: 20 * time.Millisecond}, Feed: store.Feed()}
+		r := &notify.Runner{D: &notify.Dispatcher{Engine: e, Log: e.Log, PollEvery: 20 * time.Millisecond}, Feed: store.Feed()}
 		done := make(chan struct{})
 		go func() { r.Run(ctx); close(done) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
-	api := &httpapi.Server{Engine: e, Auth: httpapi.DevAuth, Log: log, A2A: &hitcha2a.Server{Engine: e, Log: log}}
-	srv := httptest.NewServer(contract.Check(t, api.Handler()))
-	t.Cleanup(srv.Close)
 	return &pair{remote: remote, url: srv.URL, store: store, engine: e}
 }
 
