@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -74,7 +75,7 @@ type pairOpts struct {
 	via        func(remote string) string
 }
 
-func startPairOpts(t *testing.T, o pairOpts) *pair {
+func startPairOpts(t testing.TB, o pairOpts) *pair {
 	t.Helper()
 	remote := startStackYAML(t, o.def, false)
 	t.Setenv("HITCH_TEST_REMOTE_AUTH", "Bearer bob")
@@ -101,7 +102,7 @@ func startPairOpts(t *testing.T, o pairOpts) *pair {
 	return &pair{remote: remote, url: srv.URL, store: store, engine: e}
 }
 
-func httpCall(t *testing.T, method, url, user, body string) (int, map[string]any) {
+func httpCall(t testing.TB, method, url, user, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
@@ -624,4 +625,31 @@ func TestRemoteAgentOutlastsTheLeg(t *testing.T) {
 	if got := lines(t, filepath.Join(p.remote.sandbox, "slow.txt")); got != 1 {
 		t.Errorf("append_file ran %d times, want 1", got)
 	}
+}
+
+// BenchmarkRemoteApproval: a decision sent to a caller paused on a remote
+// Hitch over A2A, from the HTTP resume to the caller's Completed answer
+// (the decision's message to the remote, the remote's leg, the caller's
+// reads of the remote task, the caller's own turn). Both systems on the
+// memory store with the local model. p50-ms and p99-ms per approval.
+func BenchmarkRemoteApproval(b *testing.B) {
+	p := startPairOpts(b, pairOpts{def: agentYAML, dispatch: true})
+	var took []time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		code, paused := httpCall(b, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("bench.txt")))
+		if code != 200 || paused["status"] != "Paused" {
+			b.Fatalf("front: %d %v", code, paused)
+		}
+		b.StartTimer()
+		start := time.Now()
+		code, out := httpCall(b, "POST", p.url+paused["resume_url"].(string), "alice", `{"action":"approve"}`)
+		took = append(took, time.Since(start))
+		if code != 200 || out["status"] != "Completed" {
+			b.Fatalf("approve: %d %v", code, out)
+		}
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
 }
