@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -652,4 +653,61 @@ func BenchmarkRemoteApproval(b *testing.B) {
 	slices.Sort(took)
 	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// The remote unreachable for a while after it took a decision: the
+// caller reads its task again until it can (it was sent; the remote owns
+// its outcome) and answers the outcome, rather than an error.
+func TestRemoteAgentReadAgain(t *testing.T) {
+	var refusing atomic.Bool
+	var refused atomic.Int32
+	relay := &a2atest.Relay{Refuse: func(body []byte) bool {
+		if refusing.Load() && strings.Contains(string(body), `"GetTask"`) && refused.Add(1) <= 3 {
+			return true
+		}
+		return false
+	}}
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, via: func(remote string) string {
+		relay.To = remote
+		rs := httptest.NewServer(relay)
+		t.Cleanup(rs.Close)
+		return rs.URL
+	}})
+	_, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("again.txt")))
+	if paused["status"] != "Paused" {
+		t.Fatalf("front: %v", paused)
+	}
+	refusing.Store(true)
+	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"action":"approve"}`)
+	if code != 200 || out["status"] != "Completed" || !strings.Contains(out["output"].(string), "append_file success") {
+		t.Fatalf("approve at the caller with the remote's task unreadable three times: %d %v", code, out)
+	}
+	if n := refused.Load(); n < 3 {
+		t.Errorf("%d reads refused, want 3", n)
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "again.txt")); got != 1 {
+		t.Errorf("append_file ran %d times", got)
+	}
+}
+
+// A message whose sending failed on the way is sent again with its id:
+// the call goes through, once.
+func TestRemoteAgentSendAgain(t *testing.T) {
+	var refused atomic.Int32
+	relay := &a2atest.Relay{Refuse: func(body []byte) bool {
+		return strings.Contains(string(body), `"SendStreamingMessage"`) && refused.Add(1) == 1
+	}}
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, via: func(remote string) string {
+		relay.To = remote
+		rs := httptest.NewServer(relay)
+		t.Cleanup(rs.Close)
+		return rs.URL
+	}})
+	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("sent.txt")))
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("front, its first send refused: %d %v", code, paused)
+	}
+	if n, sent := refused.Load(), relay.Sent(); n != 2 || sent != 1 {
+		t.Errorf("sends: %d tried, %d reached the remote; want 2 and 1", n, sent)
+	}
 }

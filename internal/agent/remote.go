@@ -140,19 +140,19 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 	var rt *RemoteTask
 	var err error
 	if call.RequestID == "" {
-		rt, err = at.Remote.Send(ctx, call.TaskID, call.MessageID, in.Message, func(contextID, taskID, name string, data any) {
-			r.emit(EventChild, map[string]any{"agent": call.Agent, "task_id": contextID, "request_id": taskID, "depth": 1,
-				"remote": call.Remote, "event": name, "data": data})
-		})
+		rt, err = r.sendRemote(ctx, at.Remote, call, in.Message)
 		if err == nil {
 			call.TaskID, call.RequestID = rt.ContextID, rt.ID
 			r.learn(call)
 		}
-	} else {
-		rt, err = at.Remote.Get(ctx, call.TaskID, call.RequestID)
 	}
-	if err == nil && rt.Status == StatusRunning {
+	if call.RequestID != "" && (rt == nil || rt.Status == StatusRunning) {
 		rt, err = r.e.awaitRemote(ctx, at.Remote, call, r.deadline)
+	}
+	if errors.Is(err, errRemoteUnknown) && !errors.Is(context.Cause(ctx), errCanceled) {
+		// Sent, and not readable as this leg's time ran out: a new leg
+		// reads it again (the remote owns its outcome; a cancel ends it).
+		return Block{}, &childPause{call: call, handoff: true}
 	}
 	if err != nil && timeUp(ctx) {
 		// The leg's time ran out on the way: a new leg goes on (the
@@ -253,23 +253,68 @@ const remotePollMax = 2 * time.Second
 
 // awaitRemote reads a working remote task until it ends or asks for
 // input, or until the leg's deadline is near (it answers it working then).
+//
+// A read that fails without the remote's answer (the network, the remote
+// down or restarting) is tried again: the task was sent, and the remote
+// owns its outcome. errRemoteUnknown: none could be read before the leg's
+// time ran out.
 func (e *Engine) awaitRemote(ctx context.Context, ra RemoteAgent, cc ChildCall, deadline time.Time) (*RemoteTask, error) {
 	wait := 50 * time.Millisecond
 	stop := deadline.Add(-e.DeadlineMargin)
 	for {
 		rt, err := ra.Get(ctx, cc.TaskID, cc.RequestID)
-		if err != nil || rt.Status != StatusRunning {
-			return rt, err
+		var ae *Error
+		switch {
+		case err == nil && rt.Status != StatusRunning:
+			return rt, nil
+		case errors.As(err, &ae):
+			return nil, err // the remote's own answer (task_not_found, …)
+		case err != nil:
+			e.log().Debug("reading a remote task failed; read again", "agent", cc.Agent, "url", cc.Remote, "remote_task_id", cc.RequestID, "err", err)
 		}
-		if !deadline.IsZero() && time.Until(stop) < wait {
+		if ctx.Err() != nil || (!deadline.IsZero() && time.Until(stop) < wait) {
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", errRemoteUnknown, err)
+			}
 			return rt, nil
 		}
 		select {
 		case <-ctx.Done():
-			return rt, nil
 		case <-time.After(wait):
 		}
 		wait = min(wait*2, remotePollMax)
+	}
+}
+
+// errRemoteUnknown: a remote task could not be read in the time there was.
+var errRemoteUnknown = errors.New("the remote task could not be read")
+
+// sendAttempts bounds the sends of a message whose answer did not come
+// (each with the same id: the remote takes it once).
+const sendAttempts = 3
+
+// sendRemote sends a call's message, again with the same id when the
+// answer did not come (the network), its streamed events passed to the
+// caller's stream as child events.
+func (r *Run) sendRemote(ctx context.Context, ra RemoteAgent, call ChildCall, text string) (*RemoteTask, error) {
+	events := func(contextID, taskID, name string, data any) {
+		r.emit(EventChild, map[string]any{"agent": call.Agent, "task_id": contextID, "request_id": taskID, "depth": 1,
+			"remote": call.Remote, "event": name, "data": data})
+	}
+	wait := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		rt, err := ra.Send(ctx, call.TaskID, call.MessageID, text, events)
+		var ae *Error
+		if err == nil || errors.As(err, &ae) || attempt == sendAttempts || ctx.Err() != nil {
+			return rt, err
+		}
+		r.e.log().WarnContext(ctx, "sending to a remote agent failed; sending again with the same id", "agent", call.Agent, "url", call.Remote, "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait *= 2
 	}
 }
 

@@ -14,11 +14,14 @@ import (
 // remote's whole answer back. Hold, when set, runs for each message sent
 // (SendMessage, SendStreamingMessage) once the remote answered it, with the
 // message's number (from 1) and the caller's request context: it may wait,
-// and false drops the answer (the caller never gets it).
+// and false drops the answer (the caller never gets it). Refuse, when set,
+// is asked about every call's body first: true answers 503 without
+// forwarding (the remote unreachable for that call).
 type Relay struct {
-	To   string
-	Hold func(ctx context.Context, n int) bool
-	sent atomic.Int32
+	To     string
+	Hold   func(ctx context.Context, n int) bool
+	Refuse func(body []byte) bool
+	sent   atomic.Int32
 }
 
 // Sent is how many messages went through to the remote.
@@ -29,6 +32,10 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, in *http.Request) {
 	body, err := io.ReadAll(in.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	if r.Refuse != nil && r.Refuse(body) {
+		http.Error(w, "refused by the relay", http.StatusServiceUnavailable)
 		return
 	}
 	req, err := http.NewRequestWithContext(in.Context(), in.Method, r.To+in.URL.RequestURI(), bytes.NewReader(body))
