@@ -7,6 +7,9 @@ import (
 	"maps"
 	"strconv"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Remote agents as tools (DESIGN §10, §13): an `a2a:` entry calls an agent
@@ -134,6 +137,10 @@ func (r *Run) applyLearned() {
 // with the same id after a takeover), or the remote task it made is read;
 // its end is the call's result, its input-required pauses the caller.
 func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInput, call ChildCall) (Block, *childPause) {
+	// The call's span; its context goes to the remote (W3C traceparent).
+	ctx, span := r.e.tracer().Start(ctx, SpanTool, trace.WithAttributes(attribute.String("gen_ai.tool.name", u.Name),
+		attribute.String("gen_ai.tool.call.id", u.ID), attribute.String("hitch.a2a.url", call.Remote)))
+	defer span.End()
 	if j := r.joinOf(call); j != nil {
 		return r.truncate(childResult(u.ID, call, j.outcome())), nil
 	}
