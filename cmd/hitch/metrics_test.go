@@ -89,3 +89,24 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Errorf("/metrics (-want +got):\n%s", diff)
 	}
 }
+
+// A sub-agent call is counted as the tool it is, once it has its result
+// (not while it waits on an approval below it).
+func TestMetricsAgentTool(t *testing.T) {
+	base, _, _ := startServe(t)
+	code, body := call(t, "POST", base+"/agents/desk/invoke", "alice", `{"items":[{"content":"/call assistant {\"message\": \"/call get_time {}\"}"}]}`)
+	if code != 200 || decode(t, body)["status"] != "Completed" {
+		t.Fatalf("desk: %d %s", code, body)
+	}
+	code, body = call(t, "POST", base+"/agents/desk/invoke", "alice", `{"items":[{"content":"/call assistant {\"message\": \"/call delete_file {\\\"path\\\": \\\"x\\\"}\"}"}]}`)
+	if code != 200 || decode(t, body)["status"] != "Paused" {
+		t.Fatalf("desk: %d %s", code, body)
+	}
+	got := scrape(t, base)
+	if n := got[`hitch_tool_calls_total{agent=desk,tool=assistant}`]; n != 1 {
+		t.Errorf("desk's calls of assistant counted %v, want 1 (the paused one not yet)", n)
+	}
+	if n := got[`hitch_tool_calls_total{agent=assistant,tool=get_time}`]; n != 1 {
+		t.Errorf("assistant's get_time counted %v, want 1", n)
+	}
+}

@@ -73,7 +73,12 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 		go func() {
 			defer wg.Done()
 			for _, i := range bySub[name] {
+				start := time.Now()
 				b, p := r.runChild(ctx, uses[i])
+				if p == nil {
+					// Counted as the tool it is (not while it waits).
+					r.e.metrics().ToolCalled(r.agent.Name, uses[i].Name, b.Status == ResultError, time.Since(start))
+				}
 				if p != nil {
 					mu.Lock()
 					paused = append(paused, *p)
