@@ -117,17 +117,22 @@ func TestResumeInvokerRetries(t *testing.T) {
 }
 
 // TestResumeInvokerPolls: a poll item (a caller paused on a remote A2A
-// agent) goes to the resume function with "poll": true; a continuation
-// without it. Either way the resume function deletes the item (ErrKept).
+// agent) goes to the resume function with "poll": true and is delivered
+// again after PollEvery (RetryAfter; the resume function deletes it once
+// the caller went on); a continuation goes without it, and the resume
+// function deletes it (ErrKept).
 func TestResumeInvokerPolls(t *testing.T) {
 	fn := fakelambda.New(t)
 	fn.Handle("hitch-resume", func([]byte) fakelambda.Result { return fakelambda.JSON(map[string]any{}) })
 	r := notifier.ResumeInvoker{Lambda: fn.Client(t), Function: "hitch-resume"}
-	for _, ev := range []string{agent.EventPoll, agent.EventContinue} {
-		err := r.Continue(context.Background(), agent.OutboxItem{TaskID: "t", RequestID: "r", Kind: agent.OutboxContinue, Event: ev, Recipient: "x"})
-		if !errors.Is(err, notify.ErrKept) {
-			t.Errorf("%s: Continue = %v, want ErrKept", ev, err)
-		}
+	err := r.Continue(context.Background(), agent.OutboxItem{TaskID: "t", RequestID: "r", Kind: agent.OutboxContinue, Event: agent.EventPoll, Recipient: "x"})
+	var ra *notify.RetryAfter
+	if !errors.As(err, &ra) || ra.After != notifier.DefaultPollEvery || errors.Is(err, notify.ErrKept) {
+		t.Errorf("poll: Continue = %v, want a RetryAfter of %s", err, notifier.DefaultPollEvery)
+	}
+	err = r.Continue(context.Background(), agent.OutboxItem{TaskID: "t", RequestID: "r", Kind: agent.OutboxContinue, Event: agent.EventContinue, Recipient: "x"})
+	if !errors.Is(err, notify.ErrKept) {
+		t.Errorf("continue: Continue = %v, want ErrKept", err)
 	}
 	inv := fn.Invocations()
 	if len(inv) != 2 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -41,6 +42,9 @@ type Config struct {
 	// ResumeFunction (HITCH_RESUME_FUNCTION) is the resume function that
 	// continues callers (DESIGN §10).
 	ResumeFunction string
+	// PollEvery is how often a caller paused on a remote A2A agent has
+	// the resume function poll it (DefaultPollEvery when 0).
+	PollEvery time.Duration
 	// Metrics receives the EMF lines; nil means stdout.
 	Metrics io.Writer
 	Log     *slog.Logger
@@ -110,7 +114,7 @@ func NewWith(c Config, cl Clients) (*Handler, error) {
 	engine := &agent.Engine{Store: dynamo.New(cl.DynamoDB, c.Table), Agents: cat, Log: log,
 		Metrics: emf.New(out, c.MetricsNamespace, "notifier")}
 	d := &notify.Dispatcher{Engine: engine, Webhooks: cl.Webhooks, Answerers: cl.Answerers, Log: log,
-		Continuer: ResumeInvoker{Lambda: cl.Lambda, Function: c.ResumeFunction}}
+		Continuer: ResumeInvoker{Lambda: cl.Lambda, Function: c.ResumeFunction, PollEvery: c.PollEvery}}
 	return &Handler{D: d, Queue: SQSQueue{Client: cl.SQS, URL: c.RetryQueueURL}, Log: log}, nil
 }
 
@@ -136,12 +140,19 @@ func Main(c Config) {
 // the resume function asynchronously with {"op": "continue", task_id,
 // request_id, outbox, poll?}; the resume function continues the caller and
 // deletes the item (notify.ErrKept). A failed continuation is retried by
-// Lambda's asynchronous retries, then re-driven by the sweep; so is a poll
-// of a remote agent that has not moved (poll: true; the item stays).
+// Lambda's asynchronous retries, then re-driven by the sweep. A poll of a
+// caller's remote agents (poll: true) comes back through the retry queue
+// every PollEvery until the resume function deleted its item (the caller
+// went on); the sweep is the backstop.
 type ResumeInvoker struct {
-	Lambda   *lambda.Client
-	Function string
+	Lambda    *lambda.Client
+	Function  string
+	PollEvery time.Duration
 }
+
+// DefaultPollEvery is how often the notifier has a caller paused on a
+// remote A2A agent polled.
+const DefaultPollEvery = time.Minute
 
 // Continue implements notify.Continuer.
 func (r ResumeInvoker) Continue(ctx context.Context, o agent.OutboxItem) error {
@@ -156,6 +167,14 @@ func (r ResumeInvoker) Continue(ctx context.Context, o agent.OutboxItem) error {
 	_, err = r.Lambda.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(r.Function), InvocationType: lambdatypes.InvocationTypeEvent, Payload: payload})
 	if err != nil {
 		return fmt.Errorf("%w: invoke %s: %v", notify.ErrRetry, r.Function, err)
+	}
+	if o.Event == agent.EventPoll {
+		// Polled again later, until the item is gone (Deliver then stops).
+		every := r.PollEvery
+		if every <= 0 {
+			every = DefaultPollEvery
+		}
+		return &notify.RetryAfter{After: every, Err: fmt.Errorf("polled %s; again in %s", o.RequestID, every)}
 	}
 	return notify.ErrKept
 }

@@ -172,6 +172,14 @@ func (h *Handler) sweep(ctx context.Context) error {
 	var failed error
 	var mu sync.Mutex
 	h.each(len(items), func(i int) {
+		if items[i].Event == agent.EventPoll {
+			// A poll has its own chain through the retry queue (from the
+			// stream): the sweep polls once, and starts no second chain.
+			if err := h.D.Deliver(ctx, items[i]); err != nil && !errors.Is(err, notify.ErrRetry) {
+				h.log().Warn("sweeping a poll failed", "task_id", items[i].TaskID, "err", err)
+			}
+			return
+		}
 		if err := h.deliver(ctx, Retry{Item: items[i]}); err != nil {
 			mu.Lock()
 			failed = err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/notify"
 	"github.com/hitch-agents/hitch/internal/notify/notifytest"
 	"github.com/hitch-agents/hitch/internal/sqsfake"
+	"github.com/hitch-agents/hitch/internal/tools/fakelambda"
 )
 
 func TestMain(m *testing.M) { ddblocal.Main(m) }
@@ -252,5 +254,64 @@ func TestNewWith(t *testing.T) {
 		if _, err := notifier.NewWith(c, cl); err == nil {
 			t.Errorf("NewWith(%+v) succeeded", c)
 		}
+	}
+}
+
+// TestPollRequeued: a caller's poll of a remote agent goes to the resume
+// function and comes back through the retry queue after PollEvery (not the
+// backoff), as long as its item is there; the sweep polls it once more
+// without starting a second chain; once the resume function deleted the
+// item, the queued message does nothing.
+func TestPollRequeued(t *testing.T) {
+	f := newFixture(t, 0)
+	fn := fakelambda.New(t)
+	fn.Handle("hitch-resume", func([]byte) fakelambda.Result { return fakelambda.JSON(map[string]any{"waiting": true}) })
+	f.h.D.Continuer = notifier.ResumeInvoker{Lambda: fn.Client(t), Function: "hitch-resume", PollEvery: 30 * time.Second}
+	res, _ := f.pause(t)
+	ctx := context.Background()
+	cur, err := f.store.GetTask(ctx, res.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := cur.Clone()
+	next.Version, next.WriteID = cur.Version+1, "w-poll"
+	poll := agent.OutboxItem{TaskID: res.TaskID, RequestID: res.RequestID, Epoch: 1, EventID: 9, Agent: "acc", UserID: "alice",
+		Kind: agent.OutboxContinue, Event: agent.EventPoll, Recipient: "po-remote", CreatedAt: time.Now()}
+	if err := f.store.Write(ctx, &agent.Write{Task: next, PrevVersion: cur.Version, Outbox: []agent.OutboxItem{poll}}); err != nil {
+		t.Fatal(err)
+	}
+	f.handle(t, map[string]any{"Records": []any{f.record(t, "200", "TASK#"+res.TaskID, poll.SK(), nil)}})
+	if inv := fn.Invocations(); len(inv) != 1 || !strings.Contains(string(inv[0].Payload), `"poll":true`) {
+		t.Fatalf("invocations: %+v", inv)
+	}
+	sent := f.queue.Sent()
+	if len(sent) != 1 || sent[0].DelaySeconds != 30 {
+		t.Fatalf("re-queued: %+v", sent)
+	}
+	var r notifier.Retry
+	if err := json.Unmarshal([]byte(sent[0].Body), &r); err != nil || r.Attempt != 0 || r.Item.SK() != poll.SK() {
+		t.Fatalf("the poll's message: %s %v", sent[0].Body, err)
+	}
+	// The sweep: one more poll, no second chain.
+	f.h.SweepAge = time.Nanosecond
+	f.handle(t, map[string]any{"source": "aws.events", "detail-type": "Scheduled Event", "detail": map[string]any{}})
+	polls := 0
+	for _, inv := range fn.Invocations() {
+		if strings.Contains(string(inv.Payload), `"poll":true`) {
+			polls++
+		}
+	}
+	if polls != 2 || len(f.queue.Sent()) != 1 {
+		t.Errorf("after the sweep: %d polls, %d queue messages; want 2 and 1", polls, len(f.queue.Sent()))
+	}
+	// The caller went on: the resume function deleted the item.
+	if err := f.store.DeleteOutbox(ctx, res.TaskID, poll.SK()); err != nil {
+		t.Fatal(err)
+	}
+	r.NotBefore = time.Time{}
+	body, _ := json.Marshal(r)
+	f.handle(t, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: string(body), EventSource: "aws:sqs"}}})
+	if n := len(fn.Invocations()); n != 2 || len(f.queue.Sent()) != 1 {
+		t.Errorf("after the item went: %d invocations, %d queue messages; want 2 and 1", n, len(f.queue.Sent()))
 	}
 }
