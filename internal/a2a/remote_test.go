@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/hitch-agents/hitch/internal/a2a/a2atest"
 	"github.com/hitch-agents/hitch/internal/agent"
@@ -709,5 +711,58 @@ func TestRemoteAgentSendAgain(t *testing.T) {
 	}
 	if n, sent := refused.Load(), relay.Sent(); n != 2 || sent != 1 {
 		t.Errorf("sends: %d tried, %d reached the remote; want 2 and 1", n, sent)
+	}
+}
+
+// vendorExecutor is another vendor's A2A agent, on the official SDK's own
+// server: "hello" completes with an artifact, "which?" asks a question
+// (input-required without Hitch's pending calls), "fail" fails.
+type vendorExecutor struct{}
+
+func (vendorExecutor) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+			return
+		}
+		var text string
+		for _, p := range ec.Message.Parts {
+			text += p.Text()
+		}
+		switch text {
+		case "hello":
+			if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("hi from the other vendor")), nil) {
+				return
+			}
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+		case "which?":
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("which account?"))), nil)
+		default:
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("no such thing"))), nil)
+		}
+	}
+}
+
+func (vendorExecutor) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// An agent of another vendor (the A2A SDK's own server) as a tool: its
+// answer is the call's result, its question (input-required without
+// pending calls) and its failure are error results saying so.
+func TestRemoteAgentOfAnotherVendor(t *testing.T) {
+	vendor := httptest.NewServer(a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(vendorExecutor{})))
+	t.Cleanup(vendor.Close)
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, via: func(string) string { return vendor.URL + "/vendor" }})
+	for _, c := range []struct{ message, want string }{
+		{"hello", "hi from the other vendor"},
+		{"which?", "asks for input this agent cannot give: which account?"},
+		{"fail", "failed: remote_failed: no such thing"},
+	} {
+		code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(c.message))
+		if code != 200 || out["status"] != "Completed" || !strings.Contains(out["output"].(string), c.want) {
+			t.Errorf("%s: %d %v, want an answer with %q", c.message, code, out, c.want)
+		}
 	}
 }
