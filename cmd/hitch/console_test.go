@@ -750,8 +750,28 @@ func TestConsoleRemoteAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// front also calls keeper, a local agent keeping files of its own: a
+	// round may wait on both.
 	frontDir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(frontDir, "front.yaml"), bytes.Replace(example, []byte("http://127.0.0.1:8080"), []byte(remote), 1), 0o644); err != nil {
+	frontDef := append(bytes.Replace(example, []byte("http://127.0.0.1:8080"), []byte(remote), 1), "      - agent: keeper\n"...)
+	if err := os.WriteFile(filepath.Join(frontDir, "front.yaml"), frontDef, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	assistant, err := os.ReadFile(filepath.Join("..", "..", "agents", "assistant.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(frontDir, "keeper.yaml"), bytes.Replace(assistant, []byte("name: assistant"), []byte("name: keeper"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keeperFiles := filepath.Join(frontDir, "sandbox")
+	if err := os.MkdirAll(keeperFiles, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(keeperFiles, "k.log"), []byte("data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sandbox, "r3.log"), []byte("data\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("HITCH_REMOTE_TOKEN", "Bearer bob")
@@ -806,6 +826,21 @@ func TestConsoleRemoteAgent(t *testing.T) {
 	p.wait("the answer", `[...document.querySelectorAll('#transcript li')].some((e) => e.textContent.includes('deleted r2.log'))`)
 	if !gone("r2.log") {
 		t.Error("r2.log is still there")
+	}
+
+	// A round waiting on the remote and on the local keeper: both cards,
+	// decided together at front.
+	p.newTask()
+	keeperCall := strings.Replace(remoteCall("k.log"), "/call assistant ", "/call keeper ", 1)
+	n = p.send(remoteCall("r3.log") + "\n" + keeperCall)
+	p.waitDone(n)
+	p.wait("two cards", `document.querySelectorAll('#approvals article.card[data-call]').length === 2`)
+	p.shot("remote-03-two-cards")
+	p.do(chromedp.Click("#approvals article.card[data-call]:nth-of-type(1) button.approve"))
+	p.do(chromedp.Click("#approvals article.card[data-call]:nth-of-type(2) button.approve"))
+	p.wait("both answers", `['deleted r3.log', 'deleted k.log'].every((w) => [...document.querySelectorAll('#transcript li')].some((e) => e.textContent.includes(w)))`)
+	if _, err := os.Stat(filepath.Join(keeperFiles, "k.log")); !gone("r3.log") || !os.IsNotExist(err) {
+		t.Errorf("after approving both: r3.log gone %v, k.log %v", gone("r3.log"), err)
 	}
 	for _, r := range proxy.requests() {
 		if r.method == "POST" && strings.HasSuffix(r.path, "/resume") && !strings.HasPrefix(r.path, "/agents/front/") {

@@ -263,9 +263,11 @@ function renderTask(t) {
   $('task-meta').textContent = `Task ${t.task_id} · ${t.status} · session …${short(t.session_id)}`;
   renderRequests(t);
   const paused = [...(t.requests || [])].reverse().find((r) => r.status === 'Paused');
-  showApprovals((t.pending_approvals || []).map((p) => remoteLeaf(p.resume_url) && paused ? {
-    // A remote agent's call: decided here, at this task (the decision goes
-    // on to the other system), never with this token sent there.
+  // A remote agent's call is decided here, at this task (the decision goes
+  // on to the other system), never with this token sent there; with one
+  // among them, every call of the round is decided here, together.
+  const atCaller = paused && (t.pending_approvals || []).some((p) => remoteLeaf(p.resume_url));
+  showApprovals((t.pending_approvals || []).map((p) => atCaller ? {
     ...p, resume_url: '', round: t.round, agent: t.agent, task_id: t.task_id, request_id: paused.request_id,
   } : {
     ...p,
@@ -550,10 +552,11 @@ class Live {
         this.names[d.id] = d.name;
         this.add(entry('tool', `Tool call ${d.name}`, el('code', {}, json(d.input))));
         break;
-      case 'approval_required':
+      case 'approval_required': {
         setStatus('Paused: waiting for a decision.');
-        showApprovals(d.tool_calls.map((c) => remoteLeaf(c.resume_url) ? {
-          // A remote agent's call: decided at this request (see above).
+        const atCaller = d.tool_calls.some((c) => remoteLeaf(c.resume_url));
+        showApprovals(d.tool_calls.map((c) => atCaller ? {
+          // With a remote agent's call, all decided at this request (above).
           tool_call_id: c.id, name: c.name, input: c.input, expires_at: c.expires_at, round: d.round,
           resume_url: d.resume_url, agent: S.agent, task_id: S.current.task_id, request_id: d.request_id,
         } : {
@@ -563,6 +566,7 @@ class Live {
           task_id: c.task_id || S.current.task_id, request_id: c.request_id || d.request_id,
         }));
         break;
+      }
       case 'approved':
       case 'rejected':
         clearApprovals();
