@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"net/url"
 	"strings"
@@ -87,7 +88,18 @@ func (r *Remote) Send(ctx context.Context, contextID, messageID, text string, ev
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
 	m.ID, m.ContextID = messageID, contextID
 	var task *a2a.Task
+	plain := func() (*agent.RemoteTask, error) {
+		// An agent that does not stream: a blocking SendMessage.
+		res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m})
+		if err != nil {
+			return nil, remoteError(err)
+		}
+		return r.result(res)
+	}
 	for ev, err := range c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: m}) {
+		if err != nil && task == nil && notStreaming(err) {
+			return plain()
+		}
 		if err != nil {
 			if task == nil {
 				return nil, remoteError(err)
@@ -100,33 +112,22 @@ func (r *Remote) Send(ctx context.Context, contextID, messageID, text string, ev
 		case *a2a.Task:
 			task = v
 		case *a2a.TaskStatusUpdateEvent:
-			if task != nil && events != nil && v.Status.State == a2a.TaskStateWorking && v.Status.Message != nil {
-				for _, p := range v.Status.Message.Parts {
-					if p == nil {
-						continue
-					}
-					d, _ := p.Content.(a2a.Data)
-					if v, ok := d.Value.(map[string]any); ok {
-						if name, _ := v["event"].(string); name != "" {
-							events(task.ContextID, string(task.ID), name, v["data"])
-						}
-					}
-				}
+			if name, data := hitchEvent(v); task != nil && events != nil && name != "" {
+				events(task.ContextID, string(task.ID), name, data)
 			}
 		case *a2a.TaskArtifactUpdateEvent:
-			if task != nil && events != nil && v.Artifact != nil {
-				var b strings.Builder
-				for _, p := range v.Artifact.Parts {
-					b.WriteString(p.Text())
-				}
-				if b.Len() > 0 {
-					events(task.ContextID, string(task.ID), agent.EventAnswer, map[string]any{"delta": b.String()})
-				}
+			if text := chunkText(v); task != nil && events != nil && text != "" {
+				events(task.ContextID, string(task.ID), agent.EventAnswer, map[string]any{"delta": text})
 			}
 		}
 	}
 	if task == nil {
-		return nil, fmt.Errorf("the agent at %s streamed no task", r.url)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// An answer that is no stream at all (a JSON-RPC error to a
+		// method it does not serve): the agent does not stream.
+		return plain()
 	}
 	if task.Status.State == a2a.TaskStateCompleted || task.Status.State == a2a.TaskStateFailed ||
 		task.Status.State == a2a.TaskStateCanceled || task.Status.State == a2a.TaskStateRejected || ctx.Err() != nil {
@@ -138,19 +139,123 @@ func (r *Remote) Send(ctx context.Context, contextID, messageID, text string, ev
 }
 
 // Decide implements agent.RemoteAgent: the decision as a data part
-// holding the ResumeRequest, answered at once (returnImmediately).
-func (r *Remote) Decide(ctx context.Context, contextID, taskID, messageID string, body agent.ResumeRequest) (*agent.RemoteTask, error) {
+// holding the ResumeRequest, sent with SendStreamingMessage: the stream's
+// first event (the working task) says the remote took it, the rest is
+// what it does with it — live, for follow. A remote that does not stream
+// gets SendMessage with returnImmediately, and follow passes nothing.
+func (r *Remote) Decide(ctx context.Context, contextID, taskID, messageID string, body agent.ResumeRequest) (agent.RemoteFollow, error) {
 	c, err := r.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	m := a2a.NewMessage(a2a.MessageRoleUser, dataPart(resumeData(body)))
 	m.ID, m.ContextID, m.TaskID = messageID, contextID, a2a.TaskID(taskID)
-	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m, Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
-	if err != nil {
+	req := &a2a.SendMessageRequest{Message: m}
+	// The stream outlives this call (the caller's leg follows it): its own
+	// context, ended by follow.
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	next, stop := iter.Pull2(c.SendStreamingMessage(sctx, req))
+	end := func() { cancel(); stop() }
+	_, err, ok := next()
+	switch {
+	case !ok || err != nil && notStreaming(err):
+		// No stream at all, or streaming refused: SendMessage.
+		end()
+		req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+		if _, err := c.SendMessage(ctx, req); err != nil {
+			return nil, remoteError(err)
+		}
+		return func(context.Context, agent.RemoteEvents) error { return nil }, nil
+	case err != nil:
+		end()
 		return nil, remoteError(err)
 	}
-	return r.result(res)
+	return func(ctx context.Context, events agent.RemoteEvents) error {
+		defer end()
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-ctx.Done():
+				cancel() // the leg's time is up: the stream ends
+			case <-done:
+			}
+		}()
+		for {
+			ev, err, ok := next()
+			if !ok {
+				return nil
+			}
+			if err != nil {
+				return remoteError(err)
+			}
+			if events == nil {
+				continue
+			}
+			switch v := ev.(type) {
+			case *a2a.TaskStatusUpdateEvent:
+				if name, data := hitchEvent(v); name != "" {
+					events(contextID, taskID, name, data)
+				}
+			case *a2a.TaskArtifactUpdateEvent:
+				if text := chunkText(v); text != "" {
+					events(contextID, taskID, agent.EventAnswer, map[string]any{"delta": text})
+				}
+			}
+		}
+	}, nil
+}
+
+// notStreaming tells a refusal of streaming itself (an agent without the
+// streaming capability), not of the message: no Hitch code with it.
+func notStreaming(err error) bool {
+	var ae *a2a.Error
+	return errors.As(err, &ae) && errors.Is(err, a2a.ErrUnsupportedOperation) && hitchCode(ae) == ""
+}
+
+// hitchCode is the Hitch code in an A2A error's ErrorInfo (a Hitch
+// agent's), or "".
+func hitchCode(ae *a2a.Error) string {
+	switch m := ae.ErrorInfo().Value["metadata"].(type) {
+	case map[string]string:
+		return m["code"]
+	case map[string]any:
+		code, _ := m["code"].(string)
+		return code
+	}
+	return ""
+}
+
+// hitchEvent is the Hitch event a working status update carries (a Hitch
+// agent's data part {"event", "data"}), or "".
+func hitchEvent(v *a2a.TaskStatusUpdateEvent) (string, any) {
+	if v.Status.State != a2a.TaskStateWorking || v.Status.Message == nil {
+		return "", nil
+	}
+	for _, p := range v.Status.Message.Parts {
+		if p == nil {
+			continue
+		}
+		d, _ := p.Content.(a2a.Data)
+		if m, ok := d.Value.(map[string]any); ok {
+			if name, _ := m["event"].(string); name != "" {
+				return name, m["data"]
+			}
+		}
+	}
+	return "", nil
+}
+
+// chunkText is the text an artifact update adds.
+func chunkText(v *a2a.TaskArtifactUpdateEvent) string {
+	if v.Artifact == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range v.Artifact.Parts {
+		b.WriteString(p.Text())
+	}
+	return b.String()
 }
 
 // resumeData is a ResumeRequest as a data part carries it: only the
@@ -333,17 +438,8 @@ func remoteError(err error) error {
 	if !errors.As(err, &ae) {
 		return err
 	}
-	if md, ok := ae.ErrorInfo().Value["metadata"]; ok {
-		var code string
-		switch m := md.(type) {
-		case map[string]string:
-			code = m["code"]
-		case map[string]any:
-			code, _ = m["code"].(string)
-		}
-		if code != "" {
-			return agent.Errorf(code, "%s", ae.Message)
-		}
+	if code := hitchCode(ae); code != "" {
+		return agent.Errorf(code, "%s", ae.Message)
 	}
 	switch {
 	case errors.Is(err, a2a.ErrTaskNotFound):

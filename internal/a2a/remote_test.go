@@ -305,6 +305,17 @@ func TestRemoteAgentRejectAndCancel(t *testing.T) {
 	if c := findChild(evs, "request_complete"); c == nil || c["data"].(map[string]any)["status"] != "Completed" {
 		t.Errorf("no child request_complete from the remote: %v", evs)
 	}
+	// What the remote did with the decision streams too, once: its
+	// rejection and the call's result, not its first leg again.
+	if c := findChild(evs, "rejected"); c == nil || c["data"].(map[string]any)["reason"] != "not today" {
+		t.Errorf("no child rejected from the remote: %v", evs)
+	}
+	if c := findChild(evs, "tool_result"); c == nil || c["data"].(map[string]any)["name"] != "append_file" {
+		t.Errorf("no child tool_result from the remote: %v", evs)
+	}
+	if c := findChild(evs, "tool_call"); c != nil {
+		t.Errorf("the remote's first leg was streamed again: %v", c)
+	}
 	out := lastData(t, evs, "request_complete")
 	var code int
 	if out["status"] != "Completed" || !strings.Contains(out["output"].(string), "not today") {
@@ -764,5 +775,43 @@ func TestRemoteAgentOfAnotherVendor(t *testing.T) {
 		if code != 200 || out["status"] != "Completed" || !strings.Contains(out["output"].(string), c.want) {
 			t.Errorf("%s: %d %v, want an answer with %q", c.message, code, out, c.want)
 		}
+	}
+}
+
+// A remote agent that does not stream (SendStreamingMessage answers
+// -32004 without a Hitch code): the message and the decision go with
+// SendMessage instead, and the flow is the same.
+func TestRemoteAgentWithoutStreaming(t *testing.T) {
+	var refusedStreams atomic.Int32
+	relay := &a2atest.Relay{Answer: func(body []byte) []byte {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(body, &req) != nil || req.Method != "SendStreamingMessage" {
+			return nil
+		}
+		refusedStreams.Add(1)
+		return []byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32004,"message":"streaming is not supported"}}`)
+	}}
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, via: func(remote string) string {
+		relay.To = remote
+		rs := httptest.NewServer(relay)
+		t.Cleanup(rs.Close)
+		return rs.URL
+	}})
+	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("plain.txt")))
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("front: %d %v", code, paused)
+	}
+	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"action":"approve"}`)
+	if code != 200 || out["status"] != "Completed" || !strings.Contains(out["output"].(string), "append_file success") {
+		t.Fatalf("approve at the caller: %d %v", code, out)
+	}
+	if n := refusedStreams.Load(); n != 2 {
+		t.Errorf("%d streams refused, want 2 (the message, the decision)", n)
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "plain.txt")); got != 1 {
+		t.Errorf("append_file ran %d times", got)
 	}
 }

@@ -998,6 +998,7 @@ type leafRun struct {
 	// (run is nil): the leg waits for the remote task's end or pause.
 	remote RemoteAgent
 	call   ChildCall
+	follow RemoteFollow
 }
 
 // resumeAtCaller decides a caller's round (DESIGN §10): its decisions name
@@ -1056,8 +1057,10 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 	if err != nil {
 		return nil, err
 	}
-	for _, cc := range took {
-		leaves = append(leaves, leafRun{remote: e.remoteOf(t.Agent, cc), call: cc, leaf: LeafRef{Agent: cc.Agent, TaskID: cc.TaskID, RequestID: cc.RequestID}, depth: 1, via: cc.ToolCallID})
+	for _, d := range took {
+		cc := d.call
+		leaves = append(leaves, leafRun{remote: e.remoteOf(t.Agent, cc), call: cc, follow: d.follow,
+			leaf: LeafRef{Agent: cc.Agent, TaskID: cc.TaskID, RequestID: cc.RequestID}, depth: 1, via: cc.ToolCallID})
 	}
 	next := t.Clone()
 	deadline, lease := e.legDeadline(in.Deadline)
@@ -1082,6 +1085,9 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 			for _, l := range leaves {
 				if l.run != nil {
 					l.run.Execute(ctx, Discard)
+				}
+				if l.follow != nil {
+					_ = l.follow(ctx, nil) // the remote's stream, let go of
 				}
 			}
 			return follow(ctx, sink)

@@ -33,14 +33,20 @@ type RemoteAgent interface {
 	// remote task ended or asks for input, passing what the remote
 	// streams meanwhile to events.
 	Send(ctx context.Context, contextID, messageID, text string, events RemoteEvents) (*RemoteTask, error)
-	// Decide sends a decision to a remote task that awaits one; it answers
-	// once the remote took it, without waiting for what follows.
-	Decide(ctx context.Context, contextID, taskID, messageID string, body ResumeRequest) (*RemoteTask, error)
+	// Decide sends a decision to a remote task that awaits one and returns
+	// once the remote took it (an error: it refused it, or could not be
+	// reached). follow then passes what the remote streams about it to
+	// events (nil: none) until the task ends or asks for input again, or
+	// ctx ends; it must be called once.
+	Decide(ctx context.Context, contextID, taskID, messageID string, body ResumeRequest) (follow RemoteFollow, err error)
 	// Get reads a remote task.
 	Get(ctx context.Context, contextID, taskID string) (*RemoteTask, error)
 	// Cancel cancels a remote task.
 	Cancel(ctx context.Context, contextID, taskID string) error
 }
+
+// RemoteFollow follows what a remote task does with a decision (Decide).
+type RemoteFollow func(ctx context.Context, events RemoteEvents) error
 
 // RemoteEvents receives what a remote task streams: its tool calls,
 // results and decisions as the Hitch events they are (a Hitch agent's
@@ -377,12 +383,19 @@ type remoteDecision struct {
 	body ResumeRequest
 }
 
+// remoteDecided is a remote call a decision went to, and how to follow
+// what its remote does with it.
+type remoteDecided struct {
+	call   ChildCall
+	follow RemoteFollow
+}
+
 // decideRemotes sends a caller's decision on to the remote tasks its
 // awaits reach through remote calls, one message per remote task, before
 // the caller is claimed: the remote's answer table applies (the first
 // refusal is the caller's; a later one is logged and the caller pauses
 // again on that remote). It returns the remote calls that took it.
-func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]CallDecision, reason string, started bool) ([]ChildCall, error) {
+func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]CallDecision, reason string, started bool) ([]remoteDecided, error) {
 	a := t.Active
 	var order []string
 	groups := map[string]*remoteDecision{}
@@ -414,11 +427,12 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 			g.body.Decisions = append(g.body.Decisions, di)
 		}
 	}
-	var took []ChildCall
+	var took []remoteDecided
 	for _, via := range order {
 		g := groups[via]
 		mid := "hitch-" + a.ID + "-r" + strconv.Itoa(a.Round) + "-" + via
-		if _, err := g.ra.Decide(ctx, g.call.TaskID, g.call.RequestID, mid, g.body); err != nil {
+		follow, err := g.ra.Decide(ctx, g.call.TaskID, g.call.RequestID, mid, g.body)
+		if err != nil {
 			var ae *Error
 			if !errors.As(err, &ae) {
 				e.log().Warn("a decision could not reach a remote agent", "task_id", t.ID, "agent", g.call.Agent, "url", g.call.Remote, "err", err)
@@ -430,7 +444,7 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 			e.log().Warn("a remote agent refused its part of a caller's decision", "task_id", t.ID, "agent", g.call.Agent, "url", g.call.Remote, "err", err)
 			continue
 		}
-		took = append(took, g.call)
+		took = append(took, remoteDecided{call: g.call, follow: follow})
 	}
 	return took, nil
 }
@@ -439,6 +453,16 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 // its end is the call's outcome (a join); its next pause is read when the
 // call is continued.
 func (r *Run) awaitRemoteLeaf(ctx context.Context, l leafRun) {
+	// What the remote does with the decision, in this caller's stream.
+	events := func(contextID, taskID, name string, data any) {
+		r.emit(EventChild, map[string]any{"agent": l.call.Agent, "task_id": contextID, "request_id": taskID, "depth": 1,
+			"remote": l.call.Remote, "event": name, "data": data})
+	}
+	fctx, cancel := context.WithDeadline(ctx, r.deadline.Add(-r.e.DeadlineMargin))
+	if err := l.follow(fctx, events); err != nil {
+		r.e.log().DebugContext(ctx, "a remote task's stream ended early; it is read until it moves", "agent", l.call.Agent, "err", err)
+	}
+	cancel()
 	rt, err := r.e.awaitRemote(ctx, l.remote, l.call, r.deadline)
 	if err != nil {
 		r.e.log().WarnContext(ctx, "reading a remote task after a decision failed; it is read again", "task_id", r.taskID, "agent", l.call.Agent, "url", l.call.Remote, "err", err)

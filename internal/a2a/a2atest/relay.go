@@ -16,11 +16,14 @@ import (
 // message's number (from 1) and the caller's request context: it may wait,
 // and false drops the answer (the caller never gets it). Refuse, when set,
 // is asked about every call's body first: true answers 503 without
-// forwarding (the remote unreachable for that call).
+// forwarding (the remote unreachable for that call). Answer, when set, may
+// answer a call itself (a JSON-RPC response, as an agent that does not do
+// what was asked would).
 type Relay struct {
 	To     string
 	Hold   func(ctx context.Context, n int) bool
 	Refuse func(body []byte) bool
+	Answer func(body []byte) []byte
 	sent   atomic.Int32
 }
 
@@ -37,6 +40,13 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, in *http.Request) {
 	if r.Refuse != nil && r.Refuse(body) {
 		http.Error(w, "refused by the relay", http.StatusServiceUnavailable)
 		return
+	}
+	if r.Answer != nil {
+		if out := r.Answer(body); out != nil {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(out)
+			return
+		}
 	}
 	req, err := http.NewRequestWithContext(in.Context(), in.Method, r.To+in.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
