@@ -76,6 +76,7 @@ type pairOpts struct {
 	dispatch   bool
 	legTimeout time.Duration
 	via        func(remote string) string
+	relay      *a2atest.Relay // between front and the remote
 }
 
 func startPairOpts(t testing.TB, o pairOpts) *pair {
@@ -85,6 +86,12 @@ func startPairOpts(t testing.TB, o pairOpts) *pair {
 	target := remote.url
 	if o.via != nil {
 		target = o.via(remote.url)
+	}
+	if o.relay != nil {
+		o.relay.To = remote.url
+		rs := httptest.NewServer(o.relay)
+		t.Cleanup(rs.Close)
+		target = rs.URL
 	}
 	if o.legTimeout == 0 {
 		o.legTimeout = time.Minute
@@ -610,12 +617,7 @@ func TestRemoteAgentOutlastsTheLeg(t *testing.T) {
 		}
 		return true
 	}}
-	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, legTimeout: 500 * time.Millisecond, via: func(remote string) string {
-		relay.To = remote
-		rs := httptest.NewServer(relay)
-		t.Cleanup(rs.Close)
-		return rs.URL
-	}})
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, legTimeout: 500 * time.Millisecond, relay: relay})
 	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("slow.txt")))
 	if code != 202 || out["status"] != "Running" {
 		t.Fatalf("front, its leg out of time: %d %v", code, out)
@@ -680,12 +682,7 @@ func TestRemoteAgentReadAgain(t *testing.T) {
 		}
 		return false
 	}}
-	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, via: func(remote string) string {
-		relay.To = remote
-		rs := httptest.NewServer(relay)
-		t.Cleanup(rs.Close)
-		return rs.URL
-	}})
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, relay: relay})
 	_, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("again.txt")))
 	if paused["status"] != "Paused" {
 		t.Fatalf("front: %v", paused)
@@ -710,12 +707,7 @@ func TestRemoteAgentSendAgain(t *testing.T) {
 	relay := &a2atest.Relay{Refuse: func(body []byte) bool {
 		return strings.Contains(string(body), `"SendStreamingMessage"`) && refused.Add(1) == 1
 	}}
-	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, via: func(remote string) string {
-		relay.To = remote
-		rs := httptest.NewServer(relay)
-		t.Cleanup(rs.Close)
-		return rs.URL
-	}})
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, relay: relay})
 	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("sent.txt")))
 	if code != 200 || paused["status"] != "Paused" {
 		t.Fatalf("front, its first send refused: %d %v", code, paused)
@@ -794,12 +786,7 @@ func TestRemoteAgentWithoutStreaming(t *testing.T) {
 		refusedStreams.Add(1)
 		return []byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32004,"message":"streaming is not supported"}}`)
 	}}
-	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, via: func(remote string) string {
-		relay.To = remote
-		rs := httptest.NewServer(relay)
-		t.Cleanup(rs.Close)
-		return rs.URL
-	}})
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, relay: relay})
 	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("plain.txt")))
 	if code != 200 || paused["status"] != "Paused" {
 		t.Fatalf("front: %d %v", code, paused)
