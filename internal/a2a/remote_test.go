@@ -802,3 +802,61 @@ func TestRemoteAgentWithoutStreaming(t *testing.T) {
 		t.Errorf("append_file ran %d times", got)
 	}
 }
+
+// Later calls to a remote agent continue its context (the remote task's
+// history), unless new_task: the call's result names the remote context.
+func TestRemoteAgentContextContinued(t *testing.T) {
+	p := startPair(t)
+	// The remote contexts the calls' results name, in order (the JSON
+	// block of each billing result in front's history).
+	contexts := func(taskID string) []string {
+		t.Helper()
+		_, v := httpCall(t, "GET", p.url+"/agents/front/tasks/"+taskID, "alice", "")
+		var out []string
+		for _, it := range v["items"].([]any) {
+			for _, b := range it.(map[string]any)["content"].([]any) {
+				inner, _ := b.(map[string]any)["content"].([]any)
+				for _, c := range inner {
+					if j, ok := c.(map[string]any)["json"].(map[string]any); ok && j["agent"] == "billing" {
+						out = append(out, j["task_id"].(string))
+					}
+				}
+			}
+		}
+		return out
+	}
+	call := func(taskID string, newTask bool) map[string]any {
+		t.Helper()
+		in, _ := json.Marshal(map[string]any{"message": "/call get_time {}", "new_task": newTask})
+		body := map[string]any{"items": []map[string]string{{"content": "/call billing " + string(in)}}}
+		if taskID != "" {
+			body["task_id"] = taskID
+		}
+		b, _ := json.Marshal(body)
+		code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", string(b))
+		if code != 200 || out["status"] != "Completed" {
+			t.Fatalf("front: %d %v", code, out)
+		}
+		return out
+	}
+	first := call("", false)
+	second := call(first["task_id"].(string), false)
+	third := call(first["task_id"].(string), true)
+	if second["task_id"] != first["task_id"] || third["task_id"] != first["task_id"] {
+		t.Fatalf("front's follow-ons made tasks of their own")
+	}
+	cs := contexts(first["task_id"].(string))
+	if len(cs) != 3 {
+		t.Fatalf("remote contexts %v, want 3", cs)
+	}
+	c1, c2, c3 := cs[0], cs[1], cs[2]
+	if c1 != c2 {
+		t.Errorf("a follow-on call went to context %s, not %s", c2, c1)
+	}
+	if c3 == c1 {
+		t.Errorf("new_task continued context %s", c1)
+	}
+	if v := p.remoteTask(t, c1); len(v["requests"].([]any)) != 2 {
+		t.Errorf("the remote context holds %d requests, want 2", len(v["requests"].([]any)))
+	}
+}
