@@ -243,15 +243,8 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 		hooks(base)
 		waiters(base, a.Waiters, func(ref WaiterRef) bool { return ref.OnPause == OnPauseReturn })
 		cont(a.Parent, a.ID, a.Epoch, a.LastEventID)
-		// A pause on a remote agent polls it (DESIGN §10): the item is
-		// delivered again until the remote task moved.
-		for _, cc := range a.Calls {
-			if cc.Remote != "" && cc.RequestID != "" && slices.ContainsFunc(a.Awaits, func(w Await) bool { return w.Via == cc.ToolCallID }) {
-				it := base
-				it.Kind, it.Event, it.Recipient, it.Pending, it.Usage = OutboxContinue, EventPoll, "po-"+cc.RequestID, nil, nil
-				w.Outbox = append(w.Outbox, it)
-			}
-		}
+		// A pause on a remote agent is polled by the item its call was
+		// recorded with (planChildren): it stays while the call is open.
 	case newLeg && len(a.Waiters) > 0:
 		base := item(a.ID, a.Epoch, a.LastEventID, a.Round)
 		waiters(base, a.Waiters, func(WaiterRef) bool { return false })
