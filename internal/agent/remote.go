@@ -19,7 +19,8 @@ import (
 // decision sent to the caller is sent on to the remote task once, before
 // the caller is claimed (a refusal there changes nothing here); a decision
 // taken on the remote system is noticed by polling the remote task (an
-// outbox item of the caller's pause, delivered again until it moved).
+// outbox item put with the call, delivered again while the call is open;
+// it also takes over a caller whose leg died).
 
 // RemoteAgent is a remote A2A agent. Its errors that the remote answered
 // with a Hitch code are *Error with that code.
