@@ -755,9 +755,10 @@ func (e *Engine) copiedDecision(ctx context.Context, t *Task) (*Decision, error)
 	var out *Decision
 	for _, w := range a.Awaits {
 		var ds []Decision
-		if cc := findCall(a, w.Via); cc != nil && cc.Remote != "" {
+		if remoteVia(a, w) != nil {
 			continue // decided on the remote system: recorded there
-		} else if cc != nil {
+		}
+		if cc := findCall(a, w.Via); cc != nil {
 			// The child's end carried the decision it took or copied.
 			if j := findJoin(t.Joins, a.ID, *cc); j != nil && j.Decision != nil && coversCalls(j.Decision, w.ToolCallIDs) {
 				d := *j.Decision
@@ -1016,10 +1017,7 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 	for _, c := range d.Calls {
 		byCall[c.ToolCallID] = c
 	}
-	remote := func(w Await) bool {
-		cc := findCall(a, w.Via)
-		return cc != nil && cc.Remote != ""
-	}
+	remote := func(w Await) bool { return remoteVia(a, w) != nil }
 	for _, w := range a.Awaits {
 		if _, ok := e.Agents.Get(w.Agent); !ok && !remote(w) {
 			return nil, Errorf(CodeAgentNotFound, "task %s waits on the agent %s, which is not deployed here any more: the decision cannot reach it; cancel the task", t.ID, w.Agent)

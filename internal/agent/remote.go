@@ -82,6 +82,15 @@ func (l *LeafRef) resumeURL() string {
 	return ResumeURL(l.Agent, l.TaskID, l.RequestID)
 }
 
+// remoteVia is the remote agent's call through which a caller awaits w,
+// or nil (a local child's).
+func remoteVia(a *ActiveRequest, w Await) *ChildCall {
+	if cc := findCall(a, w.Via); cc != nil && cc.Remote != "" {
+		return cc
+	}
+	return nil
+}
+
 // ErrWaiting says a paused caller still waits on a remote agent that has
 // not moved: its poll is delivered again later.
 var ErrWaiting = errors.New("agent: the caller still waits on a remote agent")
@@ -401,8 +410,8 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 	var order []string
 	groups := map[string]*remoteDecision{}
 	for _, w := range a.Awaits {
-		cc := findCall(a, w.Via)
-		if cc == nil || cc.Remote == "" {
+		cc := remoteVia(a, w)
+		if cc == nil {
 			continue
 		}
 		g := groups[w.Via]
@@ -506,8 +515,8 @@ func (e *Engine) pollIdle(ctx context.Context, taskID, rid string) (bool, error)
 		return false, nil
 	}
 	for _, w := range a.Awaits {
-		cc := findCall(a, w.Via)
-		if cc == nil || cc.Remote == "" {
+		cc := remoteVia(a, w)
+		if cc == nil {
 			return false, nil // a local child too: the full look
 		}
 		moved, expired, err := e.remoteMoved(ctx, t, *cc)

@@ -75,16 +75,14 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 			for _, i := range bySub[name] {
 				start := time.Now()
 				b, p := r.runChild(ctx, uses[i])
-				if p == nil {
-					// Counted as the tool it is (not while it waits).
-					r.e.metrics().ToolCalled(r.agent.Name, uses[i].Name, b.Status == ResultError, time.Since(start))
-				}
 				if p != nil {
 					mu.Lock()
 					paused = append(paused, *p)
 					mu.Unlock()
 					return
 				}
+				// Counted as the tool it is, once it has its result.
+				r.e.metrics().ToolCalled(r.agent.Name, uses[i].Name, b.Status == ResultError, time.Since(start))
 				results[i] = b
 			}
 		}()
