@@ -62,6 +62,7 @@ type serveConfig struct {
 	a2aDefaultAgent  string
 	lambdaAddr       string
 	a2aPoll          time.Duration
+	reapEvery        time.Duration
 }
 
 func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
@@ -86,6 +87,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.corsOrigin, "cors-origin", "", "a browser origin allowed to call the API (CORS), e.g. https://console.example.com; empty: none")
 	fs.StringVar(&c.a2aDefaultAgent, "a2a-default-agent", "", "the agent whose A2A Agent Card is served at /.well-known/agent-card.json (default: the only agent)")
 	fs.DurationVar(&c.a2aPoll, "a2a-poll", notify.DefaultPollEvery, "how often a task paused on a remote A2A agent (an a2a: tool) reads the remote task, to notice a decision taken there")
+	fs.DurationVar(&c.reapEvery, "reap-every", agent.DefaultReapEvery, "how often the reaper looks for requests whose process died (taken over) and paused rounds past their expiry (expired)")
 	fs.StringVar(&c.lambdaAddr, "lambda-addr", "", "loopback address answering the Lambda Invoke API with the invoke function's direct payloads (op invoke, resume, cancel, get), e.g. 127.0.0.1:9001; off when empty")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "loopback address serving Go's pprof profiles (/debug/pprof/), e.g. 127.0.0.1:6060; off when empty")
 	if err := fs.Parse(args); err != nil {
@@ -99,6 +101,9 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	}
 	if c.model != "local" && c.model != "bedrock" {
 		return nil, fmt.Errorf("serve: --model must be local or bedrock, not %q", c.model)
+	}
+	if c.reapEvery <= 0 {
+		return nil, fmt.Errorf("serve: --reap-every must be a positive duration, not %s", c.reapEvery)
 	}
 	if c.a2aPoll <= 0 {
 		return nil, fmt.Errorf("serve: --a2a-poll must be a positive duration, not %s", c.a2aPoll)
@@ -221,6 +226,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		return err
 	}
 	defer stopNotify()
+	// The reaper: a request whose process died finishes without anyone
+	// touching its task (docs/architecture.md, "The reaper").
+	reaper := &agent.Reaper{Engine: engine, Every: c.reapEvery, Log: log}
+	reapCtx, stopReaper := context.WithCancel(ctx)
+	reaped := make(chan struct{})
+	go func() { defer close(reaped); reaper.Run(reapCtx) }()
+	defer func() {
+		stopReaper()
+		select {
+		case <-reaped:
+		case <-time.After(c.shutdownDeadline):
+		}
+	}()
 	api := &httpapi.Server{Engine: engine, Auth: authn, Log: log, MaxBody: c.maxBody,
 		A2A: &a2a.Server{Engine: engine, Log: log, Detach: true}, A2ADefaultAgent: c.a2aDefaultAgent}
 

@@ -300,7 +300,7 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 		cutLeg(a, e.lastLogged(ctx, t.ID, t.Active))
 	}
 	var extra []Item
-	if closing := danglingResults(items, a.ID, cancelMessage(ci)); len(closing) > 0 {
+	if closing := deadLegResults(items, a, cancelMessage(ci)); len(closing) > 0 {
 		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: ci.at, Content: closing})
 		next.NextSeq++
 	}

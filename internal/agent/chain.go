@@ -390,7 +390,7 @@ func (e *Engine) createChild(ctx context.Context, caller *Run, sub *Agent, cc Ch
 		ParentTaskID: pt.ID,
 		Active: &ActiveRequest{
 			ID: cc.RequestID, Kind: KindInvoke, Status: StatusRunning, ClaimToken: e.newID(), Epoch: 1,
-			LeaseUntil: lease, CreatedAt: now, FirstSeq: 1,
+			LeaseUntil: lease, ClaimedAt: now, CreatedAt: now, FirstSeq: 1,
 			Parent: caller.parentRef(cc), Ancestors: caller.ancestors(),
 		},
 	}
@@ -805,11 +805,12 @@ func (e *Engine) claimContinue(ctx context.Context, ag *Agent, t *Task, items []
 	if takeover {
 		e.log().Warn("taking over a caller whose lease expired while it waited on a sub-agent", "task_id", t.ID, "request_id", na.ID)
 		cutLeg(na, e.lastLogged(ctx, t.ID, t.Active))
+		na.Takeovers++
 	} else {
 		na.Epoch++
 	}
 	deadline, lease := e.legDeadline(time.Time{})
-	na.Status, na.ClaimToken, na.LeaseUntil = StatusRunning, e.newID(), lease
+	na.Status, na.ClaimToken, na.LeaseUntil, na.ClaimedAt = StatusRunning, e.newID(), lease, now
 	na.Pending, na.Awaits = nil, nil
 	w := &Write{Task: next, PrevVersion: t.Version}
 	if d != nil {
@@ -847,7 +848,7 @@ func (r *Run) runContinued(ctx context.Context) {
 			continue
 		}
 		if bt, ok := r.agent.Tool(u.Name); !ok || !bt.Policy.Idempotent {
-			given[u.ID] = ErrorResult(u.ID, fmt.Sprintf("%s: the request was interrupted while this call ran; it may or may not have run, and it was not run again", CodeOutcomeUnknown))
+			given[u.ID] = ErrorResult(u.ID, outcomeUnknownMessage)
 		}
 	}
 	r.runAndRecord(ctx, uses, given)
@@ -1063,7 +1064,7 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 	next := t.Clone()
 	deadline, lease := e.legDeadline(in.Deadline)
 	na := next.Active
-	na.Status, na.ClaimToken, na.LeaseUntil = StatusRunning, e.newID(), lease
+	na.Status, na.ClaimToken, na.LeaseUntil, na.ClaimedAt = StatusRunning, e.newID(), lease, now
 	na.Epoch++
 	na.Decisions = []Decision{*d}
 	na.Pending, na.Awaits = nil, nil

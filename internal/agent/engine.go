@@ -44,6 +44,10 @@ type Engine struct {
 	// (DESIGN §10).
 	ChainMinRemaining time.Duration
 
+	// Wake, when set (a Reaper runs in this process), asks the reaper to
+	// take a request over now rather than at its next sweep.
+	Wake func(Takeover)
+
 	legs runningLegs
 
 	// Now and NewID are replaceable in tests.
@@ -159,7 +163,7 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 		Metadata: maps.Clone(in.Metadata), Version: 1, NextSeq: 2, WriteID: e.newID(),
 		Active: &ActiveRequest{
 			ID: rid, Kind: KindInvoke, Status: StatusRunning, ClaimToken: e.newID(), Epoch: 1,
-			LeaseUntil: lease, CreatedAt: now, FirstSeq: 1,
+			LeaseUntil: lease, ClaimedAt: now, CreatedAt: now, FirstSeq: 1,
 		},
 	}
 	user := Item{Seq: 1, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: content}
@@ -262,7 +266,7 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	next.NextSeq++
 	next.Active = &ActiveRequest{
 		ID: rid, Kind: nr.kind, Status: StatusRunning, ClaimToken: e.newID(), Epoch: 1,
-		LeaseUntil: lease, CreatedAt: now, FirstSeq: user.Seq,
+		LeaseUntil: lease, ClaimedAt: now, CreatedAt: now, FirstSeq: user.Seq,
 		Parent: nr.parent, Ancestors: nr.ancestors,
 	}
 	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records, Decisions: decided,
@@ -297,9 +301,14 @@ func (e *Engine) settleActive(ctx context.Context, ag *Agent, next *Task, items 
 		return e.expireRound(next, items, now)
 	case now.Before(a.LeaseUntil):
 		return nil, nil, nil, Errorf(CodeTaskBusy, "task %s is running request %s", next.ID, a.ID)
+	case len(e.openCalls(next, items)) > 0:
+		// A caller with an open sub-agent call is never failed: it is
+		// taken over (its children re-attached), and the message waits.
+		e.wakeReaper(next.ID, a.ID)
+		return nil, nil, nil, Errorf(CodeTaskBusy, "task %s is running request %s (it waits on a sub-agent and is being taken over)", next.ID, a.ID)
 	}
 	e.log().Warn("recovering a request whose lease expired", "task_id", next.ID, "request_id", a.ID, "lease_until", a.LeaseUntil)
-	closing := danglingResults(items, a.ID, "not run: the request was lost (its lease expired)")
+	closing := deadLegResults(items, a, "not run: the request was lost (its lease expired)")
 	var extra []Item
 	if len(closing) > 0 {
 		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: now, Content: closing})
@@ -336,16 +345,21 @@ func roundExpired(a *ActiveRequest, now time.Time) bool {
 	return false
 }
 
-// expireRound applies a paused round's expiry (DESIGN §4 Expiry).
-func (e *Engine) expireRound(next *Task, items []Item, now time.Time) ([]Item, []RequestRecord, []RequestDecision, error) {
-	a := next.Active
+// roundExpiry is when a paused round expires: its calls' earliest expiry.
+func roundExpiry(a *ActiveRequest) time.Time {
 	var at time.Time
 	for _, p := range a.Pending {
-		if at.IsZero() || p.ExpiresAt.Before(at) {
+		if !p.ExpiresAt.IsZero() && (at.IsZero() || p.ExpiresAt.Before(at)) {
 			at = p.ExpiresAt
 		}
 	}
-	msg := "approval expired at " + at.UTC().Format(time.RFC3339)
+	return at
+}
+
+// expireRound applies a paused round's expiry (DESIGN §4 Expiry).
+func (e *Engine) expireRound(next *Task, items []Item, now time.Time) ([]Item, []RequestRecord, []RequestDecision, error) {
+	a := next.Active
+	msg := "approval expired at " + roundExpiry(a).UTC().Format(time.RFC3339)
 	closing := danglingResults(items, a.ID, msg)
 	var extra []Item
 	if len(closing) > 0 {
@@ -389,6 +403,36 @@ func danglingResults(items []Item, requestID, msg string) []Block {
 	}
 	return out
 }
+
+// deadLegResults closes the calls a dead leg of the request a left without a
+// result (docs/architecture.md, "Dead legs"). The store knows a call started
+// once its iteration write landed (calls are recorded before they run), so
+// every such call gets outcome_unknown — it may have run — unless the leg's
+// own writes prove it did not: a call of a paused round (nothing of the
+// round runs before its decision), a call its round's decision rejected,
+// and a sub-agent call (its child request keeps its own truth; the caller's
+// result only says the call was closed). notRun is those calls' message.
+func deadLegResults(items []Item, a *ActiveRequest, notRun string) []Block {
+	rejected := map[string]bool{}
+	if d := lastDecision(a); d != nil {
+		for _, c := range d.Calls {
+			if c.Action == ActionReject {
+				rejected[c.ToolCallID] = true
+			}
+		}
+	}
+	var out []Block
+	for _, b := range danglingResults(items, a.ID, notRun) {
+		if a.Status == StatusRunning && !rejected[b.ToolUseID] && findCall(a, b.ToolUseID) == nil {
+			b = ErrorResult(b.ToolUseID, outcomeUnknownMessage)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// outcomeUnknownMessage is the result of a call a dead leg may have run.
+var outcomeUnknownMessage = CodeOutcomeUnknown + ": the request was interrupted while this call ran; it may or may not have run, and it was not run again"
 
 // recordOf makes the record of the active request ending with status.
 func recordOf(a *ActiveRequest, status Status, now time.Time) RequestRecord {

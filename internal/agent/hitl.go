@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -177,7 +176,7 @@ func (r *Run) runDecided(ctx context.Context) bool {
 		if _, ok := given[u.ID]; !ok && r.takeover && r.agentTool(u.Name) == nil {
 			// (A sub-agent call is found again, never made twice.)
 			if bt, ok := r.agent.Tool(u.Name); !ok || !bt.Policy.Idempotent {
-				given[u.ID] = ErrorResult(u.ID, fmt.Sprintf("%s: the request was interrupted while this call ran; it may or may not have run, and it was not run again", CodeOutcomeUnknown))
+				given[u.ID] = ErrorResult(u.ID, outcomeUnknownMessage)
 			}
 		}
 	}

@@ -186,17 +186,10 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		// A caller waiting on a sub-agent: the leaves decide (DESIGN §10).
 		return e.resumeAtCaller(ctx, ag, t, items, in, now)
 	case a.Status == StatusPaused && roundExpired(a, now):
-		next := t.Clone()
-		extra, recs, decided, _ := e.expireRound(next, items, now)
-		next.Version, next.WriteID, next.UpdatedAt = t.Version+1, e.newID(), now
-		next.RetainUntil = e.retainUntil()
-		if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: recs, Decisions: decided}); err != nil {
-			return nil, fmt.Errorf("expire round of %s: %w", t.ID, err)
+		if _, err := e.applyExpiry(ctx, ag, t, items, now); err != nil {
+			return nil, err
 		}
-		e.retainFinished(ctx, next)
-		e.logSettled(ctx, t.ID, recs)
-		e.observeSettled(ag.Name, recs)
-		return nil, Errorf(CodeApprovalExpired, "the approval of round %d expired at %s", a.Round, recs[0].Error.Message[len("approval expired at "):])
+		return nil, Errorf(CodeApprovalExpired, "the approval of round %d expired at %s", a.Round, roundExpiry(a).UTC().Format(time.RFC3339))
 	case a.Status == StatusPaused && a.CancelRequested:
 		return nil, Errorf(CodeNotPaused, "request %s is being canceled", a.ID)
 	case a.Status == StatusPaused:
@@ -401,7 +394,7 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	next := t.Clone()
 	deadline, lease := e.legDeadline(in.Deadline)
 	na := next.Active
-	na.Status, na.ClaimToken, na.LeaseUntil = StatusRunning, e.newID(), lease
+	na.Status, na.ClaimToken, na.LeaseUntil, na.ClaimedAt = StatusRunning, e.newID(), lease, now
 	na.Epoch++
 	na.Decisions = []Decision{*d} // earlier rounds' are DEC# items
 	remember(next, a, d)
@@ -433,8 +426,9 @@ func (e *Engine) takeOver(ctx context.Context, ag *Agent, t *Task, items []Item,
 	e.log().Warn("taking over a resume whose lease expired", "task_id", t.ID, "request_id", t.Active.ID)
 	next := t.Clone()
 	deadline, lease := e.legDeadline(in.Deadline)
-	next.Active.ClaimToken, next.Active.LeaseUntil = e.newID(), lease
+	next.Active.ClaimToken, next.Active.LeaseUntil, next.Active.ClaimedAt = e.newID(), lease, now
 	cutLeg(next.Active, e.lastLogged(ctx, t.ID, t.Active))
+	next.Active.Takeovers++
 	next.UpdatedAt, next.Version, next.WriteID = now, t.Version+1, e.newID()
 	w := &Write{Task: next, PrevVersion: t.Version}
 	addWaiter(w, in.Waiter)

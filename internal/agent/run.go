@@ -355,6 +355,7 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 			mine := *r.task.Active
 			mine.LastEventID = r.eventID
 			mine.LeaseUntil = sent.Add(LeaseDuration)
+			mine.Takeovers = 0 // a leg that holds and writes: not a failed takeover
 			if cur.CancelRequested && !mine.CancelRequested {
 				mine.CancelRequested, mine.CanceledBy, mine.CanceledAt, mine.CancelReason =
 					cur.CancelRequested, cur.CanceledBy, cur.CanceledAt, cur.CancelReason

@@ -122,6 +122,12 @@ type Store interface {
 	// DeleteToken deletes an answered waiter's token item.
 	DeleteToken(ctx context.Context, taskID, requestID, hash string) error
 
+	// ListDue reads the reaper's index: up to limit tasks whose request
+	// runs and was claimed at or before claimedBefore, and up to limit whose
+	// paused round expires at or before now (ReaperKey), oldest first. It is
+	// eventually consistent: the reaper reads each META before acting.
+	ListDue(ctx context.Context, claimedBefore, now time.Time, limit int) ([]DueTask, error)
+
 	// FindRequest reads the lookup of a request by its id alone
 	// (A2A#<rid>, put by the write that created the request); ErrNotFound
 	// when there is none.
@@ -236,4 +242,49 @@ func (e *Engine) write(ctx context.Context, w *Write) error {
 		return nil
 	}
 	return err
+}
+
+// DueTask is an entry of the reaper's index (ListDue): a task whose request
+// runs (Running, At its claim) or is paused with a round that expires (At
+// its earliest expiry).
+type DueTask struct {
+	TaskID  string    `json:"task_id"`
+	Running bool      `json:"running"`
+	At      time.Time `json:"at"`
+}
+
+// ReaperShards is how many partitions the reaper's index spreads over.
+const ReaperShards = 10
+
+// ReaperKey is where a META stands in the reaper's index (docs/architecture.md,
+// "The reaper"): running (since its claim) while a request runs; paused at
+// its round's earliest expiry while a request without sub-agent waits is
+// paused (a caller hears of its leaves' expiry from them); ok false when it
+// has no entry. A renewal changes none of it, so leases cost no index write.
+func ReaperKey(t *Task) (running bool, at time.Time, ok bool) {
+	a := t.Active
+	if a == nil {
+		return false, time.Time{}, false
+	}
+	switch {
+	case a.Status == StatusRunning && a.ClaimToken != "":
+		at = a.ClaimedAt
+		if at.IsZero() {
+			at = a.LeaseUntil.Add(-LeaseDuration)
+		}
+		return true, at, true
+	case a.Status == StatusPaused && len(a.Awaits) == 0:
+		at = roundExpiry(a)
+		return false, at, !at.IsZero()
+	}
+	return false, time.Time{}, false
+}
+
+// ReaperShard is the index partition of a task: 0 to ReaperShards-1.
+func ReaperShard(taskID string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(taskID); i++ {
+		h = (h ^ uint32(taskID[i])) * 16777619
+	}
+	return int(h % ReaperShards)
 }

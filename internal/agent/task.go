@@ -100,10 +100,17 @@ type ActiveRequest struct {
 	Status     Status    `json:"status"`
 	ClaimToken string    `json:"claim_token"`
 	LeaseUntil time.Time `json:"lease_until"`
-	Round      int       `json:"round"`
-	CreatedAt  time.Time `json:"created_at"`
-	FirstSeq   int64     `json:"first_seq"`
-	Usage      Usage     `json:"usage"`
+	// ClaimedAt is when the leg in force was claimed: the reaper's index
+	// key while it runs (Store.ListDue), never moved by a renewal.
+	ClaimedAt time.Time `json:"claimed_at,omitzero"`
+	// Takeovers counts the takeovers of dead legs since the last write of
+	// a leg that held: at MaxTakeovers the request ends Failed
+	// lease_expired instead of being taken over once more.
+	Takeovers int       `json:"takeovers,omitempty"`
+	Round     int       `json:"round"`
+	CreatedAt time.Time `json:"created_at"`
+	FirstSeq  int64     `json:"first_seq"`
+	Usage     Usage     `json:"usage"`
 	// LastEventID numbers the request's events across its legs.
 	LastEventID int64         `json:"last_event_id"`
 	Pending     []PendingCall `json:"pending,omitempty"`

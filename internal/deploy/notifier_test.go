@@ -53,7 +53,8 @@ func TestNotifier(t *testing.T) {
 		{"on failure", get(stream, "DestinationConfig", "OnFailure", "Destination"), map[string]any{"Fn::GetAtt": []any{"NotifierDeadLetterQueue", "Arn"}}},
 		{"retry queue", get(queue, "Queue"), map[string]any{"Fn::GetAtt": []any{"NotifierRetryQueue", "Arn"}}},
 		{"retry queue partial batch", get(queue, "FunctionResponseTypes"), []any{"ReportBatchItemFailures"}},
-		{"sweep", get(schedule, "Schedule"), "rate(5 minutes)"},
+		// The reaper every minute; the outbox's re-drive every fifth tick.
+		{"schedule", get(schedule, "Schedule"), "rate(1 minute)"},
 		{"retry queue env", get(fn, "Properties", "Environment", "Variables", "HITCH_RETRY_QUEUE_URL"), map[string]any{"Ref": "NotifierRetryQueue"}},
 		{"resume function env", get(fn, "Properties", "Environment", "Variables", "HITCH_RESUME_FUNCTION"), map[string]any{"Ref": "ResumeFunction"}},
 	}

@@ -482,17 +482,19 @@ func TestTable(t *testing.T) {
 		got, want any
 	}{
 		{"BillingMode", get(p, "BillingMode"), "PAY_PER_REQUEST"},
-		{"AttributeDefinitions", attrs, map[string]any{"PK": "S", "SK": "S", "GSI1PK": "S", "GSI1SK": "S", "GSI3PK": "S", "GSI3SK": "S"}},
+		{"AttributeDefinitions", attrs, map[string]any{"PK": "S", "SK": "S", "GSI1PK": "S", "GSI1SK": "S", "GSI3PK": "S", "GSI3SK": "S", "GSI4PK": "S", "GSI4SK": "S"}},
 		{"KeySchema", get(p, "KeySchema"), []any{
 			map[string]any{"AttributeName": "PK", "KeyType": "HASH"},
 			map[string]any{"AttributeName": "SK", "KeyType": "RANGE"},
 		}},
-		{"GSI count", len(gsi), 2},
+		{"GSI count", len(gsi), 3},
 		{"GSI1 name", get(gsi[0], "IndexName"), "GSI1"},
 		{"GSI1 KeySchema", get(gsi[0], "KeySchema"), []any{
 			map[string]any{"AttributeName": "GSI1PK", "KeyType": "HASH"},
 			map[string]any{"AttributeName": "GSI1SK", "KeyType": "RANGE"},
 		}},
+		// The list fields only: a lease renewal writes no index.
+		{"GSI1 Projection", get(gsi[0], "Projection"), map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": []any{"data", "ttl"}}},
 		// The outbox's sweep index (DESIGN §4, §11), and the stream the
 		// notifier reads.
 		{"GSI3 name", get(gsi[1], "IndexName"), "GSI3"},
@@ -500,6 +502,13 @@ func TestTable(t *testing.T) {
 			map[string]any{"AttributeName": "GSI3PK", "KeyType": "HASH"},
 			map[string]any{"AttributeName": "GSI3SK", "KeyType": "RANGE"},
 		}},
+		// The reaper's index: sparse, keys only (what CreateTable makes).
+		{"GSI4 name", get(gsi[2], "IndexName"), "GSI4"},
+		{"GSI4 KeySchema", get(gsi[2], "KeySchema"), []any{
+			map[string]any{"AttributeName": "GSI4PK", "KeyType": "HASH"},
+			map[string]any{"AttributeName": "GSI4SK", "KeyType": "RANGE"},
+		}},
+		{"GSI4 Projection", get(gsi[2], "Projection"), map[string]any{"ProjectionType": "KEYS_ONLY"}},
 		{"Stream", get(p, "StreamSpecification", "StreamViewType"), "NEW_IMAGE"},
 		{"TTL", get(p, "TimeToLiveSpecification"), map[string]any{"AttributeName": "ttl", "Enabled": true}},
 		{"PITR", get(p, "PointInTimeRecoverySpecification", "PointInTimeRecoveryEnabled"), true},

@@ -48,6 +48,8 @@ const (
 	attrGSI1SK    = "GSI1SK"
 	attrGSI3PK    = "GSI3PK"
 	attrGSI3SK    = "GSI3SK"
+	attrGSI4PK    = "GSI4PK"
+	attrGSI4SK    = "GSI4SK"
 	// attrClaim and attrLease mirror the active request's claim token and
 	// lease (epoch milliseconds) on META, for RenewLease's condition and
 	// update; a renewed lease is read from attrLease.
@@ -55,6 +57,7 @@ const (
 	attrLease = "lease_until"
 	gsi1      = "GSI1"
 	gsi3      = "GSI3"
+	gsi4      = "GSI4"
 	metaSK    = "META"
 )
 

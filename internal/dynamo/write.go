@@ -222,6 +222,10 @@ func (st *Store) metaPut(w *agent.Write, ttl int64, cond string, names map[strin
 	it[attrSessionID] = s(t.SessionID)
 	it[attrGSI1PK] = s(gsi1PK(t.UserID, t.Agent))
 	it[attrGSI1SK] = s(gsi1SK(t.Status, t.UpdatedAt, t.ID))
+	if running, at, ok := agent.ReaperKey(t); ok {
+		it[attrGSI4PK] = s(gsi4PK(running, agent.ReaperShard(t.ID)))
+		it[attrGSI4SK] = s(gsi4SK(at, t.ID))
+	}
 	if a := t.Active; a != nil && a.ClaimToken != "" {
 		it[attrClaim] = s(a.ClaimToken)
 		it[attrLease] = n(a.LeaseUntil.UnixMilli())

@@ -76,6 +76,9 @@ type Env struct {
 	Safe    *Tool // needs no approval
 	Guarded *Tool // needs approval, not idempotent
 	Retry   *Tool // needs approval, idempotent
+	// Slow needs no approval and is not idempotent; tests set its Block to
+	// hold a leg inside a tool (a process that dies mid-batch).
+	Slow *Tool
 	// Sandbox is the root of the real files tools: append_file needs
 	// approval (its side effect counts runs the way a user sees them).
 	Sandbox string
@@ -87,12 +90,13 @@ type Env struct {
 func New(tb testing.TB, store agent.Store) *Env {
 	tb.Helper()
 	env := &Env{Store: store, Model: &agenttest.ScriptModel{}, Safe: &Tool{Name: "safe"}, Guarded: &Tool{Name: "guarded"}, Retry: &Tool{Name: "retry"},
-		now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+		Slow: &Tool{Name: "slow"}, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	env.Sandbox = tb.TempDir()
 	ag := &agent.Agent{Name: "acc", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
 		{Tool: env.Safe},
 		{Tool: env.Guarded, Policy: agent.ToolPolicy{RequiresApproval: true, ApprovalTTL: time.Hour}},
 		{Tool: env.Retry, Policy: agent.ToolPolicy{RequiresApproval: true, ApprovalTTL: time.Hour, Idempotent: true}},
+		{Tool: env.Slow},
 	}}
 	for _, b := range tools.Files(tools.FilesConfig{Root: env.Sandbox}) {
 		if b.Tool.Spec().Name == "append_file" {

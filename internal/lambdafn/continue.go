@@ -17,6 +17,11 @@ import (
 // item a child's commit wrote.
 const OpContinue = "continue"
 
+// OpTakeover is the resume function's direct payload from the reaper (the
+// notifier's schedule, docs/architecture.md "The reaper"): take over the
+// request's dead leg, or apply its round's expiry.
+const OpTakeover = "takeover"
+
 // ContinuePayload is {"op": "continue", task_id, request_id, outbox,
 // poll?}: the caller's task and request, and the key of the outbox item to
 // delete once the caller is continued. Poll: the item polls the caller's
@@ -57,8 +62,8 @@ func Continue(e *agent.Engine) lambdahttp.DirectFunc {
 		if err := dec.Decode(&p); err != nil {
 			return nil, lambdahttp.Refusal(agent.CodeInvalidJSON, "the resume function takes {op: \"continue\", task_id, request_id, outbox}: "+err.Error())
 		}
-		if p.Op != OpContinue {
-			return nil, lambdahttp.Refusal(agent.CodeInvalidJSON, fmt.Sprintf("the resume function's direct payload is op %q, not %q (direct invoke, resume, cancel and get go to the invoke function)", OpContinue, p.Op))
+		if p.Op != OpContinue && p.Op != OpTakeover {
+			return nil, lambdahttp.Refusal(agent.CodeInvalidJSON, fmt.Sprintf("the resume function's direct payload is op %q or %q, not %q (direct invoke, resume, cancel and get go to the invoke function)", OpContinue, OpTakeover, p.Op))
 		}
 		var err error
 		if p.TaskID, err = agent.ParseID("task_id", p.TaskID); err != nil {
@@ -69,7 +74,10 @@ func Continue(e *agent.Engine) lambdahttp.DirectFunc {
 		}
 		wctx := context.WithoutCancel(ctx)
 		start := e.StartContinue
-		if p.Poll {
+		switch {
+		case p.Op == OpTakeover:
+			start = e.StartTakeover
+		case p.Poll:
 			start = e.StartPoll
 		}
 		run, err := start(wctx, p.TaskID, p.RequestID)

@@ -55,6 +55,9 @@ type taskRec struct {
 	events map[string]map[batchKey]record
 	// keyed holds the task's other items by their sort key (DEC#…).
 	keyed map[string]record
+	// due is the META's entry in the reaper's index (agent.ReaperKey),
+	// set by every write of META and never by a renewal, as in DynamoDB.
+	due *agent.DueTask
 }
 
 // batchKey is an event batch's key (EVT#<rid>#<epoch>#<first id>).
@@ -250,6 +253,10 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		tr.landed[w.Task.WriteID] = now
 	}
 	tr.meta = &record{meta, ttl}
+	tr.due = nil
+	if running, at, ok := agent.ReaperKey(w.Task); ok {
+		tr.due = &agent.DueTask{TaskID: w.Task.ID, Running: running, At: at}
+	}
 	for seq, r := range items {
 		tr.items[seq] = r
 	}

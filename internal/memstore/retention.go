@@ -29,6 +29,7 @@ func (s *Store) DeleteTask(ctx context.Context, t *agent.Task) (err error) {
 		// landed stays: a retry of a write that had landed still answers
 		// success, as DynamoDB's ClientRequestToken does.
 		tr.meta = nil
+		tr.due = nil
 		tr.items = map[int64]record{}
 		tr.reqs = map[string]record{}
 		tr.events = map[string]map[batchKey]record{}

@@ -115,7 +115,8 @@ func NewWith(c Config, cl Clients) (*Handler, error) {
 		Metrics: emf.New(out, c.MetricsNamespace, "notifier")}
 	d := &notify.Dispatcher{Engine: engine, Webhooks: cl.Webhooks, Answerers: cl.Answerers, Log: log,
 		Continuer: ResumeInvoker{Lambda: cl.Lambda, Function: c.ResumeFunction, PollEvery: c.PollEvery}}
-	return &Handler{D: d, Queue: SQSQueue{Client: cl.SQS, URL: c.RetryQueueURL}, Log: log}, nil
+	return &Handler{D: d, Queue: SQSQueue{Client: cl.SQS, URL: c.RetryQueueURL}, Log: log,
+		Takeovers: ResumeInvoker{Lambda: cl.Lambda, Function: c.ResumeFunction}}, nil
 }
 
 // Main builds the notifier and runs the Runtime API loop.

@@ -49,6 +49,10 @@ type Handler struct {
 	SweepAge time.Duration
 	// Parallel bounds the deliveries under way (default 10).
 	Parallel int
+	// Takeovers, when set, receives the reaper's takeovers on every tick
+	// of the schedule (the outbox sweep then runs on every fifth); nil: the
+	// schedule only sweeps the outbox.
+	Takeovers TakeoverSender
 	// Backoff overrides notify.Backoff (tests).
 	Backoff func(attempt int) time.Duration
 	Log     *slog.Logger
@@ -82,7 +86,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 	}
 	switch {
 	case probe.Source == "aws.events" || probe.Source == "aws.scheduler":
-		return nil, h.sweep(ctx)
+		return nil, h.tick(ctx, raw)
 	case len(probe.Records) > 0 && probe.Records[0].EventSource == "aws:dynamodb":
 		var ev events.DynamoDBEvent
 		if err := json.Unmarshal(raw, &ev); err != nil {

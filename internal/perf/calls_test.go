@@ -163,3 +163,48 @@ func TestCallsPastOneMegabyte(t *testing.T) {
 	}
 	t.Logf("a 2.4 MB history: %v", fmt.Sprint(calls))
 }
+
+// TestRenewalWritesNoIndex: a lease renewal changes version and lease_until
+// alone, which no index projects (GSI1 projects the list fields, GSI4 only
+// its keys, which a renewal leaves as they are): it costs no index write.
+// The claim and the commit write GSI4 (the request enters and leaves the
+// reaper's index) and GSI1 (the task's status).
+func TestRenewalWritesNoIndex(t *testing.T) {
+	base := ddblocal.Client(t)
+	table := "hitch-" + uuid.NewString()
+	if err := dynamo.CreateTable(context.Background(), base, table); err != nil {
+		t.Fatal(err)
+	}
+	c := perf.NewCounter()
+	store := dynamo.New(c.IndexClient(base), table)
+	env := enginetest.New(t, store)
+	env.E.Now = nil
+	ctx := context.Background()
+	run, err := env.E.StartInvoke(ctx, agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "hi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := c.IndexWrites()
+	if claim["GSI4"] == 0 || claim["GSI1"] == 0 {
+		t.Errorf("the claim's index writes: %v (want GSI1 and GSI4)", claim)
+	}
+	for i := 0; i < 3; i++ {
+		c.Reset()
+		now := time.Now()
+		if _, err := store.RenewLease(ctx, run.TaskID(), run.Task().Active.ClaimToken, now.Add(agent.LeaseDuration), now); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.IndexWrites(); len(got) != 0 {
+			t.Errorf("renewal %d wrote indexes: %v", i+1, got)
+		}
+	}
+	c.Reset()
+	env.Model.Add(agenttest.Say("done"))
+	if res := run.Execute(ctx, nil); res.Status != agent.StatusCompleted {
+		t.Fatalf("%+v", res)
+	}
+	t.Logf("index write units of a new task's commit: %v", c.IndexWrites())
+	if c.IndexWrites()["GSI4"] == 0 {
+		t.Errorf("the commit did not take the request out of the reaper's index")
+	}
+}

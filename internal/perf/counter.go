@@ -16,6 +16,8 @@ type Counter struct {
 	spent time.Duration
 	// bytes sums the response bodies' lengths by operation.
 	bytes map[string]int64
+	// index sums the write units spent on each index (IndexClient).
+	index map[string]float64
 }
 
 // NewCounter returns a counter.
@@ -51,6 +53,7 @@ func (c *Counter) Reset() {
 	defer c.mu.Unlock()
 	c.calls = map[string]int{}
 	c.bytes = map[string]int64{}
+	c.index = map[string]float64{}
 	c.spent = 0
 }
 

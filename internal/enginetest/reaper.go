@@ -1,0 +1,230 @@
+package enginetest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+)
+
+// Dead legs and the reaper (docs/architecture.md, "Dead legs" and "The
+// reaper"): what the history says of a leg whose process died, and a request
+// that finishes without any client acting.
+
+// outcomeUnknown is the result of a call a dead leg may have run.
+const outcomeUnknown = "error:outcome_unknown: the request was interrupted while this call ran; it may or may not have run, and it was not run again"
+
+// deadLeg starts a request whose one model turn calls safe (which runs at
+// once) and slow (held), and lets its lease run out while slow is held: the
+// process "dies" with safe run and recorded as called, but without its
+// result. It returns the dead request.
+func (env *Env) deadLeg(t *testing.T) *agent.RequestResult {
+	t.Helper()
+	env.Slow.Block = make(chan struct{})
+	t.Cleanup(func() { close(env.Slow.Block) })
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("s1", "safe", "write"), Call("w1", "slow", "wait")))
+	ctx := context.Background()
+	run, err := env.E.StartInvoke(ctx, agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "do it"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *agent.RequestResult, 1)
+	go func() { done <- run.Execute(ctx, &Recorder{}) }()
+	waitFor(t, func() bool { return len(env.Safe.Runs()) == 1 })
+	// The store's clock passes the lease: the holder's renewal fails and
+	// it stops, writing nothing more (as a killed process would).
+	env.Advance(agent.LeaseDuration + time.Second)
+	select {
+	case res := <-done:
+		if res.Error == nil || res.Error.Code != agent.CodeRequestLost {
+			t.Fatalf("the held leg ended %s %+v, want request_lost", res.Status, res.Error)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the held leg did not stop when its lease ended")
+	}
+	return &agent.RequestResult{TaskID: run.TaskID(), RequestID: run.RequestID()}
+}
+
+// results lists every tool result the model was sent, "id=status:text".
+func results(req *agent.ModelRequest) map[string]string {
+	out := map[string]string{}
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
+			if b.Type != agent.BlockToolResult {
+				continue
+			}
+			var parts []string
+			for _, c := range b.Content {
+				parts = append(parts, c.Text)
+			}
+			out[b.ToolUseID] = b.Status + ":" + strings.Join(parts, " ")
+		}
+	}
+	return out
+}
+
+// testDeadLegHistoryTellsTheTruth: a new message after a dead leg records
+// the dead request Failed lease_expired, and its calls that may have run —
+// safe ran — as outcome_unknown, never "not run" (the model would run
+// them again).
+func testDeadLegHistoryTellsTheTruth(t *testing.T, env *Env) {
+	dead := env.deadLeg(t)
+	env.Model.Add(agenttest.Say("ok"))
+	next, _ := env.Invoke(t, dead.TaskID, "and now?")
+	if next.Status != agent.StatusCompleted {
+		t.Fatalf("the follow-on: %+v", next)
+	}
+	got := results(env.Model.Call(1))
+	for _, id := range []string{"s1", "w1"} {
+		if got[id] != outcomeUnknown {
+			t.Errorf("the model was told %s=%q, want %q", id, got[id], outcomeUnknown)
+		}
+	}
+	v, err := env.E.GetTask(context.Background(), "acc", "alice", dead.TaskID, agent.ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := v.Requests[0]; r.Status != agent.StatusFailed || r.Error == nil || r.Error.Code != agent.CodeLeaseExpired {
+		t.Errorf("the dead request: %+v", r)
+	}
+	if runs := env.Safe.Runs(); len(runs) != 1 {
+		t.Errorf("safe ran %v, want once", runs)
+	}
+}
+
+// testCancelDeadLegTellsTheTruth: a cancel that finalises a dead leg
+// records its calls that may have run as outcome_unknown, not as canceled.
+func testCancelDeadLegTellsTheTruth(t *testing.T, env *Env) {
+	dead := env.deadLeg(t)
+	out, err := env.E.Cancel(context.Background(), agent.CancelInput{Agent: "acc", UserID: "alice", TaskID: dead.TaskID})
+	if err != nil || out.Pending || out.Result.Status != agent.StatusCanceled {
+		t.Fatalf("cancel of a dead request: %+v %v", out, err)
+	}
+	env.Model.Add(agenttest.Say("ok"))
+	env.Invoke(t, dead.TaskID, "and now?")
+	got := results(env.Model.Call(1))
+	if got["s1"] != outcomeUnknown {
+		t.Errorf("the model was told s1=%q, want %q", got["s1"], outcomeUnknown)
+	}
+}
+
+// testReaperTakesOverADeadInvoke: nobody touches the task; the reaper
+// finds the dead leg, takes it over (its started calls outcome_unknown,
+// none run again) and the request completes.
+func testReaperTakesOverADeadInvoke(t *testing.T, env *Env) {
+	dead := env.deadLeg(t)
+	ctx := context.Background()
+	due, err := env.E.DueTakeovers(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 1 || due[0].TaskID != dead.TaskID || due[0].RequestID != dead.RequestID || due[0].Expired {
+		t.Fatalf("due = %+v, want the dead request", due)
+	}
+	env.Model.Add(agenttest.Say("recovered"))
+	run, err := env.E.StartTakeover(ctx, dead.TaskID, dead.RequestID)
+	if err != nil || run == nil {
+		t.Fatalf("takeover: %v %v", run, err)
+	}
+	res := run.Execute(ctx, &Recorder{})
+	if res.Status != agent.StatusCompleted || res.Output != "recovered" {
+		t.Fatalf("the taken-over request: %+v", res)
+	}
+	got := results(env.Model.Call(1))
+	for _, id := range []string{"s1", "w1"} {
+		if got[id] != outcomeUnknown {
+			t.Errorf("the model was told %s=%q, want %q", id, got[id], outcomeUnknown)
+		}
+	}
+	if runs := env.Safe.Runs(); len(runs) != 1 {
+		t.Errorf("safe ran %v, want once", runs)
+	}
+	if due, _ := env.E.DueTakeovers(ctx, 100); len(due) != 0 {
+		t.Errorf("after the takeover, due = %+v", due)
+	}
+	// A second takeover of the same request finds nothing to do.
+	if run, err := env.E.StartTakeover(ctx, dead.TaskID, dead.RequestID); run != nil || err != nil {
+		t.Errorf("a second takeover: %v %v", run, err)
+	}
+}
+
+// testReaperLeavesLiveLegs: a running leg whose lease is live is not due,
+// and a takeover of it is refused (ErrBusy).
+func testReaperLeavesLiveLegs(t *testing.T, env *Env) {
+	ctx := context.Background()
+	run, err := env.E.StartInvoke(ctx, agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Advance(agent.LeaseDuration / 2)
+	if due, _ := env.E.DueTakeovers(ctx, 100); len(due) != 0 {
+		t.Errorf("a live leg is due: %+v", due)
+	}
+	if _, err := env.E.StartTakeover(ctx, run.TaskID(), run.RequestID()); err != agent.ErrBusy {
+		t.Errorf("takeover of a live leg: %v, want ErrBusy", err)
+	}
+}
+
+// testReaperExpiresRounds: a paused round past its expiry is expired by
+// the reaper: the request Failed approval_expired, no model call, nothing
+// run.
+func testReaperExpiresRounds(t *testing.T, env *Env) {
+	res, _ := env.Pause(t)
+	ctx := context.Background()
+	if due, _ := env.E.DueTakeovers(ctx, 100); len(due) != 0 {
+		t.Fatalf("a live pause is due: %+v", due)
+	}
+	env.Advance(2 * time.Hour)
+	due, err := env.E.DueTakeovers(ctx, 100)
+	if err != nil || len(due) != 1 || !due[0].Expired || due[0].RequestID != res.RequestID {
+		t.Fatalf("due = %+v %v, want the expired round", due, err)
+	}
+	calls := env.Model.NCalls()
+	if run, err := env.E.StartTakeover(ctx, res.TaskID, res.RequestID); run != nil || err != nil {
+		t.Fatalf("the expiry: %v %v", run, err)
+	}
+	v, _ := env.E.GetTask(ctx, "acc", "alice", res.TaskID, agent.ViewOptions{})
+	if v.Status != agent.StatusFailed || v.Requests[0].Error == nil || v.Requests[0].Error.Code != agent.CodeApprovalExpired {
+		t.Errorf("after the reaper: %s %+v", v.Status, v.Requests[0])
+	}
+	if env.Model.NCalls() != calls || len(env.Safe.Runs())+len(env.Guarded.Runs()) != 0 {
+		t.Errorf("the expiry called the model or ran a tool")
+	}
+	if due, _ := env.E.DueTakeovers(ctx, 100); len(due) != 0 {
+		t.Errorf("after the expiry, due = %+v", due)
+	}
+}
+
+// testReaperGivesUp: takeovers that die in turn (claimed, never run) end
+// the request Failed lease_expired at the MaxTakeovers-th, its calls
+// closed truthfully.
+func testReaperGivesUp(t *testing.T, env *Env) {
+	dead := env.deadLeg(t)
+	ctx := context.Background()
+	for i := 0; i < agent.MaxTakeovers; i++ {
+		run, err := env.E.StartTakeover(ctx, dead.TaskID, dead.RequestID)
+		if err != nil || run == nil {
+			t.Fatalf("takeover %d: %v %v", i+1, run, err)
+		}
+		env.Advance(agent.LeaseDuration + time.Second) // it dies unrun
+	}
+	if run, err := env.E.StartTakeover(ctx, dead.TaskID, dead.RequestID); run != nil || err != nil {
+		t.Fatalf("the last takeover: %v %v", run, err)
+	}
+	v, err := env.E.GetTask(ctx, "acc", "alice", dead.TaskID, agent.ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != agent.StatusFailed || v.Requests[0].Error == nil || v.Requests[0].Error.Code != agent.CodeLeaseExpired {
+		t.Fatalf("after %d dead takeovers: %s %+v", agent.MaxTakeovers, v.Status, v.Requests[0])
+	}
+	if env.Model.NCalls() != 1 {
+		t.Errorf("the model was called %d times, want 1 (the dead leg's)", env.Model.NCalls())
+	}
+	if due, _ := env.E.DueTakeovers(ctx, 100); len(due) != 0 {
+		t.Errorf("a failed request is still due: %+v", due)
+	}
+}
