@@ -135,6 +135,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"SubAgentRemoved", testSubAgentRemoved},
 		{"ChainHandedOff", testChainHandedOff},
 		{"CancelWithACallNotStarted", testOrphanCanceled},
+		{"DeadCallerTakenOver", testDeadCallerTakenOver},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
 	}
@@ -729,4 +730,47 @@ func testChainHandedOff(t *testing.T, o *Orch) {
 	}
 	f := o.follow(t, "boss", res.TaskID, res.RequestID, 0)
 	continuous(t, "boss's log", f, 1)
+}
+
+// testDeadCallerTakenOver: a decision sent to desk claims desk and its
+// leaf, and the process dies before anything runs. A new message to desk
+// is 409 task_busy (a caller with an open sub-agent call is never failed,
+// nor its child orphaned); the reaper finds desk alone (its leaf's caller
+// is running: desk's takeover drives it), takes desk over, which takes the
+// leaf's leg over: the approved append may have run, so it is
+// outcome_unknown and not run again; both requests complete.
+func testDeadCallerTakenOver(t *testing.T, o *Orch) {
+	res, _, p := pausedAtLeaf(t, o, "dead.txt")
+	defer func(d time.Duration) { agent.LeaseDuration = d }(agent.LeaseDuration)
+	agent.LeaseDuration = time.Second
+	ctx := context.Background()
+	if _, err := o.E.StartResume(ctx, agent.ResumeInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: Approve()}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(agent.LeaseDuration + 100*time.Millisecond)
+	_, err := o.E.StartInvoke(ctx, agent.InvokeInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID, Items: []agent.InputItem{{Content: "hello?"}}})
+	if Code(err) != agent.CodeTaskBusy {
+		t.Fatalf("a message to the dead caller: %v, want task_busy", err)
+	}
+	due, err := o.E.DueTakeovers(ctx, 100)
+	if err != nil || len(due) != 1 || due[0].TaskID != res.TaskID {
+		t.Fatalf("due = %+v %v, want desk alone", due, err)
+	}
+	run, err := o.E.StartTakeover(ctx, res.TaskID, res.RequestID)
+	if err != nil || run == nil {
+		t.Fatalf("takeover of desk: %v %v", run, err)
+	}
+	out := run.Execute(ctx, &Recorder{})
+	if out.Status != agent.StatusCompleted || !strings.Contains(out.Output, "outcome_unknown") {
+		t.Fatalf("desk after the takeover: %+v", out)
+	}
+	if got := o.Lines("dead.txt"); len(got) != 0 {
+		t.Errorf("dead.txt = %q: a call that may have run was run again", got)
+	}
+	if lv := o.View(t, "leaf", p.TaskID); lv.Status != agent.StatusCompleted {
+		t.Errorf("the leaf after its caller's takeover: %s", lv.Status)
+	}
+	if due, _ := o.E.DueTakeovers(ctx, 100); len(due) != 0 {
+		t.Errorf("after the takeover, due = %+v", due)
+	}
 }
