@@ -55,11 +55,11 @@ CHAOS_FLOWS ?= 200
 
 ## chaos-short: 50 flows of the crash test (part of make test); its report is printed
 chaos-short: tools
-	CHAOS_FLOWS=50 $(GO) test -count=1 -timeout 20m -run 'TestChaos|TestStalledServer|TestChainChaos' -v ./internal/chaos
+	CHAOS_FLOWS=50 $(GO) test -count=1 -timeout 20m -run 'TestChaos|TestStalledServer|TestChainChaos|TestReaperRecovers' -v ./internal/chaos
 
 ## chaos: the crash test: SIGKILL hitch serve at random DynamoDB calls of CHAOS_FLOWS approvals (CHAOS_FLOWS=1000 for the long run)
 chaos: tools
-	CHAOS_FLOWS=$(CHAOS_FLOWS) $(GO) test -count=1 -timeout 3h -run 'TestChaos|TestStalledServer|TestChainChaos' -v ./internal/chaos
+	CHAOS_FLOWS=$(CHAOS_FLOWS) $(GO) test -count=1 -timeout 3h -run 'TestChaos|TestStalledServer|TestChainChaos|TestReaperRecovers' -v ./internal/chaos
 
 ## fuzz: run every fuzz target (func FuzzXxx) for FUZZTIME each, one after another;
 ## findings land in the package's testdata/fuzz/FuzzXxx/ (commit them with the fix)

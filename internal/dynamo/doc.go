@@ -1,6 +1,7 @@
 // Package dynamo is the DynamoDB agent.Store: one table, string keys PK and
-// SK, one global secondary index GSI1, TTL on the Number attribute ttl
-// (DESIGN §4). It has exactly the semantics of internal/memstore; the suite
+// SK, the global secondary indexes GSI1 (lists), GSI3 (the outbox) and GSI4
+// (the reaper), TTL on the Number attribute ttl (docs/architecture.md, "The
+// table"). It has exactly the semantics of internal/memstore; the suite
 // internal/storetest runs against both (here against DynamoDB Local).
 //
 // # Key layout
@@ -8,8 +9,15 @@
 //	PK              SK                              attributes
 //	TASK#<tid>      META                            data (the Task as JSON), version (N), write_id,
 //	                                                owner, agent, status, session_id,
+//	                                                claim_token, lease_until (N, ms: what a renewal updates),
 //	                                                GSI1PK = USER#<uid>#<agent>,
 //	                                                GSI1SK = <status>#<updated_at>#<tid>
+//	                                                (GSI1 projects data and ttl only: a renewal
+//	                                                writes no index),
+//	                                                GSI4PK = RUN#<shard> | EXP#<shard>,
+//	                                                GSI4SK = <claimed_at | earliest expiry>#<tid>
+//	                                                (only while a request runs or is paused with
+//	                                                an expiry: agent.ReaperKey; keys only)
 //	TASK#<tid>      ITEM#<seq, 10 digits>           data (the Item as JSON), request_id, write_id,
 //	                                                parts (N, only when split)
 //	TASK#<tid>      ITEM#<seq>#<n>                  data: part n (1 ≤ n < parts) of a split entry
@@ -18,6 +26,15 @@
 //	TASK#<tid>      EVT#<rid>#<epoch, 6 digits>#<first id, 10 digits>
 //	                                                data (a JSON array of consecutive events), request_id,
 //	                                                first, last (N), ttl
+//	TASK#<tid>      JOIN#<caller rid>#<tool call id>
+//	                                                data (a sub-agent's result for its caller, put
+//	                                                by the child's ending transaction); sorts inside
+//	                                                the history read
+//	TASK#<tid>      OUT#<rid>#<epoch>#<event id>#<recipient>
+//	                                                data (an outbox item), request_id, ttl (7 days),
+//	                                                GSI3PK = OUT, GSI3SK = <created_at>#<PK>#<SK>
+//	TASK#<tid>      TOK#<rid>#<token hash>          data (a waiter's task token or callback id),
+//	                                                request_id
 //	SESSION#<sid>   META                            owner, created_at
 //	SESSION#<sid>   TASK#<created_at>#<tid>         the session's index: agent, task_id, created_at
 //	IDEM#<key>      IDEM                            data (the IdemRecord as JSON), body_hash, task_id,
