@@ -920,10 +920,12 @@ func (r *Run) handOff(ctx context.Context) *RequestResult {
 		Round: a.Round, Usage: a.Usage, Source: r.agent.Source()}
 }
 
-// expireCaller ends a paused caller Failed approval_expired because the
-// leaf it waited on expired (DESIGN §10 Expiry): its open calls get the
-// expiry as their error, nothing runs. Its end continues its own caller,
-// which ends the same way.
+// expireCaller ends a paused caller Failed approval_expired because a leaf
+// of its chain expired (DESIGN §10 Expiry): its open calls get the expiry
+// as their error, nothing runs anywhere. Its end continues its own caller,
+// which ends the same way; then every other leaf round it awaits that is
+// still paused is expired too, so that none is left approvable at its own
+// URL with its result going nowhere.
 func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []Item, rec *RequestRecord) error {
 	now := e.now()
 	next := t.Clone()
@@ -949,7 +951,46 @@ func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []I
 	e.retainFinished(ctx, next)
 	e.logSettled(ctx, t.ID, []RequestRecord{r})
 	e.observeSettled(ag.Name, []RequestRecord{r})
+	at := roundExpiry(t.Active)
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	e.expireLeaves(ctx, t.Active, at)
 	return nil
+}
+
+// expireLeaves expires, as of at, every local leaf round a ended caller
+// awaited that is still paused in that round (the chain's expiry, DESIGN
+// §10). A leaf decided meanwhile (its own URL, before the expiry reached
+// it) goes on: its version moved, and its result reaches nobody.
+func (e *Engine) expireLeaves(ctx context.Context, a *ActiveRequest, at time.Time) {
+	for _, w := range a.Awaits {
+		if remoteVia(a, w) != nil {
+			continue // a remote expires on its own system
+		}
+		sub, ok := e.Agents.Get(w.Agent)
+		if !ok {
+			continue
+		}
+		for attempt := 0; attempt < 5; attempt++ {
+			lt, litems, err := e.loadFor(ctx, sub, w.TaskID)
+			if err != nil {
+				break
+			}
+			la := lt.Active
+			if la == nil || la.ID != w.RequestID || la.Status != StatusPaused || la.Round != w.Round || len(la.Awaits) > 0 {
+				break
+			}
+			_, err = e.expireAt(ctx, sub, lt, litems, e.now(), at)
+			var ce *ConflictError
+			if !errors.As(err, &ce) {
+				if err != nil {
+					e.log().Warn("expiring a leaf of an expired chain failed", "task_id", w.TaskID, "request_id", w.RequestID, "err", err)
+				}
+				break
+			}
+		}
+	}
 }
 
 // ContinueCaller runs a caller's continuation to its end or pause: what

@@ -298,7 +298,7 @@ func (e *Engine) settleActive(ctx context.Context, ag *Agent, next *Task, items 
 	case a.Status == StatusPaused && !roundExpired(a, now):
 		return nil, nil, nil, Errorf(CodeTaskPaused, "task %s is paused awaiting approval of request %s (round %d)", next.ID, a.ID, a.Round)
 	case a.Status == StatusPaused:
-		return e.expireRound(next, items, now)
+		return e.expireRound(next, items, now, roundExpiry(a))
 	case now.Before(a.LeaseUntil):
 		return nil, nil, nil, Errorf(CodeTaskBusy, "task %s is running request %s", next.ID, a.ID)
 	case len(e.openCalls(next, items)) > 0:
@@ -356,10 +356,17 @@ func roundExpiry(a *ActiveRequest) time.Time {
 	return at
 }
 
-// expireRound applies a paused round's expiry (DESIGN §4 Expiry).
-func (e *Engine) expireRound(next *Task, items []Item, now time.Time) ([]Item, []RequestRecord, []RequestDecision, error) {
+// expiryMessage is the error result of a call whose approval expired at at.
+func expiryMessage(at time.Time) string {
+	return "approval expired at " + at.UTC().Format(time.RFC3339)
+}
+
+// expireRound applies a paused round's expiry (DESIGN §4 Expiry); at is
+// when the chain it belongs to expired (its own earliest expiry, or an
+// earlier one of another leaf of its chain, §10).
+func (e *Engine) expireRound(next *Task, items []Item, now, at time.Time) ([]Item, []RequestRecord, []RequestDecision, error) {
 	a := next.Active
-	msg := "approval expired at " + roundExpiry(a).UTC().Format(time.RFC3339)
+	msg := expiryMessage(at)
 	closing := danglingResults(items, a.ID, msg)
 	var extra []Item
 	if len(closing) > 0 {

@@ -185,8 +185,13 @@ func (e *Engine) endLost(ctx context.Context, ag *Agent, t *Task, items []Item, 
 // closed, the request Failed approval_expired, no model call. It returns
 // the record written.
 func (e *Engine) applyExpiry(ctx context.Context, ag *Agent, t *Task, items []Item, now time.Time) (*RequestRecord, error) {
+	return e.expireAt(ctx, ag, t, items, now, roundExpiry(t.Active))
+}
+
+// expireAt expires t's paused round as of at (an expiry of its chain).
+func (e *Engine) expireAt(ctx context.Context, ag *Agent, t *Task, items []Item, now, at time.Time) (*RequestRecord, error) {
 	next := t.Clone()
-	extra, recs, decided, _ := e.expireRound(next, items, now)
+	extra, recs, decided, _ := e.expireRound(next, items, now, at)
 	next.Version, next.WriteID, next.UpdatedAt = t.Version+1, e.newID(), now
 	next.RetainUntil = e.retainUntil()
 	if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: recs, Decisions: decided}); err != nil {

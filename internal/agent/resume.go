@@ -182,6 +182,15 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 			}
 		}
 		return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; it is paused in round %d", *in.Body.Round, a.ID, a.Round)
+	case a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested && roundExpired(a, now):
+		// A leaf of the chain expired: the whole chain ends, nothing runs
+		// and no model is called anywhere (DESIGN §10 Expiry).
+		at := roundExpiry(a)
+		rec := &RequestRecord{RequestView: RequestView{Status: StatusFailed, Error: &ErrorInfo{Code: CodeApprovalExpired, Message: expiryMessage(at)}}}
+		if err := e.expireCaller(ctx, ag, t, items, rec); err != nil {
+			return nil, err
+		}
+		return nil, Errorf(CodeApprovalExpired, "the approval of round %d expired at %s", a.Round, at.UTC().Format(time.RFC3339))
 	case a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested:
 		// A caller waiting on a sub-agent: the leaves decide (DESIGN §10).
 		return e.resumeAtCaller(ctx, ag, t, items, in, now)

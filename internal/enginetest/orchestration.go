@@ -47,8 +47,20 @@ func NewOrch(tb testing.TB, store agent.Store) *Orch {
 		}
 		files = append(files, agent.BoundTool{Tool: b.Tool, Policy: p})
 	}
+	// twin keeps the same files, its approvals expiring within a second.
+	var twinFiles []agent.BoundTool
+	for _, b := range files {
+		if b.Policy.RequiresApproval {
+			b.Policy.ApprovalTTL = time.Second
+		}
+		twinFiles = append(twinFiles, b)
+	}
 	as := agentSet{
 		"leaf": {Name: "leaf", Version: "1", ModelID: "m", MaxIterations: 6, Tools: files},
+		"twin": {Name: "twin", Version: "1", ModelID: "m", MaxIterations: 6, Tools: twinFiles},
+		"pair": {Name: "pair", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
+			{Tool: &agent.AgentTool{Agent: "leaf", Description: "keeps files"}},
+			{Tool: &agent.AgentTool{Agent: "twin", Description: "keeps files, quickly"}}}},
 		"desk": {Name: "desk", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
 			{Tool: &agent.AgentTool{Agent: "leaf", Description: "keeps files"}}}},
 		"boss": {Name: "boss", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
@@ -136,6 +148,8 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ChainHandedOff", testChainHandedOff},
 		{"CancelWithACallNotStarted", testOrphanCanceled},
 		{"DeadCallerTakenOver", testDeadCallerTakenOver},
+		{"ExpiryAtACallerEndsTheChain", testExpiryAtCaller},
+		{"ExpiryAtALeafEndsTheChain", testExpiryAtLeaf},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
 	}
@@ -773,4 +787,76 @@ func testDeadCallerTakenOver(t *testing.T, o *Orch) {
 	if due, _ := o.E.DueTakeovers(ctx, 100); len(due) != 0 {
 		t.Errorf("after the takeover, due = %+v", due)
 	}
+}
+
+// pausedOnTwo invokes pair, which calls leaf and twin in one turn; both
+// pause on an append (twin's approval expires within a second), and pair
+// pauses on both.
+func pausedOnTwo(t *testing.T, o *Orch) *agent.RequestResult {
+	t.Helper()
+	res, _ := o.Invoke(t, "pair", "", CallAgent("leaf", Append("l.txt", "x"))+"\n"+CallAgent("twin", Append("t.txt", "x")))
+	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 2 {
+		t.Fatalf("pair: %+v", res)
+	}
+	return res
+}
+
+// chainEnded checks that pair and both leaves ended Failed
+// approval_expired, with nothing run: no file written, no model called
+// after the pause (pair's history ends with its calls' results).
+func chainEnded(t *testing.T, o *Orch, res *agent.RequestResult) {
+	t.Helper()
+	pv := o.View(t, "pair", res.TaskID)
+	if pv.Status != agent.StatusFailed || pv.Requests[0].Error == nil || pv.Requests[0].Error.Code != agent.CodeApprovalExpired {
+		t.Errorf("pair: %s %+v", pv.Status, pv.Requests[0])
+	}
+	for _, p := range res.PendingApprovals {
+		lv := o.View(t, p.Agent, p.TaskID)
+		if lv.Status != agent.StatusFailed || lv.Requests[0].Error == nil || lv.Requests[0].Error.Code != agent.CodeApprovalExpired {
+			t.Errorf("%s: %s %+v (a leaf of an expired chain must not stay approvable)", p.Agent, lv.Status, lv.Requests[0])
+		}
+		if _, _, err := o.Resume(p.Agent, p.TaskID, p.RequestID, Approve()); Code(err) != agent.CodeNotPaused {
+			t.Errorf("approving %s at its own URL afterwards: %v, want not_paused", p.Agent, err)
+		}
+	}
+	if l, tw := o.Lines("l.txt"), o.Lines("t.txt"); len(l)+len(tw) != 0 {
+		t.Errorf("files written: l.txt %q, t.txt %q", l, tw)
+	}
+	if last := pv.Items[len(pv.Items)-1]; last.Role != agent.RoleTool {
+		t.Errorf("pair's last entry is %s: the model was called after the expiry", last.Role)
+	}
+}
+
+// testExpiryAtCaller: one of two leaves a caller waits on expired; an
+// approval at the caller is 410 approval_expired and ends the whole chain —
+// the live leaf too — with no tool run and no model call.
+func testExpiryAtCaller(t *testing.T, o *Orch) {
+	res := pausedOnTwo(t, o)
+	time.Sleep(1100 * time.Millisecond)
+	if _, _, err := o.Resume("pair", res.TaskID, res.RequestID, Approve()); Code(err) != agent.CodeApprovalExpired {
+		t.Fatalf("approve at pair with twin expired: %v, want approval_expired", err)
+	}
+	chainEnded(t, o, res)
+}
+
+// testExpiryAtLeaf: the expiry found at the expired leaf itself (its own
+// resume answers 410) reaches its caller (its continuation) and, through
+// it, the caller's other leaf.
+func testExpiryAtLeaf(t *testing.T, o *Orch) {
+	res := pausedOnTwo(t, o)
+	time.Sleep(1100 * time.Millisecond)
+	var twin agent.PendingView
+	for _, p := range res.PendingApprovals {
+		if p.Agent == "twin" {
+			twin = p
+		}
+	}
+	if _, _, err := o.Resume("twin", twin.TaskID, twin.RequestID, Approve()); Code(err) != agent.CodeApprovalExpired {
+		t.Fatalf("approve at twin: %v, want approval_expired", err)
+	}
+	// The leaf's end continues pair (the dispatcher's part).
+	if err := o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID); err != nil {
+		t.Fatal(err)
+	}
+	chainEnded(t, o, res)
 }
