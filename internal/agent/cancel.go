@@ -179,10 +179,14 @@ func (e *Engine) tryCancel(ctx context.Context, ag *Agent, in CancelInput) (*Can
 	now := e.now()
 	ci := cancelInfo{by: in.UserID, reason: in.Reason, at: now}
 	if a.Status == StatusPaused || !now.Before(a.LeaseUntil) {
-		// Nothing runs it: the cancel finalises it.
-		res, err := e.finaliseCanceled(ctx, ag, t, items, ci)
+		// Nothing runs it: the cancel finalises it — after the tree
+		// below it, when it waits on sub-agents.
+		res, err := e.cancelTree(ctx, ag, t, items, ci, time.Now().Add(CancelWait))
 		if err != nil {
 			return nil, err
+		}
+		if res == nil {
+			return &CancelOutcome{RequestID: a.ID, Pending: true}, nil
 		}
 		return &CancelOutcome{Result: res, RequestID: a.ID}, nil
 	}
@@ -222,21 +226,91 @@ func (e *Engine) flagCancel(ctx context.Context, t *Task, items []Item, ci cance
 	return nil
 }
 
+// cancelTree cancels a request nothing runs (paused, or its leg dead) and
+// the tree below it (DESIGN §10 Cancel): it is flagged first, so that no
+// claim of it runs anything (a decision sent to it, its continuation, a
+// takeover), then every request below is flagged or canceled, top-down;
+// once they all ended (by until), it is finalised Canceled, bottom-up. nil
+// result: something below still runs (or a remote did not confirm its
+// cancel) — it stays flagged, and whoever claims it next finalises it.
+func (e *Engine) cancelTree(ctx context.Context, ag *Agent, t *Task, items []Item, ci cancelInfo, until time.Time) (*RequestResult, error) {
+	open := e.openCalls(t, items)
+	if len(open) == 0 {
+		return e.finaliseCanceled(ctx, ag, t, items, ci)
+	}
+	a := t.Active
+	if !a.CancelRequested {
+		next := t.Clone()
+		na := next.Active
+		na.CancelRequested, na.CanceledBy, na.CanceledAt, na.CancelReason = true, ci.by, ci.at, ci.reason
+		next.Version, next.WriteID = t.Version+1, e.newID()
+		if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
+			return nil, err
+		}
+		t = next
+	}
+	confirmed := e.cancelCalls(ctx, t.Agent, open, ci, until)
+	for !e.callsEnded(ctx, open) {
+		if !time.Now().Before(until) {
+			return nil, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !confirmed {
+		return nil, nil
+	}
+	t, items, err := e.Store.LoadTask(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	if t.Active == nil || t.Active.ID != a.ID {
+		// Finalised meanwhile (its continuation saw the flag).
+		return e.endedResult(ctx, ag, t.ID, a.ID), nil
+	}
+	return e.finaliseCanceled(ctx, ag, t, items, ci)
+}
+
+// callsEnded tells whether the child requests of the local calls have all
+// ended (a remote one's cancel is confirmed by cancelCalls; a child of an
+// agent no longer deployed here can run nothing).
+func (e *Engine) callsEnded(ctx context.Context, calls []ChildCall) bool {
+	for _, cc := range calls {
+		if cc.Remote != "" || cc.RequestID == "" {
+			continue
+		}
+		if _, ok := e.Agents.Get(cc.Agent); !ok {
+			continue
+		}
+		ct, err := e.Store.GetTask(ctx, cc.TaskID)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil || (ct.Active != nil && ct.Active.ID == cc.RequestID) {
+			return false
+		}
+	}
+	return true
+}
+
 // cancelBelow cancels the child requests of the request's open sub-agent
 // calls, as part of its cancel (cascade): a paused or dead one is
 // finalised now, a running one flagged; each does the same below it.
 func (e *Engine) cancelBelow(ctx context.Context, t *Task, items []Item, ci cancelInfo) {
-	e.cancelCalls(ctx, t.Agent, e.openCalls(t, items), ci)
+	e.cancelCalls(ctx, t.Agent, e.openCalls(t, items), ci, time.Now().Add(CancelWait))
 }
 
 // cancelCalls cancels the child requests of the calls of callerAgent (a
-// cascade); a remote agent's task is canceled there.
-func (e *Engine) cancelCalls(ctx context.Context, callerAgent string, calls []ChildCall, ci cancelInfo) {
+// cascade): a running one is flagged, a paused or dead one canceled with
+// its own tree (by until); a remote agent's task is canceled there. It
+// tells whether every remote cancel was confirmed.
+func (e *Engine) cancelCalls(ctx context.Context, callerAgent string, calls []ChildCall, ci cancelInfo, until time.Time) bool {
 	ci.cascade = true
+	confirmed := true
 	for _, cc := range calls {
 		if cc.Remote != "" {
 			if ra := e.remoteOf(callerAgent, cc); ra != nil && cc.RequestID != "" {
 				if err := ra.Cancel(ctx, cc.TaskID, cc.RequestID); err != nil {
+					confirmed = false
 					e.log().Warn("canceling a remote agent's task failed", "agent", cc.Agent, "url", cc.Remote, "remote_task_id", cc.RequestID, "err", err)
 				}
 			}
@@ -256,7 +330,7 @@ func (e *Engine) cancelCalls(ctx context.Context, callerAgent string, calls []Ch
 				break // ended, or never started
 			}
 			if ca.Status == StatusPaused || !e.now().Before(ca.LeaseUntil) {
-				_, err = e.finaliseCanceled(ctx, sub, ct, citems, ci)
+				_, err = e.cancelTree(ctx, sub, ct, citems, ci, until)
 			} else {
 				err = e.flagCancel(ctx, ct, citems, ci)
 			}
@@ -269,6 +343,7 @@ func (e *Engine) cancelCalls(ctx context.Context, callerAgent string, calls []Ch
 			}
 		}
 	}
+	return confirmed
 }
 
 // endedResult is the request's result once it has ended, else nil.

@@ -1124,6 +1124,9 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 		f.follow = func(ctx context.Context, sink Sink) *RequestResult {
 			for _, l := range leaves {
 				if l.run != nil {
+					// The caller may have moved on by a cancel: the
+					// leaf reads its flag before it runs anything.
+					l.run.pollFirst = true
 					l.run.Execute(ctx, Discard)
 				}
 				if l.follow != nil {

@@ -176,7 +176,7 @@ func (e *Engine) endLost(ctx context.Context, ag *Agent, t *Task, items []Item, 
 	e.retainFinished(ctx, next)
 	e.logSettled(ctx, t.ID, []RequestRecord{rec})
 	e.observeSettled(ag.Name, []RequestRecord{rec})
-	e.cancelCalls(ctx, t.Agent, open, cancelInfo{by: "system:reaper", reason: "its caller failed", at: now})
+	e.cancelCalls(ctx, t.Agent, open, cancelInfo{by: "system:reaper", reason: "its caller failed", at: now}, time.Now().Add(CancelWait))
 	return nil
 }
 

@@ -44,6 +44,10 @@ type Run struct {
 	handedOff bool
 	// atCaller: the leg runs a decision sent to a caller (DESIGN §10).
 	atCaller bool
+	// pollFirst: a leaf's leg claimed by a decision at a caller that
+	// moved on meanwhile (a cancel flagged it) reads its own cancel flag
+	// before it runs anything (one read).
+	pollFirst bool
 	// extraOutbox are items the next write puts besides what it owes.
 	extraOutbox []OutboxItem
 	// joins are the outcomes of the request's children known without a
@@ -144,6 +148,17 @@ func (r *Run) execute(ctx context.Context, sink Sink) *RequestResult {
 	defer cancel()
 	legCtx, stopWatch := r.watchCancel(legCtx)
 	defer stopWatch()
+	if r.pollFirst {
+		// Claimed by a decision sent to its caller, which a cancel may
+		// have flagged since: a claim of a flagged request runs nothing.
+		if meta, err := r.e.Store.GetTask(legCtx, r.taskID); err == nil && meta.Active != nil && meta.Active.ID == r.reqID && meta.Active.CancelRequested {
+			ma := meta.Active
+			r.e.legs.cancel(r.reqID, cancelInfo{by: ma.CanceledBy, reason: ma.CancelReason, at: ma.CanceledAt, cascade: true})
+		}
+		if r.interrupted(legCtx) {
+			return r.finish(ctx)
+		}
+	}
 	if r.takeover && r.answered() {
 		return r.finish(ctx)
 	}
@@ -438,7 +453,7 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 				if ci != nil {
 					by = *ci
 				}
-				r.e.cancelCalls(cctx, r.agent.Name, orphans, by)
+				r.e.cancelCalls(cctx, r.agent.Name, orphans, by, time.Now().Add(CancelWait))
 			}
 		}()
 	}

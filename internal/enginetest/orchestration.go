@@ -150,9 +150,16 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"DeadCallerTakenOver", testDeadCallerTakenOver},
 		{"ExpiryAtACallerEndsTheChain", testExpiryAtCaller},
 		{"ExpiryAtALeafEndsTheChain", testExpiryAtLeaf},
+		{"CancelWhileALeafIsClaimed", testCancelLeafClaimed},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
 	}
+	// A cancel racing a decision at a caller: the store's hook runs the
+	// cancel between the leaf's claim and the caller's.
+	t.Run("CancelRacesADecisionAtTheCaller", func(t *testing.T) {
+		hs := &hookStore{Store: newStore(t)}
+		testCancelRacesDecision(t, NewOrch(t, hs), hs)
+	})
 }
 
 // childEvents are the child events of a stream: depth, agent, inner event.
@@ -859,4 +866,114 @@ func testExpiryAtLeaf(t *testing.T, o *Orch) {
 		t.Fatal(err)
 	}
 	chainEnded(t, o, res)
+}
+
+// hookStore runs after, once, after the first write it matches lands.
+type hookStore struct {
+	agent.Store
+	mu    sync.Mutex
+	match func(*agent.Write) bool
+	after func()
+}
+
+func (s *hookStore) Write(ctx context.Context, w *agent.Write) error {
+	err := s.Store.Write(ctx, w)
+	s.mu.Lock()
+	var run func()
+	if err == nil && s.match != nil && s.match(w) {
+		run, s.match = s.after, nil
+	}
+	s.mu.Unlock()
+	if run != nil {
+		run()
+	}
+	return err
+}
+
+// testCancelLeafClaimed: a decision has claimed the leaf (its leg has not
+// run yet) when desk is canceled. The cancel cannot promise that nothing
+// below starts, so it answers 202, not 200; the flag reaches both; once
+// the leaf's leg ends, desk's continuation finalises it Canceled.
+func testCancelLeafClaimed(t *testing.T, o *Orch) {
+	res, _, p := pausedAtLeaf(t, o, "claimed.txt")
+	defer func(d time.Duration) { agent.CancelWait = d }(agent.CancelWait)
+	agent.CancelWait = 300 * time.Millisecond
+	ctx := context.Background()
+	leafRun, err := o.E.StartResume(ctx, agent.ResumeInput{Agent: "leaf", UserID: "alice", TaskID: p.TaskID, RequestID: p.RequestID, Body: Approve()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := o.E.Cancel(ctx, agent.CancelInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Pending {
+		t.Fatalf("cancel of desk while its leaf is claimed: %+v, want 202 (a call below may still start)", out.Result)
+	}
+	leafRun.Execute(ctx, agent.Discard)
+	if err := o.E.ContinueCaller(ctx, res.TaskID, res.RequestID); err != nil {
+		t.Fatal(err)
+	}
+	if v := o.View(t, "desk", res.TaskID); v.Status != agent.StatusCanceled {
+		t.Errorf("desk after its leaf ended: %s", v.Status)
+	}
+}
+
+// testCancelRacesDecision: an approval sent to desk claims the leaf; before
+// it claims desk, a cancel of desk flags desk and the leaf. The approval's
+// claim of desk fails, and the leaf's leg it started reads its flag and
+// runs nothing; the cancel answers 200 Canceled only once the leaf ended —
+// and the approved append never ran.
+func testCancelRacesDecision(t *testing.T, o *Orch, hs *hookStore) {
+	res, _, p := pausedAtLeaf(t, o, "race.txt")
+	ctx := context.Background()
+	type answer struct {
+		out *agent.CancelOutcome
+		err error
+	}
+	canceled := make(chan answer, 1)
+	hs.match = func(w *agent.Write) bool {
+		a := w.Task.Active
+		return w.Task.ID == p.TaskID && a != nil && a.Status == agent.StatusRunning && len(w.Decisions) > 0
+	}
+	hs.after = func() {
+		go func() {
+			out, err := o.E.Cancel(ctx, agent.CancelInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID, Reason: "stop"})
+			canceled <- answer{out, err}
+		}()
+		// Until the cancel has flagged desk and the leaf below it.
+		waitFor(t, func() bool {
+			d, err1 := o.Store.GetTask(ctx, res.TaskID)
+			l, err2 := o.Store.GetTask(ctx, p.TaskID)
+			return err1 == nil && err2 == nil && d.Active != nil && d.Active.CancelRequested && l.Active != nil && l.Active.CancelRequested
+		})
+	}
+	run, err := o.E.StartResume(ctx, agent.ResumeInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: Approve()})
+	if err == nil {
+		run.Execute(ctx, agent.Discard)
+	}
+	var c answer
+	select {
+	case c = <-canceled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cancel did not answer")
+	}
+	if c.err != nil {
+		t.Fatalf("cancel: %v", c.err)
+	}
+	if !c.out.Pending && c.out.Result.Status == agent.StatusCanceled {
+		if got := o.Lines("race.txt"); len(got) != 0 {
+			t.Fatalf("cancel answered 200 Canceled and the approved append ran: race.txt = %q", got)
+		}
+	} else {
+		t.Errorf("cancel answered %+v, want 200 Canceled (the leaf's leg reads its flag at once)", c.out)
+	}
+	if got := o.Lines("race.txt"); len(got) != 0 {
+		t.Errorf("race.txt = %q: the approved call ran under a cancel", got)
+	}
+	for _, v := range []*agent.TaskView{o.View(t, "desk", res.TaskID), o.View(t, "leaf", p.TaskID)} {
+		if v.Status != agent.StatusCanceled {
+			t.Errorf("%s after the cancel: %s", v.Agent, v.Status)
+		}
+	}
 }
