@@ -183,7 +183,13 @@ func (h *handler) claim(ctx context.Context, req *a2a.SendMessageRequest) (*agen
 		switch f.req.Status {
 		case agent.StatusPaused:
 		case agent.StatusRunning:
-			return nil, protoErr(a2a.ErrUnsupportedOperation, agent.CodeTaskBusy, "task "+f.rid+" is working; send a message once it asks for input")
+			// A decision sent again while it runs is a duplicate: it waits
+			// for the leg in flight, or takes it over if that leg's process
+			// died (the resume answer table); anything else is refused by
+			// the resume (not_paused, decision_conflict).
+			if _, err := resumeBody(m.Parts); err != nil {
+				return nil, protoErr(a2a.ErrUnsupportedOperation, agent.CodeTaskBusy, "task "+f.rid+" is working; send a message once it asks for input")
+			}
 		default:
 			return nil, protoErr(a2a.ErrUnsupportedOperation, agent.CodeNotPaused,
 				"task "+f.rid+" is "+string(f.req.Status)+", a terminal state: send a new message in its context instead")

@@ -861,3 +861,103 @@ func TestRemoteAgentContextContinued(t *testing.T) {
 		t.Errorf("the remote context holds %d requests, want 2", len(v["requests"].([]any)))
 	}
 }
+
+// TestRemoteAgentPausedTwiceDecidedThere: the remote pauses in two rounds,
+// each decided on the remote system. Front notices the first decision (its
+// poll) and pauses again on the second round — with a poll of its own, so
+// it notices the second decision too and completes; it is never left
+// Paused on a call that was decided.
+func TestRemoteAgentPausedTwiceDecidedThere(t *testing.T) {
+	p := startPair(t)
+	b, _ := json.Marshal(map[string]string{"path": "twice.txt", "content": "y\n"})
+	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("twice.txt")+"\n/then append_file "+string(b)))
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("front: %d %v", code, paused)
+	}
+	taskID := paused["task_id"].(string)
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	code, out := httpCall(t, "POST", pc["resume_url"].(string), "bob", `{"action":"approve","round":1}`)
+	if code != 200 || out["status"] != "Paused" {
+		t.Fatalf("round 1 at the remote: %d %v", code, out)
+	}
+	// Front follows the remote into its second round.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, v := httpCall(t, "GET", p.url+"/agents/front/tasks/"+taskID, "alice", "")
+		pa, _ := v["pending_approvals"].([]any)
+		if len(pa) == 1 && pa[0].(map[string]any)["round"] == float64(2) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("front did not follow the remote's second round: %v", v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code, out = httpCall(t, "POST", pc["resume_url"].(string), "bob", `{"action":"approve","round":2}`)
+	if code != 200 || out["status"] != "Completed" {
+		t.Fatalf("round 2 at the remote: %d %v", code, out)
+	}
+	p.waitStatus(t, taskID, "Completed")
+	if got := lines(t, filepath.Join(p.remote.sandbox, "twice.txt")); got != 2 {
+		t.Errorf("twice.txt has %d lines, want 2", got)
+	}
+}
+
+// TestDecisionResentToADeadLeg: a Hitch A2A server whose request runs a
+// decision with its process dead (its lease ended) takes the leg over when
+// the same decision is sent again in a message — what a caller does when
+// it sends a decision again with its message id — instead of answering
+// task_busy for ever: the request completes, and the approved call, which
+// may have run, is outcome_unknown and never run twice. Another decision is
+// refused (decision_conflict), nothing changed.
+func TestDecisionResentToADeadLeg(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "assistant.yaml"), []byte(agentYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, _, srv := serveDir(t, dir, time.Minute, false)
+	inv, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": appendLine("dead.txt")}}})
+	code, paused := httpCall(t, "POST", srv.URL+"/agents/assistant/invoke", "bob", string(inv))
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("the pause: %d %v", code, paused)
+	}
+	tid, rid := paused["task_id"].(string), paused["request_id"].(string)
+	defer func(d time.Duration) { agent.LeaseDuration = d }(agent.LeaseDuration)
+	agent.LeaseDuration = time.Second
+	// The first decision's invocation claims the request, then dies.
+	if _, err := e.StartResume(context.Background(), agent.ResumeInput{Agent: "assistant", UserID: "bob", TaskID: tid, RequestID: rid,
+		Body: agent.ResumeRequest{Action: agent.ActionApprove}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(agent.LeaseDuration + 100*time.Millisecond)
+	send := func(data string) map[string]any {
+		body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"decision-1","role":"ROLE_USER",` +
+			`"taskId":"` + rid + `","contextId":"` + tid + `","parts":[{"data":` + data + `,"mediaType":"application/json"}]}}}`
+		req, _ := http.NewRequest("POST", srv.URL+"/a2a/assistant", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer bob")
+		req.Header.Set("A2A-Version", "1.0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := send(`{"action":"reject"}`); m["error"] == nil {
+		t.Errorf("another decision to the dead leg: %v, want decision_conflict", m)
+	}
+	m := send(`{"action":"approve"}`)
+	result, _ := m["result"].(map[string]any)
+	task, _ := result["task"].(map[string]any)
+	status, _ := task["status"].(map[string]any)
+	if status["state"] != "TASK_STATE_COMPLETED" {
+		t.Fatalf("the decision sent again: %v, want the leg taken over and completed", m)
+	}
+	if got := lines(t, filepath.Join(dir, "sandbox", "dead.txt")); got != 0 {
+		t.Errorf("dead.txt has %d lines: a call that may have run was run again", got)
+	}
+}

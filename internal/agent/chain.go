@@ -68,8 +68,7 @@ func (r *Run) planChildren(uses []Block) bool {
 			// Nothing on this system hears of the remote task: a poll,
 			// put with the call, takes the caller over if its leg dies
 			// (the message is sent again with its id, taken once).
-			r.extraOutbox = append(r.extraOutbox, OutboxItem{TaskID: r.taskID, RequestID: r.reqID, Epoch: a.Epoch, EventID: r.eventID,
-				Agent: r.agent.Name, UserID: r.task.UserID, Kind: OutboxContinue, Event: EventPoll, Recipient: "po-" + cc.MessageID, CreatedAt: r.e.now()})
+			r.extraOutbox = append(r.extraOutbox, r.pollItem(cc))
 		} else if tid, ok := r.task.Children[at.Agent]; ok && !in.NewTask {
 			cc.TaskID = tid
 		} else {
@@ -523,7 +522,24 @@ func (r *Run) pauseOnChildren(ctx context.Context, results []Block, paused []chi
 		r.fail(CodeInternal, "a sub-agent paused without pending calls")
 		return
 	}
+	for _, p := range paused {
+		if p.remote && !r.fresh[p.call.ToolCallID] {
+			// A remote call paused again (a later round): nothing on this
+			// system hears of its decision there but a poll, so this pause
+			// puts one (the call's first poll, put with it, went when the
+			// caller went on). Every open remote call has one in every
+			// round.
+			r.extraOutbox = append(r.extraOutbox, r.pollItem(p.call))
+		}
+	}
 	r.pause(ctx, pending, r.task.Active.Round+1, awaits)
+}
+
+// pollItem is the outbox item that polls a remote call's task (DESIGN §10):
+// delivered again and again until the caller moved on.
+func (r *Run) pollItem(cc ChildCall) OutboxItem {
+	return OutboxItem{TaskID: r.taskID, RequestID: r.reqID, Epoch: r.task.Active.Epoch, EventID: r.eventID,
+		Agent: r.agent.Name, UserID: r.task.UserID, Kind: OutboxContinue, Event: EventPoll, Recipient: "po-" + cc.MessageID, CreatedAt: r.e.now()}
 }
 
 // addResults records results of the request's last turn: in the tool
