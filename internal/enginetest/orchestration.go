@@ -151,6 +151,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ExpiryAtACallerEndsTheChain", testExpiryAtCaller},
 		{"ExpiryAtALeafEndsTheChain", testExpiryAtLeaf},
 		{"CancelWhileALeafIsClaimed", testCancelLeafClaimed},
+		{"DeadContinuationTakenOver", testDeadContinuationTakenOver},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
 	}
@@ -975,5 +976,38 @@ func testCancelRacesDecision(t *testing.T, o *Orch, hs *hookStore) {
 		if v.Status != agent.StatusCanceled {
 			t.Errorf("%s after the cancel: %s", v.Agent, v.Status)
 		}
+	}
+}
+
+// testDeadContinuationTakenOver: the leaf's approval ends it; desk's
+// continuation claims desk and its process dies before desk commits. With
+// no client acting, the reaper finds desk, takes it over — the leaf's
+// result is read again, nothing below runs twice — and desk completes.
+func testDeadContinuationTakenOver(t *testing.T, o *Orch) {
+	res, _, p := pausedAtLeaf(t, o, "cont.txt")
+	if out, _, err := o.Resume("leaf", p.TaskID, p.RequestID, Approve()); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("approve at the leaf: %+v %v", out, err)
+	}
+	defer func(d time.Duration) { agent.LeaseDuration = d }(agent.LeaseDuration)
+	agent.LeaseDuration = time.Second
+	ctx := context.Background()
+	run, err := o.E.StartContinue(ctx, res.TaskID, res.RequestID)
+	if err != nil || run == nil {
+		t.Fatalf("the continuation's claim: %v %v", run, err)
+	}
+	time.Sleep(agent.LeaseDuration + 100*time.Millisecond) // it dies unrun
+	due, err := o.E.DueTakeovers(ctx, 100)
+	if err != nil || len(due) != 1 || due[0].TaskID != res.TaskID {
+		t.Fatalf("due = %+v %v, want desk", due, err)
+	}
+	taken, err := o.E.StartTakeover(ctx, res.TaskID, res.RequestID)
+	if err != nil || taken == nil {
+		t.Fatalf("takeover: %v %v", taken, err)
+	}
+	if out := taken.Execute(ctx, agent.Discard); out.Status != agent.StatusCompleted || !strings.Contains(out.Output, "append_file success") {
+		t.Fatalf("desk after the takeover: %+v", out)
+	}
+	if got := o.Lines("cont.txt"); !slices.Equal(got, []string{"x"}) {
+		t.Errorf("cont.txt = %q, want the one approved line", got)
 	}
 }
