@@ -590,19 +590,29 @@ func (r *Run) addResults(blocks []Block) {
 // §10); nil when there is nothing to do (the caller moved on, or its
 // sub-agents are where it saw them). ErrBusy: a live invocation holds it.
 func (e *Engine) StartContinue(ctx context.Context, taskID, rid string) (*Run, error) {
-	return e.startContinue(ctx, taskID, rid, false)
+	return e.startContinue(ctx, taskID, rid, false, "")
+}
+
+// ConsumeContinue is StartContinue for a continuation item (the outbox
+// key sk of the caller's task): the claim that continues the caller
+// deletes the item in its own transaction — only the commit that consumes
+// a continuation deletes it (a leg that dies after the claim is taken over
+// by the reaper). When there is nothing to do (nil, nil) the item is stale
+// and its deliverer deletes it; ErrBusy keeps it for later.
+func (e *Engine) ConsumeContinue(ctx context.Context, taskID, rid, sk string) (*Run, error) {
+	return e.startContinue(ctx, taskID, rid, false, sk)
 }
 
 // StartPoll is StartContinue for a caller's poll of its remote calls
 // (DESIGN §10): ErrWaiting when it still waits on a remote that has not
 // moved, so that the poll is delivered again later.
 func (e *Engine) StartPoll(ctx context.Context, taskID, rid string) (*Run, error) {
-	return e.startContinue(ctx, taskID, rid, true)
+	return e.startContinue(ctx, taskID, rid, true, "")
 }
 
-func (e *Engine) startContinue(ctx context.Context, taskID, rid string, poll bool) (*Run, error) {
+func (e *Engine) startContinue(ctx context.Context, taskID, rid string, poll bool, consumed string) (*Run, error) {
 	for attempt := 0; attempt < 5; attempt++ {
-		run, err := e.tryContinue(ctx, taskID, rid, poll)
+		run, err := e.tryContinue(ctx, taskID, rid, poll, consumed)
 		var ce *ConflictError
 		if errors.As(err, &ce) {
 			continue
@@ -612,7 +622,7 @@ func (e *Engine) startContinue(ctx context.Context, taskID, rid string, poll boo
 	return nil, ErrBusy
 }
 
-func (e *Engine) tryContinue(ctx context.Context, taskID, rid string, poll bool) (*Run, error) {
+func (e *Engine) tryContinue(ctx context.Context, taskID, rid string, poll bool, consumed string) (*Run, error) {
 	if poll {
 		// A poll reads META alone until there is something to do.
 		if done, err := e.pollIdle(ctx, taskID, rid); done || err != nil {
@@ -648,7 +658,7 @@ func (e *Engine) tryContinue(ctx context.Context, taskID, rid string, poll bool)
 		// recovers it (DESIGN §4).
 		return nil, nil
 	case a.Status == StatusRunning:
-		return e.claimContinue(ctx, ag, t, items, nil)
+		return e.claimContinue(ctx, ag, t, items, nil, consumed)
 	case a.Status != StatusPaused || len(a.Awaits) == 0:
 		return nil, nil
 	}
@@ -671,7 +681,7 @@ func (e *Engine) tryContinue(ctx context.Context, taskID, rid string, poll bool)
 	if err != nil {
 		return nil, err
 	}
-	return e.claimContinue(ctx, ag, t, items, d)
+	return e.claimContinue(ctx, ag, t, items, d, consumed)
 }
 
 // openCalls are the request's sub-agent calls still without a result.
@@ -813,7 +823,7 @@ func (e *Engine) copiedDecision(ctx context.Context, t *Task) (*Decision, error)
 // claimContinue claims a caller for a continuation leg: a paused caller
 // whose sub-agent moved (with the leaves' decision copied), or one whose
 // leg died while it waited on a sub-agent (a takeover).
-func (e *Engine) claimContinue(ctx context.Context, ag *Agent, t *Task, items []Item, d *Decision) (*Run, error) {
+func (e *Engine) claimContinue(ctx context.Context, ag *Agent, t *Task, items []Item, d *Decision, consumed string) (*Run, error) {
 	now := e.now()
 	next := t.Clone()
 	na := next.Active
@@ -829,6 +839,9 @@ func (e *Engine) claimContinue(ctx context.Context, ag *Agent, t *Task, items []
 	na.Status, na.ClaimToken, na.LeaseUntil, na.ClaimedAt = StatusRunning, e.newID(), lease, now
 	na.Pending, na.Awaits = nil, nil
 	w := &Write{Task: next, PrevVersion: t.Version}
+	if consumed != "" {
+		w.Consumed = []string{consumed}
+	}
 	if d != nil {
 		na.Decisions = []Decision{*d}
 		w.Decisions = []RequestDecision{{RequestID: na.ID, Decision: *d}}

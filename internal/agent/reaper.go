@@ -136,7 +136,7 @@ func (e *Engine) tryTakeover(ctx context.Context, taskID, rid string) (*Run, err
 	}
 	e.log().Warn("the reaper takes over a request whose lease expired", "task_id", t.ID, "request_id", a.ID,
 		"lease_until", a.LeaseUntil, "takeovers", a.Takeovers)
-	run, err := e.claimContinue(ctx, ag, t, items, nil)
+	run, err := e.claimContinue(ctx, ag, t, items, nil, "")
 	if err != nil {
 		return nil, err
 	}

@@ -194,6 +194,10 @@ type Write struct {
 	Outbox []OutboxItem
 	// Tokens are waiters' tokens to put (TOK#<rid>#<hash>).
 	Tokens []TokenItem
+	// Consumed are outbox items of this task the write deletes: a
+	// continuation, deleted only by the caller's commit that consumes it
+	// (its claim; a takeover finishes a leg that dies after it).
+	Consumed []string
 	// Joins are the outcomes of the child requests the write ends, put
 	// under their callers' tasks (JOIN#…, DESIGN §10), which read them
 	// with their history.

@@ -89,6 +89,9 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		}
 		final = append(final, a)
 	}
+	for _, sk := range w.Consumed {
+		final = append(final, action{item: types.TransactWriteItem{Delete: &types.Delete{TableName: &st.table, Key: key(pk, sk)}}, size: len(pk) + len(sk)})
+	}
 	at := conditions{meta: 0, session: -1, idem: -1}
 	if w.Session != nil {
 		at.session = len(final)

@@ -152,6 +152,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ExpiryAtALeafEndsTheChain", testExpiryAtLeaf},
 		{"CancelWhileALeafIsClaimed", testCancelLeafClaimed},
 		{"DeadContinuationTakenOver", testDeadContinuationTakenOver},
+		{"ContinuationConsumedByTheClaim", testContinuationConsumedByTheClaim},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
 	}
@@ -1009,5 +1010,47 @@ func testDeadContinuationTakenOver(t *testing.T, o *Orch) {
 	}
 	if got := o.Lines("cont.txt"); !slices.Equal(got, []string{"x"}) {
 		t.Errorf("cont.txt = %q, want the one approved line", got)
+	}
+}
+
+// testContinuationConsumedByTheClaim: the leaf's end puts desk's
+// continuation; the claim that continues desk deletes it in its own
+// transaction (not the deliverer after the leg, whatever the leg did).
+// While that leg holds desk, another delivery finds it busy and keeps
+// nothing else; once desk ended, a stale delivery has nothing to do.
+func testContinuationConsumedByTheClaim(t *testing.T, o *Orch) {
+	res, _, p := pausedAtLeaf(t, o, "consumed.txt")
+	if out, _, err := o.Resume("leaf", p.TaskID, p.RequestID, Approve()); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("approve at the leaf: %+v %v", out, err)
+	}
+	ctx := context.Background()
+	items, err := o.Store.ListOutbox(ctx, time.Now().Add(time.Hour), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cont *agent.OutboxItem
+	for i := range items {
+		if items[i].Kind == agent.OutboxContinue && items[i].TaskID == res.TaskID {
+			cont = &items[i]
+		}
+	}
+	if cont == nil {
+		t.Fatalf("no continuation of desk: %+v", items)
+	}
+	run, err := o.E.ConsumeContinue(ctx, cont.TaskID, cont.RequestID, cont.SK())
+	if err != nil || run == nil {
+		t.Fatalf("the continuation's claim: %v %v", run, err)
+	}
+	if _, err := o.Store.GetOutbox(ctx, cont.TaskID, cont.SK()); !errors.Is(err, agent.ErrNotFound) {
+		t.Errorf("after the claim, the continuation item: %v, want it deleted with the claim", err)
+	}
+	if _, err := o.E.ConsumeContinue(ctx, cont.TaskID, cont.RequestID, cont.SK()); !errors.Is(err, agent.ErrBusy) {
+		t.Errorf("a delivery while the leg holds desk: %v, want ErrBusy", err)
+	}
+	if out := run.Execute(ctx, agent.Discard); out.Status != agent.StatusCompleted {
+		t.Fatalf("desk: %+v", out)
+	}
+	if again, err := o.E.ConsumeContinue(ctx, cont.TaskID, cont.RequestID, cont.SK()); again != nil || err != nil {
+		t.Errorf("a stale delivery: %v %v, want nothing to do", again, err)
 	}
 }

@@ -74,11 +74,18 @@ func Continue(e *agent.Engine) lambdahttp.DirectFunc {
 		}
 		wctx := context.WithoutCancel(ctx)
 		start := e.StartContinue
+		consumes := false
 		switch {
 		case p.Op == OpTakeover:
 			start = e.StartTakeover
 		case p.Poll:
 			start = e.StartPoll
+		case p.Outbox != "":
+			// The claim that continues the caller deletes the item.
+			consumes = true
+			start = func(ctx context.Context, taskID, rid string) (*agent.Run, error) {
+				return e.ConsumeContinue(ctx, taskID, rid, p.Outbox)
+			}
 		}
 		run, err := start(wctx, p.TaskID, p.RequestID)
 		if errors.Is(err, agent.ErrWaiting) {
@@ -96,7 +103,9 @@ func Continue(e *agent.Engine) lambdahttp.DirectFunc {
 		if run != nil {
 			out.Status = run.Execute(wctx, agent.Discard).Status
 		}
-		if p.Outbox != "" {
+		if p.Outbox != "" && (run == nil || !consumes) {
+			// Nothing consumed it (there was nothing to do), or a poll
+			// whose caller went on: delete it here.
 			if err := e.Store.DeleteOutbox(wctx, p.TaskID, p.Outbox); err != nil {
 				log.Warn("deleting a continuation's outbox item failed; it will be delivered again", "task_id", p.TaskID, "sk", p.Outbox, "err", err)
 			}

@@ -266,6 +266,9 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	for sk, r := range keyed {
 		tr.keyed[sk] = r
 	}
+	for _, sk := range w.Consumed {
+		delete(tr.keyed, sk)
+	}
 	for id, recs := range elsewhere {
 		other := s.tasks[id]
 		if other == nil {

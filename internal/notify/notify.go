@@ -92,11 +92,17 @@ func (c continueHere) Continue(ctx context.Context, o agent.OutboxItem) error {
 		}
 		return nil
 	}
-	err := c.e.ContinueCaller(ctx, o.TaskID, o.RequestID)
+	// The claim that continues the caller deletes the item in its own
+	// transaction; with nothing to do, the dispatcher deletes it.
+	run, err := c.e.ConsumeContinue(ctx, o.TaskID, o.RequestID, o.SK())
 	if err != nil {
 		return fmt.Errorf("%w: continue %s: %v", ErrRetry, o.RequestID, err)
 	}
-	return nil
+	if run == nil {
+		return nil
+	}
+	run.Execute(ctx, agent.Discard)
+	return ErrKept
 }
 
 // DefaultPollEvery is how often a caller paused on a remote agent polls it
