@@ -219,6 +219,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		engine.ChainMinRemaining = d
 	}
 	obs.instrument(engine)
+	reaper := &agent.Reaper{Engine: engine, Every: c.reapEvery, Log: log}
+	engine.Wake = reaper.Wake
 	d := newDispatcher(engine, log, loadAWS)
 	d.PollEvery = c.a2aPoll
 	stopNotify, err := runDispatcher(ctx, c, store, ddb, d, log, loadAWS)
@@ -228,7 +230,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	defer stopNotify()
 	// The reaper: a request whose process died finishes without anyone
 	// touching its task (docs/architecture.md, "The reaper").
-	reaper := &agent.Reaper{Engine: engine, Every: c.reapEvery, Log: log}
 	reapCtx, stopReaper := context.WithCancel(ctx)
 	reaped := make(chan struct{})
 	go func() { defer close(reaped); reaper.Run(reapCtx) }()

@@ -240,16 +240,7 @@ func (rp *Reaper) Run(ctx context.Context) {
 	if every <= 0 {
 		every = DefaultReapEvery
 	}
-	rp.mu.Lock()
-	rp.busy = map[string]bool{}
-	rp.wakeCh = make(chan Takeover, 64)
-	rp.mu.Unlock()
-	rp.Engine.Wake = func(tk Takeover) {
-		select {
-		case rp.wakeCh <- tk:
-		default: // the sweep finds it
-		}
-	}
+	wake := rp.wakes()
 	defer rp.wg.Wait()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -257,12 +248,30 @@ func (rp *Reaper) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case tk := <-rp.wakeCh:
+		case tk := <-wake:
 			rp.start(ctx, tk)
 		case <-tick.C:
 			rp.Sweep(ctx)
 		}
 	}
+}
+
+// Wake asks the reaper to take a request over now rather than at its next
+// sweep (Engine.Wake: set it before the engine serves requests).
+func (rp *Reaper) Wake(tk Takeover) {
+	select {
+	case rp.wakes() <- tk:
+	default: // full: the sweep finds it
+	}
+}
+
+func (rp *Reaper) wakes() chan Takeover {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	if rp.wakeCh == nil {
+		rp.wakeCh = make(chan Takeover, 64)
+	}
+	return rp.wakeCh
 }
 
 // Sweep takes over what is due now; it returns how many it started.

@@ -228,3 +228,19 @@ func testReaperGivesUp(t *testing.T, env *Env) {
 		t.Errorf("a failed request is still due: %+v", due)
 	}
 }
+
+// testReaperLoop: the in-process reaper (hitch serve's) sweeps by itself
+// and finishes a dead request with nobody calling anything.
+func testReaperLoop(t *testing.T, env *Env) {
+	dead := env.deadLeg(t)
+	env.Model.Add(agenttest.Say("recovered"))
+	ctx, cancel := context.WithCancel(context.Background())
+	rp := &agent.Reaper{Engine: env.E, Every: 10 * time.Millisecond}
+	done := make(chan struct{})
+	go func() { rp.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, func() bool {
+		v, err := env.E.GetTask(context.Background(), "acc", "alice", dead.TaskID, agent.ViewOptions{})
+		return err == nil && v.Status == agent.StatusCompleted
+	})
+}

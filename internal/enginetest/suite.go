@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ReaperLeavesLiveLegs", testReaperLeavesLiveLegs},
 		{"ReaperExpiresRounds", testReaperExpiresRounds},
 		{"ReaperGivesUp", testReaperGivesUp},
+		{"ReaperLoop", testReaperLoop},
 		{"CancelPaused", testCancelPaused},
 		{"CancelRunning", testCancelRunning},
 		{"CancelMidTool", testCancelMidTool},

@@ -95,3 +95,34 @@ func TestReaperThroughTheResumeFunction(t *testing.T) {
 		t.Errorf("%d invocations after the request ended, want 1", n)
 	}
 }
+
+// sentTakeovers records the takeovers a tick hands on.
+type sentTakeovers struct{ got []agent.Takeover }
+
+func (s *sentTakeovers) Takeover(_ context.Context, tk agent.Takeover) error {
+	s.got = append(s.got, tk)
+	return nil
+}
+
+// TestScheduleSweepsEveryFifthTick: with the reaper on, the one-minute
+// schedule re-drives outbox items older than the sweep age only on the
+// ticks of every fifth minute; the others only reap.
+func TestScheduleSweepsEveryFifthTick(t *testing.T) {
+	f := newFixture(t, 0)
+	f.h.SweepAge = time.Nanosecond
+	sent := &sentTakeovers{}
+	f.h.Takeovers = sent
+	_, item := f.pause(t)
+	time.Sleep(10 * time.Millisecond)
+	f.handle(t, map[string]any{"source": "aws.events", "detail-type": "Scheduled Event", "time": "2026-11-26T07:31:00Z"})
+	if got := f.hooks.Delivered(); len(got) != 0 {
+		t.Fatalf("a tick of minute 31 re-drove the outbox: %+v", got)
+	}
+	f.handle(t, map[string]any{"source": "aws.events", "detail-type": "Scheduled Event", "time": "2026-11-26T07:35:00Z"})
+	if got := f.hooks.Delivered(); len(got) != 1 || got[0].ID != item.DeliveryID() {
+		t.Errorf("the tick of minute 35: %+v, want the paused item re-driven", got)
+	}
+	if len(sent.got) != 0 {
+		t.Errorf("takeovers of a paused, unexpired request: %+v", sent.got)
+	}
+}
