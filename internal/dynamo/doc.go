@@ -18,6 +18,9 @@
 //	TASK#<tid>      EVT#<rid>#<epoch, 6 digits>#<first id, 10 digits>
 //	                                                data (a JSON array of consecutive events), request_id,
 //	                                                first, last (N), ttl
+//	TASK#<tid>      OUT#<rid>#<epoch, 6 digits>#<event id, 10 digits>#<recipient>
+//	                                                data (an OutboxItem as JSON), request_id, ttl,
+//	                                                GSI3PK = OUT, GSI3SK = <created_at>#<PK>#<SK>
 //	SESSION#<sid>   META                            owner, created_at
 //	SESSION#<sid>   TASK#<created_at>#<tid>         the session's index: agent, task_id, created_at
 //	IDEM#<key>      IDEM                            data (the IdemRecord as JSON), body_hash, task_id,
@@ -73,7 +76,9 @@
 // GSI1 newest first: one status, or the five merged by (updated_at, tid). Its
 // cursor, like ListSessionTasks', is the last position returned as base64url
 // JSON; both lists read one more than the limit so that the last page carries
-// no cursor.
+// no cursor. ListRequestOutbox (the dispatcher, before each delivery) is one
+// consistent Query of OUT#<rid>#; ListOutbox (the sweep) queries GSI3, by
+// creation time.
 //
 // # Event log
 //
