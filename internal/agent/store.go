@@ -116,6 +116,13 @@ type Store interface {
 	// before, oldest first (the sweep that re-drives them).
 	ListOutbox(ctx context.Context, before time.Time, limit int) ([]OutboxItem, error)
 
+	// ListRequestOutbox reads the request's live outbox items under the
+	// task (OUT#<rid>#…), strongly consistent, in commit order (epoch,
+	// then event id, compared as numbers, then recipient): the dispatcher
+	// asks it whether an earlier item for the same recipient is still
+	// undelivered. Expired items are absent; an unknown task has none.
+	ListRequestOutbox(ctx context.Context, taskID, requestID string) ([]OutboxItem, error)
+
 	// GetToken reads a waiter's token item; ErrNotFound once answered.
 	GetToken(ctx context.Context, taskID, requestID, hash string) (*TokenItem, error)
 

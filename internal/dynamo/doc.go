@@ -30,8 +30,8 @@
 //	                                                data (a sub-agent's result for its caller, put
 //	                                                by the child's ending transaction); sorts inside
 //	                                                the history read
-//	TASK#<tid>      OUT#<rid>#<epoch>#<event id>#<recipient>
-//	                                                data (an outbox item), request_id, ttl (7 days),
+//	TASK#<tid>      OUT#<rid>#<epoch, 6 digits>#<event id, 10 digits>#<recipient>
+//	                                                data (an OutboxItem as JSON), request_id, ttl (7 days),
 //	                                                GSI3PK = OUT, GSI3SK = <created_at>#<PK>#<SK>
 //	TASK#<tid>      TOK#<rid>#<token hash>          data (a waiter's task token or callback id),
 //	                                                request_id
@@ -90,7 +90,9 @@
 // GSI1 newest first: one status, or the five merged by (updated_at, tid). Its
 // cursor, like ListSessionTasks', is the last position returned as base64url
 // JSON; both lists read one more than the limit so that the last page carries
-// no cursor.
+// no cursor. ListRequestOutbox (the dispatcher, before each delivery) is one
+// consistent Query of OUT#<rid>#; ListOutbox (the sweep) queries GSI3, by
+// creation time.
 //
 // # Event log
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,6 +102,35 @@ func (st *Store) ListOutbox(ctx context.Context, before time.Time, limit int) (_
 			break
 		}
 	}
+	return out, nil
+}
+
+// ListRequestOutbox implements agent.Store: one consistent Query of the
+// task's OUT#<rid># items (a request's undelivered items are few: it
+// follows LastEvaluatedKey past 1 MB all the same).
+func (st *Store) ListRequestOutbox(ctx context.Context, taskID, requestID string) (_ []agent.OutboxItem, err error) {
+	defer wrap(&err, "ListRequestOutbox", taskID+","+requestID)
+	raw, err := st.query(ctx, &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(taskPK(taskID)), ":prefix": s("OUT#" + requestID + "#")},
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	now := st.now().Unix()
+	var out []agent.OutboxItem
+	for _, it := range raw {
+		if !live(it, now) {
+			continue
+		}
+		var o agent.OutboxItem
+		if err := json.Unmarshal([]byte(str(it, attrData)), &o); err != nil {
+			return nil, fmt.Errorf("corrupt outbox item %s: %w", str(it, attrSK), err)
+		}
+		out = append(out, o)
+	}
+	slices.SortFunc(out, agent.CompareOutbox)
 	return out, nil
 }
 

@@ -79,6 +79,34 @@ func (s *Store) ListOutbox(ctx context.Context, before time.Time, limit int) (_ 
 	return out, nil
 }
 
+// ListRequestOutbox implements agent.Store.
+func (s *Store) ListRequestOutbox(ctx context.Context, taskID, requestID string) (_ []agent.OutboxItem, err error) {
+	defer wrap(&err, "ListRequestOutbox", func() string { return taskID + "," + requestID })
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tr := s.tasks[taskID]
+	if tr == nil {
+		return nil, nil
+	}
+	now := s.now()
+	var out []agent.OutboxItem
+	for sk, r := range tr.keyed {
+		if !strings.HasPrefix(sk, "OUT#"+requestID+"#") || !live(r.ttl, now) {
+			continue
+		}
+		var o agent.OutboxItem
+		if err := json.Unmarshal(r.data, &o); err != nil {
+			return nil, fmt.Errorf("corrupt outbox item %s: %w", sk, err)
+		}
+		out = append(out, o)
+	}
+	slices.SortFunc(out, agent.CompareOutbox)
+	return out, nil
+}
+
 // GetToken implements agent.Store.
 func (s *Store) GetToken(ctx context.Context, taskID, requestID, hash string) (_ *agent.TokenItem, err error) {
 	defer wrap(&err, "GetToken", func() string { return taskID + "," + requestID })

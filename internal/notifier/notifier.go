@@ -2,8 +2,11 @@
 // delivers the outbox items the table's stream carries, re-queues a failed
 // delivery on an SQS retry queue with a delay (so that no dead receiver
 // blocks the shard), consumes that queue, and sweeps, every 5 minutes, the
-// items older than 15 minutes that still exist (a lost stream record). The
-// dispatcher itself is internal/notify's, the same `hitch serve` runs.
+// items older than 15 minutes that still exist (a lost stream record). In
+// each batch a request's items to one recipient go one after another, in
+// commit order; an item whose earlier one is still undelivered (refused,
+// in another batch) goes on the retry queue behind it. The dispatcher
+// itself is internal/notify's, the same `hitch serve` runs.
 package notifier
 
 import (
@@ -12,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,11 +33,14 @@ type Requeuer interface {
 	Requeue(ctx context.Context, m Retry, delay time.Duration) error
 }
 
-// Retry is a retry queue message: the item, how many attempts failed, and
-// when the next may start (a wait over SQS's 15 minutes is done in steps).
+// Retry is a retry queue message: the item, how many attempts failed, how
+// many times it waited for an earlier item of its request to the same
+// recipient (notify.Behind), and when the next may start (a wait over
+// SQS's 15 minutes is done in steps).
 type Retry struct {
 	Item      agent.OutboxItem `json:"item"`
 	Attempt   int              `json:"attempt"`
+	Waits     int              `json:"waits,omitempty"`
 	NotBefore time.Time        `json:"not_before"`
 }
 
@@ -117,22 +124,25 @@ func (h *Handler) stream(ctx context.Context, ev events.DynamoDBEvent) events.Dy
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: id})
 		mu.Unlock()
 	}
-	h.each(len(ev.Records), func(i int) {
-		r := ev.Records[i]
+	var jobs []job
+	for _, r := range ev.Records {
 		if r.EventName != string(events.DynamoDBOperationTypeInsert) {
-			return
+			continue
 		}
 		o, ok, err := dynamo.OutboxOf(imageOf(r.Change.NewImage))
 		if !ok {
-			return
+			continue
 		}
 		if err != nil {
 			h.log().Error("a corrupt outbox item in the stream", "sequence_number", r.Change.SequenceNumber, "err", err)
 			fail(r.Change.SequenceNumber)
-			return
+			continue
 		}
-		if err := h.deliver(ctx, Retry{Item: o}); err != nil {
-			fail(r.Change.SequenceNumber)
+		jobs = append(jobs, job{r: Retry{Item: o}, id: r.Change.SequenceNumber})
+	}
+	h.inOrder(jobs, func(j job) {
+		if err := h.deliver(ctx, j.r); err != nil {
+			fail(j.id)
 		}
 	})
 	return resp
@@ -142,22 +152,26 @@ func (h *Handler) stream(ctx context.Context, ev events.DynamoDBEvent) events.Dy
 func (h *Handler) queue(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	var mu sync.Mutex
-	h.each(len(ev.Records), func(i int) {
-		m := ev.Records[i]
+	fail := func(id string) {
+		mu.Lock()
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+		mu.Unlock()
+	}
+	var jobs []job
+	for _, m := range ev.Records {
 		var r Retry
 		if err := json.Unmarshal([]byte(m.Body), &r); err != nil || r.Item.TaskID == "" {
 			// Not ours: retrying cannot cure it; the queue's redrive
 			// policy moves it to the DLQ.
 			h.log().Error("a retry message that does not decode", "message_id", m.MessageId, "err", err)
-			mu.Lock()
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
-			mu.Unlock()
-			return
+			fail(m.MessageId)
+			continue
 		}
-		if err := h.deliver(ctx, r); err != nil {
-			mu.Lock()
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
-			mu.Unlock()
+		jobs = append(jobs, job{r: r, id: m.MessageId})
+	}
+	h.inOrder(jobs, func(j job) {
+		if err := h.deliver(ctx, j.r); err != nil {
+			fail(j.id)
 		}
 	})
 	return resp
@@ -173,18 +187,24 @@ func (h *Handler) sweep(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("notifier: sweep: %w", err)
 	}
+	jobs := make([]job, len(items))
+	for i, o := range items {
+		jobs[i] = job{r: Retry{Item: o}}
+	}
 	var failed error
 	var mu sync.Mutex
-	h.each(len(items), func(i int) {
-		if items[i].Event == agent.EventPoll {
-			// A poll has its own chain through the retry queue (from the
-			// stream): the sweep polls once, and starts no second chain.
-			if err := h.D.Deliver(ctx, items[i]); err != nil && !errors.Is(err, notify.ErrRetry) {
-				h.log().Warn("sweeping a poll failed", "task_id", items[i].TaskID, "err", err)
+	h.inOrder(jobs, func(j job) {
+		err := h.D.Deliver(ctx, j.r.Item)
+		if behind := (*notify.Behind)(nil); j.r.Item.Event == agent.EventPoll || errors.As(err, &behind) {
+			// A poll, or an item behind an earlier one, has its chain
+			// through the retry queue (from the stream); the sweep, back
+			// in 5 minutes, starts no second one.
+			if err != nil && !errors.Is(err, notify.ErrRetry) {
+				h.log().Warn("sweeping a poll failed", "task_id", j.r.Item.TaskID, "err", err)
 			}
 			return
 		}
-		if err := h.deliver(ctx, Retry{Item: items[i]}); err != nil {
+		if err := h.requeue(ctx, j.r, err); err != nil {
 			mu.Lock()
 			failed = err
 			mu.Unlock()
@@ -199,23 +219,73 @@ func (h *Handler) deliver(ctx context.Context, r Retry) error {
 	if wait := time.Until(r.NotBefore); wait > 0 {
 		return h.Queue.Requeue(ctx, r, min(wait, maxDelay))
 	}
-	err := h.D.Deliver(ctx, r.Item)
+	return h.requeue(ctx, r, h.D.Deliver(ctx, r.Item))
+}
+
+// requeue puts r back on the retry queue when err, its delivery's, says to
+// try again: after the backoff; a poll after its own wait; an item behind
+// an earlier one of its request to the same recipient after
+// notify.WaitBehind (1 s, doubling, at most a minute: it goes soon after
+// that one is accepted, and the shard never waits for it). The error is
+// only the re-queue's.
+func (h *Handler) requeue(ctx context.Context, r Retry, err error) error {
 	if err == nil || !errors.Is(err, notify.ErrRetry) {
 		return nil
 	}
-	delay := h.backoff(r.Attempt)
-	next := Retry{Item: r.Item, Attempt: r.Attempt + 1}
-	if ra := (*notify.RetryAfter)(nil); errors.As(err, &ra) {
-		delay, next.Attempt = ra.After, r.Attempt // a poll: the wait is the poll's
+	next := Retry{Item: r.Item, Attempt: r.Attempt, Waits: r.Waits}
+	var delay time.Duration
+	level, msg := slog.LevelInfo, "a delivery failed; re-queued"
+	switch ra, behind := (*notify.RetryAfter)(nil), (*notify.Behind)(nil); {
+	case errors.As(err, &behind):
+		delay, level, msg = notify.WaitBehind(r.Waits), slog.LevelDebug, "a delivery waits for an earlier one; re-queued"
+		next.Waits++
+	case errors.As(err, &ra):
+		delay = ra.After // a poll: the wait is the poll's
+	default:
+		delay = h.backoff(r.Attempt)
+		next.Attempt++
 	}
 	next.NotBefore = time.Now().Add(delay)
-	h.log().Info("a delivery failed; re-queued", "task_id", r.Item.TaskID, "request_id", r.Item.RequestID, "kind", r.Item.Kind,
+	h.log().Log(ctx, level, msg, "task_id", r.Item.TaskID, "request_id", r.Item.RequestID, "kind", r.Item.Kind,
 		"event", r.Item.Event, "delivery_id", r.Item.DeliveryID(), "attempt", next.Attempt, "in", delay, "err", err)
 	if qerr := h.Queue.Requeue(ctx, next, min(delay, maxDelay)); qerr != nil {
 		h.log().Error("re-queueing a failed delivery failed", "task_id", r.Item.TaskID, "delivery_id", r.Item.DeliveryID(), "err", qerr)
 		return qerr
 	}
 	return nil
+}
+
+// job is one delivery of a batch, and what names it in the partial batch
+// response.
+type job struct {
+	r  Retry
+	id string
+}
+
+// inOrder runs fn on the jobs: those of one request to one recipient one
+// after another in commit order, each once the one before it is done with
+// (delivered, refused for good, or re-queued: then the next finds it still
+// there and is re-queued behind it), the others in parallel, at most
+// Parallel at once. A continuation's recipient is its child: grouped the
+// same way, it never waits for a notification.
+func (h *Handler) inOrder(jobs []job, fn func(job)) {
+	groups := map[string][]job{}
+	var keys []string
+	for _, j := range jobs {
+		o := j.r.Item
+		k := o.TaskID + "/" + o.RequestID + "/" + o.Recipient
+		if groups[k] == nil {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], j)
+	}
+	h.each(len(keys), func(i int) {
+		g := groups[keys[i]]
+		slices.SortStableFunc(g, func(a, b job) int { return agent.CompareOutbox(a.r.Item, b.r.Item) })
+		for _, j := range g {
+			fn(j)
+		}
+	})
 }
 
 // each runs fn(0..n-1), at most Parallel at once.

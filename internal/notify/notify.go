@@ -1,7 +1,10 @@
 // Package notify delivers the outbox (DESIGN §11): each OUT# item a commit
 // put is resolved (its webhook, its waiter's token, its request's result)
 // and delivered at least once — a webhook POST, a Step Functions task token
-// or a durable execution callback answered — then deleted. The dispatcher
+// or a durable execution callback answered — then deleted. A recipient
+// hears of one request's events in commit order: before each delivery the
+// dispatcher reads the request's outbox (one Query), and an item with an
+// earlier one for its recipient still there waits (Behind). The dispatcher
 // is the same in the notifier function (fed by the table's stream, an SQS
 // retry queue and a sweep) and under `hitch serve` (Runner: fed by the
 // memory store's queue or the table's stream, retrying in process).
@@ -141,13 +144,14 @@ func (d *Dispatcher) now() time.Time {
 // Deliver delivers one item and deletes it. It returns nil when the item is
 // done — delivered, already delivered (gone), or refused for good (the
 // refusal is logged and counted, never retried) — and an error wrapping
-// ErrRetry when it should be tried again (the item stays).
+// ErrRetry when it should be tried again (the item stays): a *Behind when
+// an earlier item of its request for the same recipient is undelivered.
 func (d *Dispatcher) Deliver(ctx context.Context, o agent.OutboxItem) error {
 	store := d.Engine.Store
-	if _, err := store.GetOutbox(ctx, o.TaskID, o.SK()); errors.Is(err, agent.ErrNotFound) {
+	if gone, err := d.check(ctx, o); err != nil {
+		return err
+	} else if gone {
 		return nil // delivered meanwhile (a duplicate record, the sweep)
-	} else if err != nil {
-		return fmt.Errorf("%w: read %s: %v", ErrRetry, o.SK(), err)
 	}
 	start := d.now()
 	err := d.deliver(ctx, o)
@@ -172,6 +176,69 @@ func (d *Dispatcher) Deliver(ctx context.Context, o agent.OutboxItem) error {
 	}
 	return nil
 }
+
+// check reads whether o is still undelivered and, for a notification,
+// whether it may go now: a recipient hears of a request's events in the
+// order they were committed, each delivery starting only after the one
+// before it to the same recipient was accepted (docs/api.md#notifications).
+// One strongly consistent Query of the request's outbox tells both; the
+// items before o for its recipient are still there until accepted, refused
+// for good (deleted too) or expired (absent). A continuation is not a
+// notification: its recipient is the caller, which reads its child's state
+// as it is when continued, and it never waits (nor does anything wait for
+// it); for it, as before, one GetItem.
+func (d *Dispatcher) check(ctx context.Context, o agent.OutboxItem) (gone bool, err error) {
+	store := d.Engine.Store
+	if !Ordered(o) {
+		if _, err := store.GetOutbox(ctx, o.TaskID, o.SK()); errors.Is(err, agent.ErrNotFound) {
+			return true, nil
+		} else if err != nil {
+			return false, fmt.Errorf("%w: read %s: %v", ErrRetry, o.SK(), err)
+		}
+		return false, nil
+	}
+	items, err := store.ListRequestOutbox(ctx, o.TaskID, o.RequestID)
+	if err != nil {
+		return false, fmt.Errorf("%w: read the outbox of %s: %v", ErrRetry, o.RequestID, err)
+	}
+	gone = true
+	for _, p := range items {
+		if p.Recipient != o.Recipient || !Ordered(p) {
+			continue
+		}
+		switch c := agent.CompareOutbox(p, o); {
+		case c < 0:
+			return false, &Behind{Earlier: p}
+		case c == 0:
+			gone = false
+		}
+	}
+	return gone, nil
+}
+
+// Ordered reports whether o is a notification, delivered in order per
+// request and recipient: a webhook, a task token's or a callback's answer
+// or heartbeat; not a continuation (nor a poll) of a caller.
+func Ordered(o agent.OutboxItem) bool { return o.Kind != agent.OutboxContinue }
+
+// Behind is a delivery put off because an earlier item of its request for
+// the same recipient is undelivered. It is an ErrRetry: the item is looked
+// at again after WaitBehind, and goes once the earlier one is done with.
+type Behind struct {
+	Earlier agent.OutboxItem
+}
+
+func (e *Behind) Error() string {
+	return fmt.Sprintf("notify: %s waits for %s to be delivered", e.Earlier.Recipient, e.Earlier.SK())
+}
+
+// Is makes a Behind an ErrRetry.
+func (e *Behind) Is(target error) bool { return target == ErrRetry }
+
+// WaitBehind is how long a delivery that is Behind waits before it looks
+// again, the n-th time: Backoff, at most a minute. It is no failure and
+// grows apart from the item's own attempts.
+func WaitBehind(n int) time.Duration { return min(Backoff(n), time.Minute) }
 
 func (d *Dispatcher) observe(o agent.OutboxItem, err error, took time.Duration) {
 	if m := d.Engine.Metrics; m != nil {

@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"EventsEpochs", testEventsEpochs},
 		{"OutboxElsewhere", testOutboxElsewhere},
 		{"Joins", testJoins},
+		{"RequestOutbox", testRequestOutbox},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
