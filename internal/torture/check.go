@@ -414,7 +414,10 @@ func outcome(op Op) string {
 		return fmt.Sprintf("Paused round %d", r.Round)
 	case "Failed":
 		if r.Error != nil {
-			if r.Error.Code == "internal" {
+			// Not outcomes: the request could not be saved (the same call
+			// again finishes it), or its process died (request_lost, even
+			// in a 200 body: the same call again takes it over).
+			if r.Error.Code == "internal" || r.Error.Code == "request_lost" {
 				return ""
 			}
 			return "Failed " + r.Error.Code

@@ -316,3 +316,13 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckRequestLostIsNoOutcome(t *testing.T) {
+	in := clean()
+	lost := in.Ops[1]
+	lost.ID, lost.Resp = 3, `{"task_id":"`+tLeaf+`","request_id":"`+rLeaf+`","status":"Failed","error":{"code":"request_lost","message":"x"}}`
+	in.Ops = append(in.Ops, lost)
+	if res := Check(in); len(res.Violations) != 0 {
+		t.Errorf("a request_lost answer was taken for an outcome: %+v", res.Violations)
+	}
+}

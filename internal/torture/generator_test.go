@@ -224,6 +224,9 @@ type level struct {
 	taskID string
 	reqID  string
 	round  int
+	// pending are the calls this level shows, which a decision sent here
+	// decides.
+	pending []PendingView
 }
 
 func (l level) resumePath() string {
@@ -232,7 +235,7 @@ func (l level) resumePath() string {
 
 // levels finds the levels of a paused chain, from its root's view.
 func (w *worker) levels(f *flow, v *Task) []level {
-	root := level{name: "root", proc: f.proc, agent: f.agent, taskID: f.taskID, round: v.Round}
+	root := level{name: "root", proc: f.proc, agent: f.agent, taskID: f.taskID, round: v.Round, pending: v.Pending}
 	for _, r := range v.Requests {
 		if r.Status == "Paused" {
 			root.reqID = r.RequestID
@@ -250,22 +253,27 @@ func (w *worker) levels(f *flow, v *Task) []level {
 	if leafProc == "" {
 		leafProc = f.proc
 	}
-	leaf := level{name: "leaf", proc: leafProc, agent: p.Agent, taskID: p.TaskID, reqID: p.RequestID, round: p.Round}
+	leaf := level{name: "leaf", proc: leafProc, agent: p.Agent, taskID: p.TaskID, reqID: p.RequestID}
+	lt := w.get(f, leaf.proc, leaf.agent, leaf.taskID)
 	if f.chain.Depth() == 3 {
-		if mid, ok := w.mid(f, leaf); ok {
+		if mid, ok := w.mid(f, leaf, lt); ok {
 			out = append(out, mid)
 		}
 	}
-	return append(out, leaf)
+	if lt != nil && lt.Status == "Paused" {
+		leaf.round, leaf.pending = lt.Round, lt.Pending
+		out = append(out, leaf)
+	}
+	return out
 }
 
 // mid finds the caller between the root and the leaf: the leaf's parent
 // when it is local to the leaf, else the mid agent's task whose parent is
 // the root task.
-func (w *worker) mid(f *flow, leaf level) (level, bool) {
+func (w *worker) mid(f *flow, leaf level, lt *Task) (level, bool) {
 	midAgent, midProc := f.chain.Agents[1], f.chain.ProcessOf(1)
 	var taskID string
-	if lt := w.get(f, leaf.proc, leaf.agent, leaf.taskID); lt != nil {
+	if lt != nil {
 		for _, r := range lt.Requests {
 			if r.RequestID == leaf.reqID && r.Parent != nil && r.Parent.Agent == midAgent {
 				taskID = r.Parent.TaskID
@@ -294,7 +302,7 @@ func (w *worker) mid(f *flow, leaf level) (level, bool) {
 	if mt == nil || mt.Status != "Paused" {
 		return level{}, false
 	}
-	l := level{name: "mid", proc: midProc, agent: midAgent, taskID: taskID, round: mt.Round}
+	l := level{name: "mid", proc: midProc, agent: midAgent, taskID: taskID, round: mt.Round, pending: mt.Pending}
 	for _, r := range mt.Requests {
 		if r.Status == "Paused" {
 			l.reqID = r.RequestID
@@ -305,7 +313,8 @@ func (w *worker) mid(f *flow, leaf level) (level, bool) {
 
 // decision makes a resume body for the calls shown, at a level: one
 // action for all (with the level's round) or a decision per call.
-func (w *worker) decision(pending []PendingView, l level, kind string) (string, []CallDecision) {
+func (w *worker) decision(l level, kind string) (string, []CallDecision) {
+	pending := l.pending
 	leafOf := func(p PendingView) string {
 		if p.RequestID != "" {
 			return p.RequestID
@@ -399,11 +408,11 @@ func (w *worker) decideStep(f *flow, v *Task) bool {
 	switch k := w.pick(kinds); k {
 	case "approve", "reject", "mixed":
 		l := at()
-		body, ds := w.decision(pending, l, k)
+		body, ds := w.decision(l, k)
 		w.resume(f, l, body, ds, "")
 	case "twice":
 		l := at()
-		body, ds := w.decision(pending, l, []string{"approve", "reject", "mixed"}[w.rng.IntN(3)])
+		body, ds := w.decision(l, []string{"approve", "reject", "mixed"}[w.rng.IntN(3)])
 		w.resume(f, l, body, ds, " twice")
 		w.resume(f, l, body, ds, " twice")
 	case "race", "conflict":
@@ -415,14 +424,14 @@ func (w *worker) decideStep(f *flow, v *Task) bool {
 		var sends []send
 		n := 2 + w.rng.IntN(2)
 		l := at()
-		body, ds := w.decision(pending, l, "approve")
+		body, ds := w.decision(l, "approve")
 		for i := range n {
 			if i > 0 && w.rng.IntN(2) == 0 {
 				l = at()
-				body, ds = w.decision(pending, l, "approve")
+				body, ds = w.decision(l, "approve")
 			}
 			if k == "conflict" && i == n-1 {
-				body, ds = w.decision(pending, l, []string{"reject", "mixed"}[w.rng.IntN(2)])
+				body, ds = w.decision(l, []string{"reject", "mixed"}[w.rng.IntN(2)])
 			}
 			sends = append(sends, send{l, body, ds})
 		}
@@ -439,7 +448,7 @@ func (w *worker) decideStep(f *flow, v *Task) bool {
 		w.cancel(f, at(), "")
 	case "cancel-race":
 		l, c := at(), at()
-		body, ds := w.decision(pending, l, "approve")
+		body, ds := w.decision(l, "approve")
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() { defer wg.Done(); w.resume(f, l, body, ds, " racing a cancel") }()
@@ -448,7 +457,7 @@ func (w *worker) decideStep(f *flow, v *Task) bool {
 	case "stale":
 		if len(f.stale) == 0 {
 			l := at()
-			body, ds := w.decision(pending, l, "approve")
+			body, ds := w.decision(l, "approve")
 			w.resume(f, l, body, ds, "")
 			break
 		}
@@ -463,7 +472,7 @@ func (w *worker) decideStep(f *flow, v *Task) bool {
 		time.Sleep(time.Until(exp) + time.Duration(500+w.rng.IntN(1500))*time.Millisecond)
 		if w.rng.IntN(2) == 0 {
 			l := at()
-			body, ds := w.decision(pending, l, "approve")
+			body, ds := w.decision(l, "approve")
 			w.resume(f, l, body, ds, " after expiry")
 		}
 	case "abandon":

@@ -97,7 +97,9 @@ func Recovery(in Input, w *World) (times []time.Duration, lost []string) {
 
 // Anomalies are answers the API contract does not allow for what was
 // sent — a 404 for a task or request the server itself named, a 5xx
-// other than an outcome — outside the seven invariants, listed for a look.
+// other than an outcome, a cancel answered 200 with another status than
+// Canceled, a 200 whose body says Failed request_lost — outside the seven
+// invariants, listed for a look.
 func Anomalies(in Input) []Op {
 	var out []Op
 	for _, op := range in.Ops {
@@ -110,6 +112,13 @@ func Anomalies(in Input) []Op {
 		case op.Status == 404:
 			out = append(out, op)
 		case op.Status >= 500 && op.Status != 503 && (r == nil || code == "internal" || code == "model_error"):
+			out = append(out, op)
+		case op.Kind == OpCancel && op.Status == 200 && r != nil && r.Status != "Canceled":
+			// A cancel answers Canceled, 202 or 409 not_running.
+			out = append(out, op)
+		case op.Status == 200 && r != nil && r.Error != nil && r.Error.Code == "request_lost":
+			// A client reading status alone (as after the 15 s wait it
+			// must) sees Failed for a request that goes on.
 			out = append(out, op)
 		}
 	}
