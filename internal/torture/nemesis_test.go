@@ -91,10 +91,31 @@ func (n *nemesis) fault(name, kind string) {
 		p.p.Terminate(10 * time.Second)
 		n.restart(p, f)
 	case FaultStallCont, FaultStallKill:
-		f.Start = time.Now()
-		if err := p.p.Stop(); err != nil {
-			n.c.t.Errorf("stop %s: %v", name, err)
+		var once sync.Once
+		stopped := make(chan struct{})
+		stop := func(at string) func() {
+			return func() {
+				once.Do(func() {
+					f.At, f.Start = at, time.Now()
+					if err := p.p.Stop(); err != nil {
+						n.c.t.Errorf("stop %s: %v", name, err)
+					}
+					close(stopped)
+				})
+			}
 		}
+		if n.rng.IntN(2) == 0 {
+			// Stopped right after a write landed (a claim, a commit), before
+			// its answer reaches the process: a holder frozen mid-leg.
+			p.relay.ArmStall("TransactWriteItems", stop("TransactWriteItems"))
+			select {
+			case <-stopped:
+			case <-time.After(10 * time.Second):
+			}
+			p.relay.ArmStall("", nil)
+		}
+		stop("")()
+		<-stopped
 		time.Sleep(n.stall)
 		if kind == FaultStallCont {
 			p.p.Cont()

@@ -111,7 +111,10 @@ func Anomalies(in Input) []Op {
 		switch {
 		case op.Status == 404:
 			out = append(out, op)
-		case op.Status >= 500 && op.Status != 503 && (r == nil || code == "internal" || code == "model_error"):
+		case op.Status >= 500 && (code == "" || code == "internal" || code == "model_error"):
+			// remote_unavailable (a remote down), lease_expired and
+			// deadline_exceeded are answers the contract has; the local
+			// model never fails but when its process goes away.
 			out = append(out, op)
 		case op.Kind == OpCancel && op.Status == 200 && r != nil && r.Status != "Canceled":
 			// A cancel answers Canceled, 202 or 409 not_running.
