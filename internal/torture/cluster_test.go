@@ -155,6 +155,7 @@ func (c *cluster) do(op Op) *Op {
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	b = bytes.TrimSpace(b)
+	rec.RetryAfter = resp.Header.Get("Retry-After")
 	c.rec.Finish(rec, resp.StatusCode, string(b), err)
 	c.observe(rec.End, b)
 	return rec

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,7 +125,11 @@ func (w *worker) send(f *flow, kind, path, body string) *RequestResult {
 		op := w.op(f, Op{Kind: kind, Proc: f.proc, Method: "POST", Path: path, Body: body, Key: key})
 		if op.Status == 0 || op.ErrorCode() == "request_lost" {
 			// No outcome: the same message with the same key takes the
-			// request over (or creates it, if it never was).
+			// request over (or creates it, if it never was) — after
+			// Retry-After, as a client is told to.
+			if secs, err := strconv.Atoi(op.RetryAfter); err == nil && secs > 0 {
+				time.Sleep(time.Duration(min(secs, 20)) * time.Second)
+			}
 			w.g.c.healthy(f.proc, 40*time.Second)
 			continue
 		}

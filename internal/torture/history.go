@@ -37,6 +37,8 @@ type Op struct {
 	Status int    `json:"status"`
 	Resp   string `json:"resp,omitempty"`
 	Err    string `json:"err,omitempty"`
+	// RetryAfter is the answer's Retry-After header, if any.
+	RetryAfter string `json:"retry_after,omitempty"`
 	// Note is the generator's word on the op: the level it was sent at
 	// (leaf, mid, root), stale, twice, race, …
 	Note string `json:"note,omitempty"`
