@@ -13,7 +13,7 @@ LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 # keeps every method of every type in the binary (22 MB instead of 37 MB).
 LAMBDA_BUILD := -tags lambda.norpc,grpcnotrace -trimpath -ldflags "-s -w"
 
-.PHONY: run run-remote run-webhooks example-durable test test-go chaos-short chaos lint cfn-lint bench build tools clean \
+.PHONY: run run-remote run-webhooks example-durable test test-go chaos-short chaos torture lint cfn-lint bench build tools clean \
 	build-InvokeFunction build-ResumeFunction build-GetTaskFunction build-AuthorizerFunction build-NotifierFunction
 
 ## run: serve the API and the console (/console/) on 127.0.0.1:8080 (in-memory store, dev auth, local model)
@@ -60,6 +60,16 @@ chaos-short: tools
 ## chaos: the crash test: SIGKILL hitch serve at random DynamoDB calls of CHAOS_FLOWS approvals (CHAOS_FLOWS=1000 for the long run)
 chaos: tools
 	CHAOS_FLOWS=$(CHAOS_FLOWS) $(GO) test -count=1 -timeout 3h -run 'TestChaos|TestStalledServer|TestChainChaos|TestReaperRecovers' -v ./internal/chaos
+
+TORTURE_SECONDS ?= 60
+# The load, then up to 90 s of quiet for recovery, plus the build and the checker.
+TORTURE_TIMEOUT := $(shell echo $$(( $(TORTURE_SECONDS) * 2 + 600 )))s
+
+## torture: the torture test of DESIGN §17: two hitch serve processes (one the other's A2A agent)
+## under random workloads and faults for TORTURE_SECONDS (default 60), then a checker of the seven
+## guarantees; TORTURE_SEED=<seed> replays a run's choices (the report prints the seed first)
+torture: tools
+	TORTURE_SECONDS=$(TORTURE_SECONDS) TORTURE_SEED=$(TORTURE_SEED) $(GO) test -count=1 -timeout $(TORTURE_TIMEOUT) -run TestTorture -v ./internal/torture
 
 ## fuzz: run every fuzz target (func FuzzXxx) for FUZZTIME each, one after another;
 ## findings land in the package's testdata/fuzz/FuzzXxx/ (commit them with the fix)

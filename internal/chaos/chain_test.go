@@ -72,7 +72,7 @@ func TestChainChaos(t *testing.T) {
 			cs[i] = c
 		}
 		k, after := 1+rand.IntN(6*size), rand.IntN(2) == 1
-		h.relay.arm(k, after, h.kill)
+		h.relay.Arm(k, after, h.kill)
 		var wg sync.WaitGroup
 		for _, c := range cs {
 			wg.Add(1)
@@ -82,7 +82,7 @@ func TestChainChaos(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		op := h.relay.disarm()
+		op := h.relay.Disarm()
 		moment := "none"
 		if op != "" {
 			kills++
@@ -90,7 +90,7 @@ func TestChainChaos(t *testing.T) {
 			if after {
 				moment += " (landed)"
 			}
-			<-h.srv.done
+			<-h.srv.Done()
 			h.start()
 		}
 		kinds[moment]++

@@ -7,11 +7,9 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -44,21 +42,14 @@ spec:
         requires_approval: [append_file]
 `
 
-// server is one hitch serve process.
-type server struct {
-	cmd  *exec.Cmd
-	url  string
-	done chan struct{}
-}
-
 type harness struct {
 	t       *testing.T
 	bin     string
 	dir     string
-	relay   *relay
+	relay   *Relay
 	relayTo string
 	table   string
-	srv     *server
+	srv     *Process
 	client  *http.Client
 	logs    *os.File
 	args    []string // more hitch serve flags
@@ -89,66 +80,42 @@ func newHarnessArgs(t *testing.T, args []string, extra ...map[string]string) *ha
 	if err := os.MkdirAll(sandbox, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "hitch")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/hitch")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build hitch: %v\n%s", err, out)
-	}
+	bin := BuildHitch(t, filepath.Join("..", ".."))
 	logs, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl := newRelay(endpoint)
+	rl := NewRelay(endpoint)
 	rs := httptest.NewServer(rl)
 	t.Cleanup(rs.Close)
 	h := &harness{t: t, bin: bin, dir: dir, relay: rl, relayTo: rs.URL, table: fmt.Sprintf("chaos%d", time.Now().UnixNano()),
 		client: &http.Client{Timeout: 90 * time.Second}, logs: logs, args: args}
 	h.start()
-	t.Cleanup(func() { h.kill(); <-h.srv.done })
+	t.Cleanup(func() { h.srv.Kill() })
 	return h
 
 }
 
+// start runs a new hitch serve process, at a new address, on the table.
 func (h *harness) start() {
 	h.t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := FreeAddr()
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	args := append([]string{"serve", "--addr", addr, "--agents", h.dir, "--store", "dynamodb",
-		"--dynamodb-endpoint", h.relayTo, "--table", h.table, "--create-table", "--request-timeout", "2m"}, h.args...)
-	cmd := exec.Command(h.bin, args...)
-	cmd.Stdout, cmd.Stderr = h.logs, h.logs
-	if err := cmd.Start(); err != nil {
-		h.t.Fatal(err)
+	p := &Process{Bin: h.bin, Addr: addr, Log: h.logs,
+		Args: append([]string{"--agents", h.dir, "--store", "dynamodb", "--dynamodb-endpoint", h.relayTo,
+			"--table", h.table, "--create-table", "--request-timeout", "2m"}, h.args...)}
+	if err := p.Start(30 * time.Second); err != nil {
+		h.t.Fatalf("%v; see %s", err, h.logs.Name())
 	}
-	s := &server{cmd: cmd, url: "http://" + addr, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(s.done) }()
-	for i := 0; ; i++ {
-		resp, err := h.client.Get(s.url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		select {
-		case <-s.done:
-			h.t.Fatalf("hitch serve exited at start; see %s", h.logs.Name())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if i > 600 {
-			h.t.Fatal("hitch serve did not start within 30 s")
-		}
-	}
-	h.srv = s
+	h.srv = p
 }
 
-func (h *harness) kill() { _ = h.srv.cmd.Process.Signal(syscall.SIGKILL) }
+func (h *harness) kill() { h.srv.Signal(syscall.SIGKILL) }
 
 func (h *harness) post(path, body string) (int, map[string]any, error) {
-	resp, err := h.client.Post(h.srv.url+path, "application/json", strings.NewReader(body))
+	resp, err := h.client.Post(h.srv.URL()+path, "application/json", strings.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -161,7 +128,7 @@ func (h *harness) post(path, body string) (int, map[string]any, error) {
 
 // eventCount is how many events GET events replays.
 func (h *harness) eventCount(path string) int {
-	resp, err := h.client.Get(h.srv.url + path)
+	resp, err := h.client.Get(h.srv.URL() + path)
 	if err != nil {
 		return -1
 	}
@@ -171,7 +138,7 @@ func (h *harness) eventCount(path string) int {
 }
 
 func (h *harness) get(path string) map[string]any {
-	resp, err := h.client.Get(h.srv.url + path)
+	resp, err := h.client.Get(h.srv.URL() + path)
 	if err != nil {
 		return nil
 	}
@@ -253,7 +220,7 @@ func (h *harness) round(round, size int, sandbox string, rep *report) {
 		flows[i] = f
 	}
 	k, after := 1+rand.IntN(4*size), rand.IntN(2) == 1
-	h.relay.arm(k, after, h.kill)
+	h.relay.Arm(k, after, h.kill)
 	var wg sync.WaitGroup
 	for _, f := range flows {
 		wg.Add(1)
@@ -263,7 +230,7 @@ func (h *harness) round(round, size int, sandbox string, rep *report) {
 		}()
 	}
 	wg.Wait()
-	op := h.relay.disarm()
+	op := h.relay.Disarm()
 	moment := "none (the batch ended first)"
 	if op != "" {
 		when := "before it landed"
@@ -272,7 +239,7 @@ func (h *harness) round(round, size int, sandbox string, rep *report) {
 		}
 		moment = op + ", " + when
 		rep.killed++
-		<-h.srv.done
+		<-h.srv.Done()
 		h.start()
 	}
 	rep.kills[moment]++
@@ -334,11 +301,11 @@ func TestStalledServer(t *testing.T) {
 	}
 	taskID, resumeURL := res["task_id"].(string), res["resume_url"].(string)
 	stopped := make(chan struct{})
-	h.relay.armStall("TransactWriteItems", func() {
-		_ = first.cmd.Process.Signal(syscall.SIGSTOP)
-		// A signal takes effect when the process's threads next enter the
-		// kernel: wait until it is stopped before its answer goes back.
-		waitStopped(t, first.cmd.Process.Pid)
+	h.relay.ArmStall("TransactWriteItems", func() {
+		// Stopped before its answer goes back.
+		if err := first.Stop(); err != nil {
+			t.Error(err)
+		}
 		close(stopped)
 	})
 	firstAnswer := make(chan string, 1)
@@ -357,7 +324,7 @@ func TestStalledServer(t *testing.T) {
 	eventsPath := "/agents/chaos/tasks/" + taskID + "/requests/" + res["request_id"].(string) + "/events"
 	events := h.eventCount(eventsPath)
 	version := fmt.Sprint(task["updated_at"])
-	_ = first.cmd.Process.Signal(syscall.SIGCONT)
+	first.Cont()
 	select {
 	case a := <-firstAnswer:
 		if !strings.Contains(a, "request_lost") {
@@ -377,27 +344,9 @@ func TestStalledServer(t *testing.T) {
 	if after["status"] != "Completed" || fmt.Sprint(after["updated_at"]) != version {
 		t.Errorf("the continued process changed the task: %v → %v, %v", version, after["updated_at"], after["status"])
 	}
-	_ = first.cmd.Process.Kill()
-	<-first.done
+	first.Kill()
 	if t.Failed() {
 		out, _ := os.ReadFile(h.logs.Name())
 		t.Logf("the servers' log:\n%s", out)
 	}
-}
-
-// waitStopped waits until process pid is stopped (state T in /proc).
-func waitStopped(t *testing.T, pid int) {
-	for i := 0; i < 1000; i++ {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			t.Errorf("read the state of %d: %v", pid, err)
-			return
-		}
-		// pid (comm) STATE …; comm may hold spaces, so read after the last ')'.
-		if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 0 && f[0] == "T" {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Errorf("process %d did not stop", pid)
 }

@@ -12,4 +12,8 @@
 // ran (never more than once), the requests lost (their retry did not answer
 // Completed) and the tasks left stuck (not Completed), and times each
 // retried approval from the restart to its outcome.
+//
+// The relay (Relay) and the process harness (Process, BuildHitch) are
+// exported: the torture test (internal/torture) drives its two processes
+// with them.
 package chaos

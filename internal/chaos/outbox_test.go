@@ -57,7 +57,7 @@ spec:
 		t.Fatalf("the pause: %d %v %v", code, res, err)
 	}
 	h.kill()
-	<-h.srv.done
+	<-h.srv.Done()
 
 	key, _ := webhook.ParseSecret(secret)
 	type got struct {
@@ -145,7 +145,7 @@ func TestCallbackSurvivesKill(t *testing.T) {
 		t.Fatalf("invoke answered %s (%v)", out.Payload, err)
 	}
 	h.kill()
-	<-h.srv.done
+	<-h.srv.Done()
 	before := len(fn.Callbacks())
 	fn.FailNext(0)
 

@@ -62,7 +62,7 @@ func TestReaperRecovers(t *testing.T) {
 			fs[i] = f
 		}
 		k, after := 1+rand.IntN(3*len(fs)), rand.IntN(2) == 1
-		h.relay.arm(k, after, h.kill)
+		h.relay.Arm(k, after, h.kill)
 		var wg sync.WaitGroup
 		for _, f := range fs {
 			wg.Add(1)
@@ -78,14 +78,14 @@ func TestReaperRecovers(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		op := h.relay.disarm()
+		op := h.relay.Disarm()
 		flows += len(fs)
 		if op == "" {
 			continue // the batch ended before the k-th call: nothing died
 		}
 		kills++
 		killed := time.Now()
-		<-h.srv.done
+		<-h.srv.Done()
 		h.start()
 		// No client action from here: only reads.
 		for _, f := range fs {

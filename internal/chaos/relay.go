@@ -8,15 +8,16 @@ import (
 	"sync"
 )
 
-// relay forwards DynamoDB calls to DynamoDB Local, counting them; armed, it
+// Relay forwards DynamoDB calls to DynamoDB Local, counting them; armed, it
 // calls kill at the k-th call, before forwarding it or after its answer,
 // and drops that call's connection.
-type relay struct {
+type Relay struct {
 	target string
 	client *http.Client
 
 	mu     sync.Mutex
 	count  int
+	total  int
 	k      int
 	after  bool
 	kill   func()
@@ -27,34 +28,45 @@ type relay struct {
 	stall   func()
 }
 
-// armStall makes the next call of op, once it has landed, run fn before its
+// NewRelay relays to the DynamoDB endpoint target.
+func NewRelay(target string) *Relay {
+	return &Relay{target: strings.TrimRight(target, "/"), client: &http.Client{}}
+}
+
+// ArmStall makes the next call of op, once it has landed, run fn before its
 // answer goes back.
-func (r *relay) armStall(op string, fn func()) {
+func (r *Relay) ArmStall(op string, fn func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stallOp, r.stall = op, fn
 }
 
-func newRelay(target string) *relay {
-	return &relay{target: strings.TrimRight(target, "/"), client: &http.Client{}}
-}
-
-// arm makes the k-th call from now kill the server.
-func (r *relay) arm(k int, after bool, kill func()) {
+// Arm makes the k-th call from now kill the server: before it is forwarded
+// (the call does not land) or, with after, once DynamoDB answered it (it
+// landed, and its answer never reaches the server).
+func (r *Relay) Arm(k int, after bool, kill func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.count, r.k, r.after, r.kill, r.killed = 0, k, after, kill, ""
 }
 
-// disarm stops the kill and tells at which operation it came ("" if none).
-func (r *relay) disarm() string {
+// Disarm stops the kill and tells at which operation it came ("" if none).
+func (r *Relay) Disarm() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.kill = nil
 	return r.killed
 }
 
-func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+// Calls is how many calls the relay counted in all (the stream's polls
+// are not counted).
+func (r *Relay) Calls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.total
+}
+
+func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	// The body is read in full before the call goes on: a relay that hands
 	// the inbound body to the transport cuts some streamed answers.
 	body, err := io.ReadAll(req.Body)
@@ -70,6 +82,7 @@ func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	if !polled {
 		r.count++
+		r.total++
 	}
 	var kill func()
 	if r.kill != nil && !polled && r.count == r.k {

@@ -1,0 +1,124 @@
+package torture
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The processes: A serves the agents the workload starts; B serves the
+// remote agents A's a2a: tools call (and some workloads of its own).
+const (
+	ProcA = "A"
+	ProcB = "B"
+)
+
+// User is the user every operation runs as (dev auth: the bearer token is
+// the user id); A calls B as the same user.
+const User = "tort"
+
+// WebhookSecret signs the webhooks of every agent (Standard Webhooks).
+const WebhookSecret = "whsec_dG9ydHVyZS10ZXN0LXdlYmhvb2stc2VjcmV0LTAx"
+
+// ShortTTL is the approval_ttl of the ex_ tools: rounds that wait longer
+// expire.
+const ShortTTL = "2s"
+
+// Chain is a path of agents from the one the workload calls down to the
+// leaf whose tools run; Remote is the index of the first agent reached over
+// A2A (on B), or 0 when the whole chain is local to Proc.
+type Chain struct {
+	Proc   string
+	Agents []string
+	Remote int
+}
+
+// Depth is the chain's length: 1 for a leaf called directly.
+func (c Chain) Depth() int { return len(c.Agents) }
+
+// Chains are the chains of depth 1–3 the generator picks from.
+var Chains = []Chain{
+	{Proc: ProcA, Agents: []string{"leaf"}},
+	{Proc: ProcA, Agents: []string{"mid", "leaf"}},
+	{Proc: ProcA, Agents: []string{"top", "mid", "leaf"}},
+	{Proc: ProcA, Agents: []string{"rmid", "leaf"}, Remote: 1},
+	{Proc: ProcA, Agents: []string{"rtop", "mid", "leaf"}, Remote: 1},
+	{Proc: ProcA, Agents: []string{"xtop", "rmid", "leaf"}, Remote: 2},
+	{Proc: ProcB, Agents: []string{"leaf"}},
+	{Proc: ProcB, Agents: []string{"mid", "leaf"}},
+}
+
+// ProcessOf is the process serving the i-th agent of the chain.
+func (c Chain) ProcessOf(i int) string {
+	if c.Remote > 0 && i >= c.Remote {
+		return ProcB
+	}
+	return c.Proc
+}
+
+// ApprovalTools are the leaf tools (as the model names them) that need
+// approval; IdempotentTools those marked idempotent.
+var (
+	ApprovalTools   = map[string]bool{"fx_effect": true, "fx_upsert": true, "ex_effect": true}
+	IdempotentTools = map[string]bool{"fx_upsert": true}
+	LeafTools       = []string{"fx_effect", "fx_upsert", "fx_peek", "ex_effect"}
+)
+
+// RemoteTools are, per agent of A, its tools that call an agent of B.
+var RemoteTools = map[string]bool{"rmid/leaf": true, "rtop/mid": true}
+
+const agentHead = `apiVersion: tealagents/v1alpha1
+kind: Agent
+name: %s
+version: 0.1
+description: %s
+spec:
+  agent:
+    model: local
+    max_iterations: 8
+    tools:
+`
+
+const notifications = `  notifications:
+    - url: %s
+      events: [request.paused, request.completed, request.failed, request.canceled]
+      secret: env:TORTURE_WEBHOOK_SECRET
+`
+
+// Definitions are the agent files of a process: mcp is the test tools'
+// MCP endpoint for it, hook its webhook receiver's URL, remote the other
+// process's base URL (A's a2a: tools point there; empty for B).
+func Definitions(mcp, hook, remote string) map[string]string {
+	files := map[string]string{}
+	add := func(name, desc, tools string) {
+		files[name+".yaml"] = fmt.Sprintf(agentHead, name, desc) + tools + fmt.Sprintf(notifications, hook)
+	}
+	add("leaf", "Runs the test tools.", fmt.Sprintf(`      - mcp: %[1]s
+        name: fx
+        requires_approval: [effect, upsert]
+        idempotent: [upsert]
+        approval_ttl: 10m
+        timeout: 20s
+      - mcp: %[1]s
+        name: ex
+        allow: [effect]
+        requires_approval: true
+        idempotent: false
+        approval_ttl: %[2]s
+        timeout: 20s
+`, mcp, ShortTTL))
+	add("mid", "Hands work to the leaf.", "      - agent: leaf\n")
+	add("top", "Hands work to the mid.", "      - agent: mid\n")
+	if remote != "" {
+		remote = strings.TrimRight(remote, "/")
+		add("rmid", "Hands work to the leaf of the other system.", fmt.Sprintf(`      - agent: leaf
+        a2a: %s/a2a/leaf
+        headers: {Authorization: env:HITCH_REMOTE_TOKEN}
+`, remote))
+		add("rtop", "Hands work to the mid of the other system.", fmt.Sprintf(`      - agent: mid
+        a2a: %s/a2a/mid
+        headers: {Authorization: env:HITCH_REMOTE_TOKEN}
+`, remote))
+		add("xtop", "Hands work to rmid.", "      - agent: rmid\n")
+	}
+	return files
+}

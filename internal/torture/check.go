@@ -1,0 +1,717 @@
+package torture
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Input is what the checker judges: the operations recorded, the ledger
+// the tools wrote, the final state of both processes, the webhook
+// deliveries and the faults.
+type Input struct {
+	Ops          []Op
+	Ledger       []Execution
+	Tasks        []*Task
+	Deliveries   []Delivery
+	Faults       []Fault
+	Observations []Observation
+}
+
+// Violation is a breach of one of the seven invariants (docs/architecture.md, "The guarantees").
+type Violation struct {
+	Invariant int
+	What      string
+	// Ops, Execs and Requests point at the history around it.
+	Ops      []int
+	Execs    []int
+	Requests []string
+}
+
+// Result is the checker's verdict.
+type Result struct {
+	World      *World
+	Violations []Violation
+	// Apart are calls started by a holder frozen past its lease after a
+	// cancel answered (§17, 3: reported apart, not violations).
+	Apart []Violation
+	// Redelivered counts attempts of a webhook-id already accepted.
+	Redelivered int
+}
+
+// ByInvariant counts the violations of each invariant.
+func (r *Result) ByInvariant() map[int]int {
+	m := map[int]int{}
+	for _, v := range r.Violations {
+		m[v.Invariant]++
+	}
+	return m
+}
+
+type checker struct {
+	in     Input
+	w      *World
+	execs  map[string][]Execution // by key
+	byN    map[int]Execution
+	res    *Result
+	ridOps map[string][]int // request id → ops naming it
+}
+
+// Check judges the history.
+func Check(in Input) *Result {
+	c := &checker{in: in, w: NewWorld(in.Tasks), execs: byKey(in.Ledger), byN: map[int]Execution{}, ridOps: map[string][]int{}}
+	c.res = &Result{World: c.w}
+	for _, e := range in.Ledger {
+		c.byN[e.N] = e
+	}
+	for _, op := range in.Ops {
+		for _, rid := range opRequests(op) {
+			c.ridOps[rid] = append(c.ridOps[rid], op.ID)
+		}
+	}
+	c.atMostOnce()
+	c.onlyApproved()
+	c.cancelMeansCancel()
+	c.historyTellsTruth()
+	c.answersAgree()
+	c.nothingHangs()
+	c.nothingLost()
+	return c.res
+}
+
+func (c *checker) add(inv int, reqs []string, ops []int, execs []int, format string, args ...any) {
+	c.res.Violations = append(c.res.Violations, Violation{Invariant: inv, What: fmt.Sprintf(format, args...), Ops: uniq(ops), Execs: uniq(execs), Requests: reqs})
+}
+
+// uniq is a sorted copy of ns without repeats.
+func uniq(ns []int) []int {
+	s := append([]int(nil), ns...)
+	sort.Ints(s)
+	var out []int
+	for i, n := range s {
+		if i == 0 || n != s[i-1] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+var reqInPath = regexp.MustCompile(`/requests/([0-9a-f-]{36})/`)
+
+// opRequests are the request ids an op names: in its path, its answer.
+func opRequests(op Op) []string {
+	var out []string
+	if m := reqInPath.FindStringSubmatch(op.Path); m != nil {
+		out = append(out, m[1])
+	}
+	if r := op.Result(); r != nil && (len(out) == 0 || out[0] != r.RequestID) {
+		out = append(out, r.RequestID)
+	}
+	for _, d := range op.Decides {
+		out = append(out, d.RequestID)
+	}
+	return out
+}
+
+func execNs(es []Execution) []int {
+	var ns []int
+	for _, e := range es {
+		ns = append(ns, e.N)
+	}
+	return ns
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// toolName is the call's name as the model gave it, from the history, or
+// from the ledger when no history shows the call.
+func (c *checker) toolName(e Execution) string {
+	if call := c.w.Calls[e.Key]; call != nil {
+		return call.Name
+	}
+	return "fx_" + e.Tool
+}
+
+// faultBetween is whether a fault of proc began in [from, to].
+func (c *checker) faultBetween(proc string, from, to time.Time) bool {
+	for _, f := range c.in.Faults {
+		if f.Proc == proc && !f.Start.Before(from) && !f.Start.After(to) {
+			return true
+		}
+	}
+	return false
+}
+
+// 1. At most once.
+func (c *checker) atMostOnce() {
+	for _, key := range sortedKeys(c.execs) {
+		es := c.execs[key]
+		if len(es) < 2 {
+			continue
+		}
+		name := c.toolName(es[0])
+		if !IdempotentTools[name] {
+			c.add(1, []string{es[0].RequestID}, c.ridOps[es[0].RequestID], execNs(es),
+				"%s (tag %s, not idempotent) ran %d times under one call %s", name, es[0].Tag, len(es), key)
+			continue
+		}
+		for i := 1; i < len(es); i++ {
+			if !c.faultBetween(es[i-1].Process, es[i-1].Start, es[i].Start) {
+				c.add(1, []string{es[0].RequestID}, c.ridOps[es[0].RequestID], execNs(es[i-1:i+1]),
+					"idempotent %s (tag %s) ran again (#%d after #%d) with no fault of its process between: no takeover can have found it outcome_unknown", name, es[0].Tag, es[i].N, es[i-1].N)
+			}
+		}
+	}
+	byTag := map[string][]Execution{}
+	for _, e := range c.in.Ledger {
+		if e.Tag != "" {
+			byTag[e.Tag] = append(byTag[e.Tag], e)
+		}
+	}
+	for _, tag := range sortedKeys(byTag) {
+		keys := map[string]bool{}
+		var rids []string
+		for _, e := range byTag[tag] {
+			if !keys[e.Key] {
+				rids = append(rids, e.RequestID)
+			}
+			keys[e.Key] = true
+		}
+		if len(keys) > 1 {
+			var ops []int
+			for _, rid := range rids {
+				ops = append(ops, c.ridOps[rid]...)
+			}
+			c.add(1, rids, ops, execNs(byTag[tag]),
+				"the call tagged %s ran under %d different calls (%s): a message or a sub-agent call was run twice", tag, len(keys), strings.Join(sortedKeys(keys), ", "))
+		}
+	}
+}
+
+// decidingOps are the resume ops that decide call with one of actions.
+func (c *checker) decidingOps(call *Call, actions ...string) []Op {
+	var out []Op
+	for _, op := range c.in.Ops {
+		if op.Kind != OpResume {
+			continue
+		}
+		for _, d := range op.Decides {
+			if d.RequestID == call.Req.ID && d.ToolCallID == call.ID {
+				for _, a := range actions {
+					if d.Action == a {
+						out = append(out, op)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// 2. Only what was approved.
+func (c *checker) onlyApproved() {
+	for _, e := range c.in.Ledger {
+		call := c.w.Calls[e.Key]
+		if call == nil || !ApprovalTools[call.Name] {
+			continue
+		}
+		rid := call.Req.ID
+		ops := c.ridOps[rid]
+		d := call.Decision
+		switch {
+		case d == nil:
+			c.add(2, []string{rid}, ops, []int{e.N}, "%s (tag %s) ran, but no decision on it is recorded", call.Name, e.Tag)
+			continue
+		case d.Approver == ApproverExpiry:
+			c.add(2, []string{rid}, ops, []int{e.N}, "%s (tag %s) ran, though its round %d closed by expiry", call.Name, e.Tag, d.Round)
+			continue
+		case d.Action == "reject":
+			c.add(2, []string{rid}, ops, []int{e.N}, "%s (tag %s) ran, though its recorded decision is a rejection by %s", call.Name, e.Tag, d.Approver)
+			continue
+		}
+		if e.Start.Before(d.DecidedAt.Add(-time.Millisecond)) {
+			c.add(2, []string{rid}, ops, []int{e.N}, "%s (tag %s) ran at %s, before its approval was decided at %s",
+				call.Name, e.Tag, e.Start.Format(time.RFC3339Nano), d.DecidedAt.Format(time.RFC3339Nano))
+		}
+		want := call.V
+		if d.Action == "edit" {
+			want = d.V
+		}
+		if e.Value != want {
+			c.add(2, []string{rid}, ops, []int{e.N}, "%s (tag %s) ran with v=%q, but what was approved (%s) has v=%q", call.Name, e.Tag, e.Value, d.Action, want)
+		}
+		sent := false
+		for _, op := range c.decidingOps(call, "approve", "edit") {
+			if !op.Start.After(e.Start) {
+				sent = true
+			}
+		}
+		if !sent {
+			c.add(2, []string{rid}, ops, []int{e.N}, "%s (tag %s) ran, but no client had sent an approval of it yet", call.Name, e.Tag)
+		}
+		for _, op := range c.decidingOps(call, "reject") {
+			if op.Status == 200 {
+				if r := op.Result(); r != nil && r.Status != "Running" {
+					c.add(2, []string{rid}, []int{op.ID}, []int{e.N}, "%s (tag %s) ran, though its rejection was answered 200 %s (op #%d)", call.Name, e.Tag, r.Status, op.ID)
+				}
+			}
+		}
+		for _, op := range c.decidingOps(call, "approve", "edit", "reject") {
+			if op.Status == 410 && e.Start.After(op.End) {
+				c.add(2, []string{rid}, []int{op.ID}, []int{e.N}, "%s (tag %s) ran after a decision on it was answered 410 %s (op #%d)", call.Name, e.Tag, op.ErrorCode(), op.ID)
+			}
+		}
+	}
+}
+
+// frozen is whether e may have been started by a holder frozen past its
+// lease when the cancel answered at t: its process was stopped before t and
+// the call started right after it was continued.
+func (c *checker) frozen(e Execution, t time.Time) bool {
+	for _, f := range c.in.Faults {
+		if f.Proc == e.Process && (f.Kind == FaultStallCont) && !f.Start.After(t) &&
+			!e.Start.Before(f.End.Add(-100*time.Millisecond)) && e.Start.Sub(f.End) < 3*time.Second {
+			return true
+		}
+	}
+	return false
+}
+
+// 3. Cancel means cancel.
+func (c *checker) cancelMeansCancel() {
+	byReq := map[string][]Execution{}
+	for _, e := range c.in.Ledger {
+		byReq[e.RequestID] = append(byReq[e.RequestID], e)
+	}
+	for _, op := range c.in.Ops {
+		if op.Kind != OpCancel || op.Status != 200 {
+			continue
+		}
+		res := op.Result()
+		if res == nil || res.Status != "Canceled" {
+			continue
+		}
+		r := c.w.Reqs[res.RequestID]
+		if r == nil {
+			c.add(3, []string{res.RequestID}, []int{op.ID}, nil, "a cancel answered 200 Canceled for request %s, which no task shows", res.RequestID)
+			continue
+		}
+		for _, below := range r.Below() {
+			for _, e := range byReq[below.ID] {
+				if !e.Start.After(op.End) {
+					continue
+				}
+				v := Violation{Invariant: 3, Ops: uniq(append([]int{op.ID}, c.ridOps[below.ID]...)), Execs: []int{e.N}, Requests: []string{r.ID, below.ID},
+					What: fmt.Sprintf("%s (tag %s) of %s %s started %s after the cancel of %s %s answered 200 Canceled (op #%d)",
+						c.toolName(e), e.Tag, below.Agent, short(below.ID), e.Start.Sub(op.End).Round(time.Millisecond), r.Agent, short(r.ID), op.ID)}
+				if c.frozen(e, op.End) {
+					v.What += " — by a holder frozen past its lease"
+					c.res.Apart = append(c.res.Apart, v)
+				} else {
+					c.res.Violations = append(c.res.Violations, v)
+				}
+			}
+			if !below.Finished() {
+				c.add(3, []string{r.ID, below.ID}, append([]int{op.ID}, c.ridOps[below.ID]...), nil,
+					"%s %s is %s, below %s %s whose cancel answered 200 Canceled (op #%d)", below.Agent, short(below.ID), below.Status, r.Agent, short(r.ID), op.ID)
+			}
+		}
+	}
+}
+
+// short is the tail of an id, enough to tell ids apart in a report.
+func short(id string) string {
+	if len(id) > 8 {
+		return "…" + id[len(id)-8:]
+	}
+	return id
+}
+
+var notRunPrefixes = []string{"not run", "rejected by", "approval expired", "the approval of"}
+
+// claimsNotRun is whether a result says its call did not run.
+func claimsNotRun(text string) bool {
+	t := strings.TrimSpace(text)
+	for _, p := range notRunPrefixes {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+var markerRE = regexp.MustCompile(`ran #(\d+);`)
+
+// 4. The history tells the truth.
+func (c *checker) historyTellsTruth() {
+	for _, r := range c.w.Order {
+		for _, call := range r.Calls {
+			if call.Result == nil || call.Tag == "" {
+				continue
+			}
+			es := c.execs[call.Key()]
+			ops := c.ridOps[r.ID]
+			if claimsNotRun(call.ResultText) && len(es) > 0 {
+				c.add(4, []string{r.ID}, ops, execNs(es), "the history of %s %s says %s (tag %s) %q, but it ran (#%d)",
+					r.Agent, short(r.ID), call.Name, call.Tag, firstLine(call.ResultText), es[0].N)
+			}
+			if call.Result.Status != "success" {
+				continue
+			}
+			m := markerRE.FindStringSubmatch(call.ResultText)
+			if m == nil {
+				c.add(4, []string{r.ID}, ops, nil, "the history of %s %s has a success result for %s (tag %s) that no run of the tool produced: %q",
+					r.Agent, short(r.ID), call.Name, call.Tag, firstLine(call.ResultText))
+				continue
+			}
+			n, _ := strconv.Atoi(m[1])
+			if e, ok := c.byN[n]; !ok || e.Key != call.Key() {
+				c.add(4, []string{r.ID}, ops, []int{n}, "the history of %s %s gives %s (tag %s) the result of run #%d, which is another call's", r.Agent, short(r.ID), call.Name, call.Tag, n)
+			}
+		}
+	}
+	for _, e := range c.in.Ledger {
+		call := c.w.Calls[e.Key]
+		if call == nil {
+			c.add(4, []string{e.RequestID}, c.ridOps[e.RequestID], []int{e.N}, "%s (tag %s) ran as %s, a call no history shows", e.Tool, e.Tag, e.Key)
+			continue
+		}
+		if call.Result == nil && call.Req.Finished() {
+			c.add(4, []string{call.Req.ID}, c.ridOps[call.Req.ID], []int{e.N}, "%s (tag %s) ran, but %s %s ended %s with no result for it",
+				call.Name, e.Tag, call.Req.Agent, short(call.Req.ID), call.Req.Status)
+		}
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}
+
+// outcome is what an answer says of its request's outcome: "" when it says
+// nothing of it (no answer, 202 / Running, a lost or unsaved request).
+func outcome(op Op) string {
+	r := op.Result()
+	if r == nil || r.Status == "Running" || op.Status == 202 || op.Status == 503 {
+		return ""
+	}
+	switch r.Status {
+	case "Paused":
+		return fmt.Sprintf("Paused round %d", r.Round)
+	case "Failed":
+		if r.Error != nil {
+			// Not outcomes: the request could not be saved (the same call
+			// again finishes it), or its process died (request_lost, even
+			// in a 200 body: the same call again takes it over).
+			if r.Error.Code == "internal" || r.Error.Code == "request_lost" {
+				return ""
+			}
+			return "Failed " + r.Error.Code
+		}
+	}
+	return r.Status
+}
+
+func canonical(body string) string {
+	var v any
+	if json.Unmarshal([]byte(body), &v) != nil {
+		return body
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// 5. Answers agree.
+func (c *checker) answersAgree() {
+	groups := map[string][]Op{}
+	for _, op := range c.in.Ops {
+		if op.Kind == OpResume {
+			k := op.Proc + " " + op.Path + " " + canonical(op.Body)
+			groups[k] = append(groups[k], op)
+		}
+	}
+	for _, k := range sortedKeys(groups) {
+		ops := groups[k]
+		seen := map[string]int{}
+		var ids []int
+		var applied *Op
+		for i, op := range ops {
+			ids = append(ids, op.ID)
+			if o := outcome(op); o != "" {
+				if _, ok := seen[o]; !ok {
+					seen[o] = op.ID
+				}
+				if op.Status == 200 && applied == nil {
+					applied = &ops[i]
+				}
+			}
+		}
+		rids := opRequests(ops[0])
+		if len(seen) > 1 {
+			var parts []string
+			for _, o := range sortedKeys(seen) {
+				parts = append(parts, fmt.Sprintf("%s (op #%d)", o, seen[o]))
+			}
+			c.add(5, rids, ids, nil, "answers to the same decision disagree: %s", strings.Join(parts, ", "))
+		}
+		if applied != nil {
+			for _, op := range ops {
+				if op.ErrorCode() == "decision_conflict" {
+					c.add(5, rids, []int{applied.ID, op.ID}, nil, "the same decision was answered %s (op #%d) and 409 decision_conflict (op #%d)", outcome(*applied), applied.ID, op.ID)
+				}
+			}
+		}
+	}
+	for _, op := range c.in.Ops {
+		o := outcome(op)
+		if o == "" {
+			continue
+		}
+		res := op.Result()
+		if Terminal(res.Status) {
+			r := c.w.Reqs[res.RequestID]
+			if r == nil {
+				c.add(5, []string{res.RequestID}, []int{op.ID}, nil, "op #%d answered %s for request %s, which no task shows", op.ID, o, res.RequestID)
+			} else if got := finalOutcome(r); got != o {
+				c.add(5, []string{r.ID}, append([]int{op.ID}, c.ridOps[r.ID]...), nil, "op #%d answered %s for %s %s, but GET task shows %s", op.ID, o, r.Agent, short(r.ID), got)
+			}
+		}
+		if op.Kind != OpResume {
+			continue
+		}
+		for _, d := range op.Decides {
+			call := c.w.Calls[d.RequestID+"#"+d.ToolCallID]
+			if call == nil {
+				continue
+			}
+			switch {
+			case op.Status == 200 && res.Status != "Canceled" && call.Decision == nil:
+				c.add(5, []string{d.RequestID}, append([]int{op.ID}, c.ridOps[d.RequestID]...), nil,
+					"op #%d (%s of %s, tag %s) answered %s, but no decision on the call is recorded", op.ID, d.Action, call.Name, call.Tag, o)
+			case op.Status == 200 && call.Decision != nil && call.Decision.Action != d.Action:
+				c.add(5, []string{d.RequestID}, append([]int{op.ID}, c.ridOps[d.RequestID]...), nil,
+					"op #%d (%s of %s, tag %s) answered %s, but the recorded decision is %s by %s", op.ID, d.Action, call.Name, call.Tag, o, call.Decision.Action, call.Decision.Approver)
+			case op.Status == 410 && call.Decision != nil && call.Decision.Approver != ApproverExpiry:
+				c.add(5, []string{d.RequestID}, append([]int{op.ID}, c.ridOps[d.RequestID]...), nil,
+					"op #%d (%s of %s, tag %s) answered 410, but the recorded decision is %s by %s", op.ID, d.Action, call.Name, call.Tag, call.Decision.Action, call.Decision.Approver)
+			}
+		}
+	}
+}
+
+// finalOutcome is a request's outcome as the final state shows it, in the
+// form outcome gives.
+func finalOutcome(r *Req) string {
+	if r.Status == "Failed" {
+		return "Failed " + r.ErrorCode
+	}
+	return r.Status
+}
+
+// 6. Nothing hangs.
+func (c *checker) nothingHangs() {
+	for _, r := range c.w.Order {
+		ops := c.ridOps[r.ID]
+		switch r.Status {
+		case "Running":
+			c.add(6, []string{r.ID}, ops, nil, "%s %s (%s) is still Running after the quiet period", r.Agent, short(r.ID), r.Proc)
+		case "Paused":
+			t := r.Task
+			if len(t.WaitingOn) > 0 {
+				for _, wo := range t.WaitingOn {
+					leaf := c.w.Reqs[wo.RequestID]
+					switch {
+					case leaf == nil:
+						c.add(6, []string{r.ID, wo.RequestID}, ops, nil, "%s %s waits on %s %s, which no task shows", r.Agent, short(r.ID), wo.Agent, short(wo.RequestID))
+					case leaf.Status != "Paused":
+						c.add(6, []string{r.ID, leaf.ID}, append(ops, c.ridOps[leaf.ID]...), nil, "%s %s is Paused waiting on %s %s, which is %s: nothing can decide it",
+							r.Agent, short(r.ID), leaf.Agent, short(leaf.ID), leaf.Status)
+					}
+				}
+			} else if len(t.Pending) == 0 {
+				c.add(6, []string{r.ID}, ops, nil, "%s %s is Paused with nothing to decide", r.Agent, short(r.ID))
+			}
+		}
+		if r.Parent == nil && r.Finished() {
+			for _, below := range r.Below()[1:] {
+				if !below.Finished() {
+					c.add(6, []string{r.ID, below.ID}, append(ops, c.ridOps[below.ID]...), nil, "%s %s (%s) is %s below the root %s %s, which ended %s",
+						below.Agent, short(below.ID), below.Proc, below.Status, r.Agent, short(r.ID), r.Status)
+				}
+			}
+		}
+	}
+}
+
+var webhookStatus = map[string]string{
+	"request.completed": "Completed", "request.failed": "Failed", "request.canceled": "Canceled",
+}
+
+// 7. Nothing is lost.
+func (c *checker) nothingLost() {
+	for _, op := range c.in.Ops {
+		if op.Kind != OpInvoke && op.Kind != OpFollow && op.Kind != OpEdit {
+			continue
+		}
+		if r := op.Result(); r != nil && c.w.Reqs[r.RequestID] == nil {
+			c.add(7, []string{r.RequestID}, []int{op.ID}, nil, "op #%d created request %s, which no task shows", op.ID, r.RequestID)
+		}
+	}
+	// Exactly one outcome.
+	outcomes := map[string]map[string]string{} // request → status → where
+	note := func(rid, status, where string) {
+		if outcomes[rid] == nil {
+			outcomes[rid] = map[string]string{}
+		}
+		if _, ok := outcomes[rid][status]; !ok {
+			outcomes[rid][status] = where
+		}
+	}
+	for _, op := range c.in.Ops {
+		if r := op.Result(); r != nil && Terminal(r.Status) && outcome(op) != "" {
+			note(r.RequestID, r.Status, fmt.Sprintf("op #%d", op.ID))
+		}
+	}
+	for _, d := range c.in.Deliveries {
+		if s, ok := webhookStatus[d.Type]; ok && d.Verified {
+			note(d.RequestID, s, "webhook "+d.ID)
+		}
+	}
+	for _, r := range c.w.Order {
+		if r.Finished() {
+			note(r.ID, r.Status, "GET task")
+		}
+	}
+	for _, rid := range sortedKeys(outcomes) {
+		if len(outcomes[rid]) > 1 {
+			var parts []string
+			for _, s := range sortedKeys(outcomes[rid]) {
+				parts = append(parts, s+" ("+outcomes[rid][s]+")")
+			}
+			c.add(7, []string{rid}, c.ridOps[rid], nil, "request %s has more than one outcome: %s", short(rid), strings.Join(parts, ", "))
+		}
+	}
+	c.webhooks()
+}
+
+// webhookItem is one notification (one webhook-id) of a request.
+type webhookItem struct {
+	id, typ       string
+	round         int
+	requestID     string
+	firstStart    time.Time
+	firstAccepted time.Time
+	accepted      bool
+}
+
+func (it *webhookItem) rank() int {
+	if it.typ == "request.paused" {
+		return it.round
+	}
+	return 1 << 30
+}
+
+func (c *checker) webhooks() {
+	items := map[string]*webhookItem{} // proc/id
+	byReq := map[string][]*webhookItem{}
+	for _, d := range c.in.Deliveries {
+		if !d.Verified {
+			c.add(7, []string{d.RequestID}, nil, nil, "a webhook from %s (id %s) does not verify: %s", d.Proc, d.ID, d.Problem)
+			continue
+		}
+		k := d.Proc + "/" + d.ID
+		it := items[k]
+		if it == nil {
+			it = &webhookItem{id: d.ID, typ: d.Type, round: d.Round, firstStart: d.Start, requestID: d.RequestID}
+			items[k] = it
+			byReq[d.Proc+"/"+d.RequestID] = append(byReq[d.Proc+"/"+d.RequestID], it)
+		}
+		if d.Accepted() {
+			if it.accepted {
+				c.res.Redelivered++
+			} else {
+				it.accepted, it.firstAccepted = true, d.End
+			}
+		}
+	}
+	has := func(r *Req, typ string, round int) bool {
+		for _, it := range byReq[r.Proc+"/"+r.ID] {
+			if it.typ == typ && it.accepted && (typ != "request.paused" || it.round == round) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range c.w.Order {
+		ops := c.ridOps[r.ID]
+		if r.Finished() {
+			typ := "request." + strings.ToLower(r.Status)
+			if !has(r, typ, 0) {
+				c.add(7, []string{r.ID}, ops, nil, "no %s webhook was delivered for %s %s (%s)", typ, r.Agent, short(r.ID), r.Proc)
+			}
+		}
+		rounds := map[int]bool{}
+		for _, d := range r.Decisions {
+			rounds[d.Round] = true
+		}
+		if r.Status == "Paused" && r.Task.Round > 0 {
+			rounds[r.Task.Round] = true
+		}
+		for _, op := range c.in.Ops {
+			if res := op.Result(); res != nil && res.RequestID == r.ID && res.Status == "Paused" && res.Round > 0 {
+				rounds[res.Round] = true
+			}
+		}
+		var rs []int
+		for n := range rounds {
+			rs = append(rs, n)
+		}
+		sort.Ints(rs)
+		for _, n := range rs {
+			if !has(r, "request.paused", n) {
+				c.add(7, []string{r.ID}, ops, nil, "no request.paused webhook was delivered for round %d of %s %s (%s)", n, r.Agent, short(r.ID), r.Proc)
+			}
+		}
+	}
+	for _, k := range sortedKeys(byReq) {
+		its := byReq[k]
+		sort.Slice(its, func(i, j int) bool { return its[i].firstStart.Before(its[j].firstStart) })
+		seen := map[string]string{}
+		for _, it := range its {
+			sig := fmt.Sprintf("%s round %d", it.typ, it.round)
+			if it.typ != "request.paused" {
+				sig = "end"
+			}
+			if prev, ok := seen[sig]; ok {
+				c.add(7, []string{it.requestID}, c.ridOps[it.requestID], nil, "two webhooks (%s, %s) for one commit of %s: %s", prev, it.id, short(it.requestID), sig)
+			}
+			seen[sig] = it.id
+		}
+		for i, a := range its {
+			for _, b := range its[i+1:] {
+				if a.rank() < b.rank() && (!a.accepted || b.firstStart.Before(a.firstAccepted)) {
+					c.add(7, []string{a.requestID}, c.ridOps[a.requestID], nil, "%s of %s (round %d) was delivered before %s (round %d), committed earlier, was accepted",
+						b.typ, short(b.requestID), b.round, a.typ, a.round)
+				}
+				if a.rank() > b.rank() {
+					c.add(7, []string{a.requestID}, c.ridOps[a.requestID], nil, "%s (round %d) of %s was delivered before %s (round %d), committed earlier",
+						a.typ, a.round, short(a.requestID), b.typ, b.round)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,328 @@
+package torture
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Hand-made histories: a clean one, and the same with one thing wrong at a
+// time. Each check of the checker must fire on its breach, and none on the
+// clean history.
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+const (
+	tLeaf = "00000000-0000-7000-8000-00000000a001"
+	rLeaf = "00000000-0000-7000-8000-00000000b001"
+	tTop  = "00000000-0000-7000-8000-00000000a002"
+	rTop  = "00000000-0000-7000-8000-00000000b002"
+	tRem  = "00000000-0000-7000-8000-00000000a003"
+	rRem  = "00000000-0000-7000-8000-00000000b003"
+)
+
+func use(id, name, tag, v string) Block {
+	in, _ := json.Marshal(map[string]string{"tag": tag, "v": v})
+	return Block{Type: "tool_use", ID: id, Name: name, Input: in}
+}
+
+func useAgent(id, name, message string) Block {
+	in, _ := json.Marshal(map[string]string{"message": message})
+	return Block{Type: "tool_use", ID: id, Name: name, Input: in}
+}
+
+func result(id, status, text string) Block {
+	return Block{Type: "tool_result", ToolUseID: id, Status: status, Content: []Block{{Type: "text", Text: text}}}
+}
+
+func ran(id string, n int, tool, tag string) Block {
+	j, _ := json.Marshal(map[string]string{"ran": fmt.Sprintf("%s %s %s", Marker(n), tool, tag)})
+	return Block{Type: "tool_result", ToolUseID: id, Status: "success", Content: []Block{{Type: "json", JSON: j}}}
+}
+
+func approve(round int, by string, when time.Time, action string, ids ...string) Decision {
+	d := Decision{Round: round, Approver: by, DecidedAt: when, Action: action}
+	for _, id := range ids {
+		d.Calls = append(d.Calls, DecisionCall{ToolCallID: id, Action: action})
+	}
+	return d
+}
+
+func rr(rid, tid, status string, round int) string {
+	b, _ := json.Marshal(map[string]any{"task_id": tid, "request_id": rid, "status": status, "round": round})
+	return string(b)
+}
+
+func hook(proc, id, typ, rid string, round int, start float64) Delivery {
+	return Delivery{Proc: proc, ID: id, Type: typ, RequestID: rid, Round: round, Start: at(start), End: at(start + 0.01), Code: 204, Verified: true}
+}
+
+// clean is a history without a breach: a leaf on A pauses on fx_effect
+// (with fx_peek beside it), is approved, both run once, it completes; the
+// webhooks of the pause and the end arrive in order.
+func clean() Input {
+	leaf := &Task{Proc: ProcA, TaskID: tLeaf, Agent: "leaf", Status: "Completed",
+		Items: []Item{
+			{Seq: 1, RequestID: rLeaf, Role: "user", Content: []Block{{Type: "text", Text: "/call fx_effect …"}}},
+			{Seq: 2, RequestID: rLeaf, Role: "assistant", Content: []Block{use("c1", "fx_effect", "t1", "a"), use("c2", "fx_peek", "t2", "b")}},
+			{Seq: 3, RequestID: rLeaf, Role: "tool", Content: []Block{ran("c1", 1, "effect", "t1"), ran("c2", 2, "peek", "t2")}},
+		},
+		Requests: []Request{{RequestID: rLeaf, Kind: "invoke", Status: "Completed",
+			Decisions: []Decision{approve(1, User, at(1.0), "approve", "c1")}}},
+	}
+	return Input{
+		Tasks: []*Task{leaf},
+		Ledger: []Execution{
+			{N: 1, Key: rLeaf + "#c1", RequestID: rLeaf, ToolCallID: "c1", Tool: ToolEffect, Process: ProcA, Tag: "t1", Value: "a", Start: at(1.1), End: at(1.2)},
+			{N: 2, Key: rLeaf + "#c2", RequestID: rLeaf, ToolCallID: "c2", Tool: ToolPeek, Process: ProcA, Tag: "t2", Value: "b", Start: at(1.1), End: at(1.2)},
+		},
+		Ops: []Op{
+			{ID: 1, Kind: OpInvoke, Proc: ProcA, Method: "POST", Path: "/agents/leaf/invoke", Start: at(0), End: at(0.5), Status: 200, Resp: rr(rLeaf, tLeaf, "Paused", 1)},
+			{ID: 2, Kind: OpResume, Proc: ProcA, Method: "POST", Path: "/agents/leaf/tasks/" + tLeaf + "/requests/" + rLeaf + "/resume",
+				Body: `{"action":"approve","round":1}`, Start: at(0.9), End: at(1.3), Status: 200, Resp: rr(rLeaf, tLeaf, "Completed", 0),
+				Decides: []CallDecision{{RequestID: rLeaf, ToolCallID: "c1", Action: "approve"}}},
+		},
+		Deliveries: []Delivery{
+			hook(ProcA, "msg_1", "request.paused", rLeaf, 1, 0.6),
+			hook(ProcA, "msg_2", "request.completed", rLeaf, 0, 1.4),
+		},
+	}
+}
+
+// chain is a history of a caller on A (rmid) whose remote leaf on B runs
+// fx_effect after an approval at the caller; the leaf is found by its
+// message.
+func chain() Input {
+	msg := "/call fx_effect {\"tag\":\"t9\",\"v\":\"a\"}"
+	top := &Task{Proc: ProcA, TaskID: tTop, Agent: "rmid", Status: "Completed",
+		Items: []Item{
+			{Seq: 1, RequestID: rTop, Role: "user", Content: []Block{{Type: "text", Text: "/call leaf …"}}},
+			{Seq: 2, RequestID: rTop, Role: "assistant", Content: []Block{useAgent("k1", "leaf", msg)}},
+			{Seq: 3, RequestID: rTop, Role: "tool", Content: []Block{result("k1", "success", "results: fx_effect success")}},
+		},
+		Requests: []Request{{RequestID: rTop, Kind: "invoke", Status: "Completed",
+			Decisions: []Decision{approve(1, User, at(1.0), "approve", "c9")}}},
+	}
+	rem := &Task{Proc: ProcB, TaskID: tRem, Agent: "leaf", Status: "Completed",
+		Items: []Item{
+			{Seq: 1, RequestID: rRem, Role: "user", Content: []Block{{Type: "text", Text: msg}}},
+			{Seq: 2, RequestID: rRem, Role: "assistant", Content: []Block{use("c9", "fx_effect", "t9", "a")}},
+			{Seq: 3, RequestID: rRem, Role: "tool", Content: []Block{ran("c9", 1, "effect", "t9")}},
+		},
+		Requests: []Request{{RequestID: rRem, Kind: "invoke", Status: "Completed",
+			Decisions: []Decision{approve(1, User, at(1.0), "approve", "c9")}}},
+	}
+	return Input{
+		Tasks: []*Task{top, rem},
+		Ledger: []Execution{
+			{N: 1, Key: rRem + "#c9", RequestID: rRem, ToolCallID: "c9", Tool: ToolEffect, Process: ProcB, Tag: "t9", Value: "a", Start: at(1.1), End: at(1.2)},
+		},
+		Ops: []Op{
+			{ID: 1, Kind: OpInvoke, Proc: ProcA, Path: "/agents/rmid/invoke", Start: at(0), End: at(0.5), Status: 200, Resp: rr(rTop, tTop, "Paused", 1)},
+			{ID: 2, Kind: OpResume, Proc: ProcA, Path: "/agents/rmid/tasks/" + tTop + "/requests/" + rTop + "/resume",
+				Body: `{"action":"approve","round":1}`, Start: at(0.9), End: at(1.5), Status: 200, Resp: rr(rTop, tTop, "Completed", 0),
+				Decides: []CallDecision{{RequestID: rRem, ToolCallID: "c9", Action: "approve"}}},
+		},
+		Deliveries: []Delivery{
+			hook(ProcA, "msg_1", "request.paused", rTop, 1, 0.6),
+			hook(ProcA, "msg_2", "request.completed", rTop, 0, 1.6),
+			hook(ProcB, "msg_3", "request.paused", rRem, 1, 0.6),
+			hook(ProcB, "msg_4", "request.completed", rRem, 0, 1.4),
+		},
+	}
+}
+
+func leafTask(in *Input) *Task { return in.Tasks[0] }
+
+func invariants(res *Result) []int {
+	set := map[int]bool{}
+	for _, v := range res.Violations {
+		set[v.Invariant] = true
+	}
+	var out []int
+	for i := range set {
+		out = append(out, i)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name   string
+		base   func() Input
+		mutate func(in *Input)
+		want   []int
+		apart  int
+	}{
+		{name: "clean", base: clean, mutate: func(*Input) {}},
+		{name: "clean chain, remote leaf found by its message", base: chain, mutate: func(*Input) {}},
+		{name: "a non-idempotent call ran twice", base: clean, want: []int{1}, mutate: func(in *Input) {
+			e := in.Ledger[0]
+			e.N, e.Start = 3, at(1.5)
+			in.Ledger = append(in.Ledger, e)
+		}},
+		{name: "an idempotent call ran again with no fault between", base: clean, want: []int{1}, mutate: func(in *Input) {
+			leafTask(in).Items[1].Content[0].Name = "fx_upsert"
+			e := in.Ledger[0]
+			e.N, e.Start = 3, at(1.5)
+			in.Ledger = append(in.Ledger, e)
+		}},
+		{name: "an idempotent call ran again after its process was killed", base: clean, mutate: func(in *Input) {
+			leafTask(in).Items[1].Content[0].Name = "fx_upsert"
+			e := in.Ledger[0]
+			e.N, e.Start = 3, at(20)
+			in.Ledger = append(in.Ledger, e)
+			in.Faults = []Fault{{Kind: FaultKillAfter, Proc: ProcA, Start: at(1.15), End: at(2)}}
+		}},
+		{name: "one tag ran under two calls", base: clean, want: []int{1, 4}, mutate: func(in *Input) {
+			in.Ledger = append(in.Ledger, Execution{N: 3, Key: rLeaf + "#c7", RequestID: rLeaf, ToolCallID: "c7", Tool: ToolEffect, Process: ProcA, Tag: "t1", Value: "a", Start: at(2)})
+		}},
+		{name: "ran after its rejection", base: clean, want: []int{2, 4}, mutate: func(in *Input) {
+			leafTask(in).Requests[0].Decisions = []Decision{approve(1, User, at(1.0), "reject", "c1")}
+			leafTask(in).Items[2].Content[0] = result("c1", "error", "rejected by tort")
+			in.Ops[1].Body, in.Ops[1].Decides[0].Action = `{"action":"reject","round":1}`, "reject"
+		}},
+		{name: "ran though its round expired", base: clean, want: []int{2, 5}, mutate: func(in *Input) {
+			leafTask(in).Requests[0].Decisions = []Decision{approve(1, ApproverExpiry, at(1.0), "reject", "c1")}
+		}},
+		{name: "ran before its decision", base: clean, want: []int{2}, mutate: func(in *Input) {
+			in.Ledger[0].Start = at(0.95)
+		}},
+		{name: "ran with no approval sent", base: clean, want: []int{2}, mutate: func(in *Input) {
+			in.Ops[1].Decides = nil
+		}},
+		{name: "ran with another input than the edit approved", base: clean, want: []int{2}, mutate: func(in *Input) {
+			d := &leafTask(in).Requests[0].Decisions[0]
+			d.Action, d.Calls[0].Action, d.Calls[0].Input = "edit", "edit", json.RawMessage(`{"tag":"t1","v":"edited"}`)
+			in.Ops[1].Decides[0].Action = "edit"
+		}},
+		{name: "a rejection answered 200, yet the call ran", base: clean, want: []int{2, 5}, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, Op{ID: 3, Kind: OpResume, Proc: ProcA, Path: in.Ops[1].Path, Body: `{"action":"reject","round":1}`,
+				Start: at(0.9), End: at(1.3), Status: 200, Resp: rr(rLeaf, tLeaf, "Completed", 0),
+				Decides: []CallDecision{{RequestID: rLeaf, ToolCallID: "c1", Action: "reject"}}})
+		}},
+		{name: "ran after a cancel answered 200 Canceled", base: clean, want: []int{3, 5, 7}, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, Op{ID: 3, Kind: OpCancel, Proc: ProcA, Path: "/agents/leaf/tasks/" + tLeaf + "/cancel",
+				Start: at(0.95), End: at(1.05), Status: 200, Resp: rr(rLeaf, tLeaf, "Canceled", 0)})
+		}},
+		{name: "ran after a cancel, by a holder frozen past its lease", base: clean, want: []int{5, 7}, apart: 2, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, Op{ID: 3, Kind: OpCancel, Proc: ProcA, Path: "/agents/leaf/tasks/" + tLeaf + "/cancel",
+				Start: at(0.95), End: at(1.05), Status: 200, Resp: rr(rLeaf, tLeaf, "Canceled", 0)})
+			in.Faults = []Fault{{Kind: FaultStallCont, Proc: ProcA, Start: at(0.5), End: at(1.0)}}
+		}},
+		{name: "a remote leaf ran after its caller's cancel answered", base: chain, want: []int{3, 5, 7}, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, Op{ID: 3, Kind: OpCancel, Proc: ProcA, Path: "/agents/rmid/tasks/" + tTop + "/cancel",
+				Start: at(0.95), End: at(1.05), Status: 200, Resp: rr(rTop, tTop, "Canceled", 0)})
+		}},
+		{name: "the history says not run, but it ran", base: clean, want: []int{4}, mutate: func(in *Input) {
+			leafTask(in).Items[2].Content[0] = result("c1", "error", "not run: the request was lost (its lease expired)")
+		}},
+		{name: "outcome_unknown for a call that ran is the truth", base: clean, mutate: func(in *Input) {
+			leafTask(in).Items[2].Content[0] = result("c1", "error", "outcome_unknown: the request was interrupted while this call ran")
+		}},
+		{name: "a success result no run produced", base: clean, want: []int{4}, mutate: func(in *Input) {
+			leafTask(in).Items[2].Content[1] = ran("c2", 1, "peek", "t2")
+		}},
+		{name: "a call ran that no history shows", base: clean, want: []int{4}, mutate: func(in *Input) {
+			in.Ledger = append(in.Ledger, Execution{N: 3, Key: "00000000-0000-7000-8000-0000000000ff#c5", RequestID: "00000000-0000-7000-8000-0000000000ff", ToolCallID: "c5", Tool: ToolPeek, Process: ProcA, Tag: "t5", Start: at(2)})
+		}},
+		{name: "a call ran, its request ended without its result", base: clean, want: []int{4}, mutate: func(in *Input) {
+			leafTask(in).Items = leafTask(in).Items[:2]
+		}},
+		{name: "answers to the same decision disagree", base: clean, want: []int{5, 7}, mutate: func(in *Input) {
+			dup := in.Ops[1]
+			dup.ID, dup.Resp = 3, rr(rLeaf, tLeaf, "Paused", 2)
+			in.Ops = append(in.Ops, dup)
+		}},
+		{name: "the same decision answered decision_conflict", base: clean, want: []int{5}, mutate: func(in *Input) {
+			dup := in.Ops[1]
+			dup.ID, dup.Status, dup.Resp = 3, 409, `{"error":{"code":"decision_conflict","message":"x"}}`
+			in.Ops = append(in.Ops, dup)
+		}},
+		{name: "GET task disagrees with an answer", base: clean, want: []int{5, 7}, mutate: func(in *Input) {
+			leafTask(in).Requests[0].Status, leafTask(in).Requests[0].Error = "Failed", &ErrorView{Code: "lease_expired"}
+			in.Deliveries[1].Type = "request.failed"
+		}},
+		{name: "still Running", base: clean, want: []int{5, 6}, mutate: func(in *Input) {
+			leafTask(in).Requests[0].Status = "Running"
+		}},
+		{name: "Paused with nothing to decide", base: clean, want: []int{5, 6, 7}, mutate: func(in *Input) {
+			leafTask(in).Requests[0].Status, leafTask(in).Round = "Paused", 2
+			in.Deliveries = append(in.Deliveries, hook(ProcA, "msg_9", "request.paused", rLeaf, 2, 1.45))
+		}},
+		{name: "a leaf Paused below a finished root", base: chain, want: []int{6}, mutate: func(in *Input) {
+			in.Tasks[1].Requests[0].Status, in.Tasks[1].Round = "Paused", 1
+			in.Tasks[1].Pending = []PendingView{{ToolCallID: "c9", Round: 1}}
+		}},
+		{name: "a caller waits on a leaf that ended", base: chain, want: []int{5, 6, 7}, mutate: func(in *Input) {
+			in.Tasks[0].Requests[0].Status, in.Tasks[0].Round = "Paused", 2
+			in.Tasks[0].WaitingOn = []WaitingOn{{Agent: "leaf", TaskID: tRem, RequestID: rRem}}
+			in.Deliveries = append(in.Deliveries, hook(ProcA, "msg_9", "request.paused", rTop, 2, 1.65))
+		}},
+		{name: "a created request no task shows", base: clean, want: []int{7}, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, Op{ID: 3, Kind: OpInvoke, Proc: ProcA, Path: "/agents/leaf/invoke", Start: at(3), End: at(3.5), Status: 200,
+				Resp: rr("00000000-0000-7000-8000-0000000000ee", tLeaf, "Paused", 1)})
+		}},
+		{name: "a lost webhook", base: clean, want: []int{7}, mutate: func(in *Input) {
+			in.Deliveries = in.Deliveries[:1]
+		}},
+		{name: "a webhook refused every time is lost", base: clean, want: []int{7}, mutate: func(in *Input) {
+			in.Deliveries[1].Code = 500
+		}},
+		{name: "webhooks out of commit order", base: clean, want: []int{7}, mutate: func(in *Input) {
+			in.Deliveries[1].Start, in.Deliveries[1].End = at(0.55), at(0.56)
+		}},
+		{name: "a delivery overlapping the previous one's", base: clean, want: []int{7}, mutate: func(in *Input) {
+			in.Deliveries[0].End = at(1.45)
+		}},
+		{name: "a webhook whose signature does not verify", base: clean, want: []int{7}, mutate: func(in *Input) {
+			bad := in.Deliveries[1]
+			bad.Verified, bad.Problem, bad.Code = false, "signature: no match", 401
+			in.Deliveries = append(in.Deliveries, bad)
+		}},
+		{name: "one commit notified under two ids", base: clean, want: []int{7}, mutate: func(in *Input) {
+			in.Deliveries = append(in.Deliveries, hook(ProcA, "msg_3", "request.completed", rLeaf, 0, 1.5))
+		}},
+		{name: "a redelivery of an accepted id is counted, not a violation", base: clean, mutate: func(in *Input) {
+			in.Deliveries = append(in.Deliveries, hook(ProcA, "msg_2", "request.completed", rLeaf, 0, 1.5))
+		}},
+		{name: "two outcomes of one request", base: clean, want: []int{7}, mutate: func(in *Input) {
+			in.Deliveries = append(in.Deliveries, hook(ProcA, "msg_3", "request.canceled", rLeaf, 0, 1.5))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := tt.base()
+			tt.mutate(&in)
+			res := Check(in)
+			if diff := cmp.Diff(tt.want, invariants(res)); diff != "" {
+				var lines []string
+				for _, v := range res.Violations {
+					lines = append(lines, fmt.Sprintf("  %d: %s", v.Invariant, v.What))
+				}
+				t.Errorf("invariants violated (-want +got):\n%s%s", diff, strings.Join(lines, "\n"))
+			}
+			if len(res.Apart) != tt.apart {
+				t.Errorf("%d reported apart, want %d: %+v", len(res.Apart), tt.apart, res.Apart)
+			}
+		})
+	}
+}
+
+func TestCheckRequestLostIsNoOutcome(t *testing.T) {
+	in := clean()
+	lost := in.Ops[1]
+	lost.ID, lost.Resp = 3, `{"task_id":"`+tLeaf+`","request_id":"`+rLeaf+`","status":"Failed","error":{"code":"request_lost","message":"x"}}`
+	in.Ops = append(in.Ops, lost)
+	if res := Check(in); len(res.Violations) != 0 {
+		t.Errorf("a request_lost answer was taken for an outcome: %+v", res.Violations)
+	}
+}

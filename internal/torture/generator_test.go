@@ -1,0 +1,487 @@
+package torture
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// generator runs the workload: workers, each with a random source of its
+// own derived from the seed, running flows until the deadline.
+type generator struct {
+	c        *cluster
+	seed     uint64
+	deadline time.Time
+	flows    atomic.Int64
+	tags     atomic.Int64
+}
+
+type worker struct {
+	g   *generator
+	id  int
+	rng *rand.Rand
+}
+
+// flow is one task's story: its chain, its root task and current request.
+type flow struct {
+	id      int
+	chain   Chain
+	proc    string
+	agent   string
+	taskID  string
+	reqID   string
+	msgs    int
+	stale   []Op // decisions answered, to send again later (stale)
+	lastKey string
+}
+
+func (g *generator) run(workers int) {
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &worker{g: g, id: i, rng: rand.New(rand.NewPCG(g.seed, uint64(i)+1))}
+			for time.Now().Before(g.deadline) {
+				w.flow()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (w *worker) op(f *flow, op Op) *Op {
+	op.Worker, op.Flow = w.id, f.id
+	return w.g.c.do(op)
+}
+
+// pick chooses by weights.
+func (w *worker) pick(weights map[string]int) string {
+	keys := sortedKeys(weights)
+	total := 0
+	for _, k := range keys {
+		total += weights[k]
+	}
+	n := w.rng.IntN(total)
+	for _, k := range keys {
+		if n < weights[k] {
+			return k
+		}
+		n -= weights[k]
+	}
+	return keys[len(keys)-1]
+}
+
+// script is a leaf's message: one or two calls of the test tools, and
+// perhaps a later one (/then) after their results.
+func (w *worker) script() string {
+	tools := map[string]int{"fx_effect": 35, "fx_upsert": 20, "fx_peek": 20, "ex_effect": 25}
+	var lines []string
+	call := func(verb string) {
+		tag := fmt.Sprintf("t%d", w.g.tags.Add(1))
+		in, _ := json.Marshal(map[string]string{"tag": tag, "v": "v" + tag})
+		lines = append(lines, verb+" "+w.pick(tools)+" "+string(in))
+	}
+	for range 1 + w.rng.IntN(2) {
+		call("/call")
+	}
+	if w.rng.IntN(10) < 4 {
+		call("/then")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// message wraps a leaf's script for the chain's first agent.
+func message(c Chain, script string) string {
+	text := script
+	for i := len(c.Agents) - 2; i >= 0; i-- {
+		in, _ := json.Marshal(map[string]string{"message": text})
+		text = "/call " + c.Agents[i+1] + " " + string(in)
+	}
+	return text
+}
+
+func itemsBody(taskID, text string) string {
+	m := map[string]any{"items": []map[string]string{{"content": text}}}
+	if taskID != "" {
+		m["task_id"] = taskID
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// send sends a message (invoke, follow-on or edit) with an
+// Idempotency-Key, and sends it again with the key while no answer came.
+func (w *worker) send(f *flow, kind, path, body string) *RequestResult {
+	f.msgs++
+	key := fmt.Sprintf("torture-%d-%d-%d", w.g.seed, f.id, f.msgs)
+	f.lastKey = key
+	for try := 0; try < 4; try++ {
+		op := w.op(f, Op{Kind: kind, Proc: f.proc, Method: "POST", Path: path, Body: body, Key: key})
+		if op.Status == 0 || op.ErrorCode() == "request_lost" {
+			// No outcome: the same message with the same key takes the
+			// request over (or creates it, if it never was) — after
+			// Retry-After, as a client is told to.
+			if secs, err := strconv.Atoi(op.RetryAfter); err == nil && secs > 0 {
+				time.Sleep(time.Duration(min(secs, 20)) * time.Second)
+			}
+			w.g.c.healthy(f.proc, 40*time.Second)
+			continue
+		}
+		return op.Result()
+	}
+	return nil
+}
+
+func (w *worker) flow() {
+	f := &flow{id: int(w.g.flows.Add(1))}
+	f.chain = Chains[w.rng.IntN(len(Chains))]
+	f.proc, f.agent = f.chain.Proc, f.chain.Agents[0]
+	res := w.send(f, OpInvoke, "/agents/"+f.agent+"/invoke", itemsBody("", message(f.chain, w.script())))
+	if res == nil {
+		return
+	}
+	f.taskID, f.reqID = res.TaskID, res.RequestID
+	for steps := 0; steps < 12 && time.Now().Before(w.g.deadline); steps++ {
+		v := w.settle(f)
+		if v == nil {
+			return
+		}
+		if v.Status == "Paused" {
+			if !w.decideStep(f, v) {
+				return
+			}
+			continue
+		}
+		if len(f.stale) > 0 && w.rng.IntN(3) == 0 {
+			w.sendStale(f)
+		}
+		// The request ended: a follow-on, an edit of an earlier message, or
+		// the flow ends.
+		switch n := w.rng.IntN(100); {
+		case n < 35 && f.msgs < 3:
+			res = w.send(f, OpFollow, "/agents/"+f.agent+"/invoke", itemsBody(f.taskID, message(f.chain, w.script())))
+		case n < 50 && f.msgs < 3:
+			var live []string
+			for _, r := range v.Requests {
+				if r.SupersededBy == nil {
+					live = append(live, r.RequestID)
+				}
+			}
+			if len(live) == 0 {
+				return
+			}
+			rid := live[w.rng.IntN(len(live))]
+			res = w.send(f, OpEdit, "/agents/"+f.agent+"/tasks/"+f.taskID+"/requests/"+rid+"/edit", itemsBody("", message(f.chain, w.script())))
+		default:
+			return
+		}
+		if res == nil || res.RequestID == "" {
+			return
+		}
+		f.reqID = res.RequestID
+	}
+}
+
+// get reads a task, recorded.
+func (w *worker) get(f *flow, proc, agent, taskID string) *Task {
+	op := w.op(f, Op{Kind: OpGet, Proc: proc, Method: "GET", Path: "/agents/" + agent + "/tasks/" + taskID})
+	if op.Status != 200 {
+		return nil
+	}
+	var t Task
+	if json.Unmarshal([]byte(op.Resp), &t) != nil {
+		return nil
+	}
+	t.Proc = proc
+	return &t
+}
+
+// settle reads the root task until it is not Running (up to 40 s).
+func (w *worker) settle(f *flow) *Task {
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		t := w.get(f, f.proc, f.agent, f.taskID)
+		if t != nil && t.Status != "Running" {
+			return t
+		}
+		if t == nil {
+			w.g.c.healthy(f.proc, 40*time.Second)
+		}
+		if time.Now().After(deadline) {
+			return t
+		}
+		time.Sleep(time.Duration(200+w.rng.IntN(300)) * time.Millisecond)
+	}
+}
+
+// level is where a decision or a cancel can be sent: the root, a caller
+// in the middle, or the leaf.
+type level struct {
+	name   string
+	proc   string
+	agent  string
+	taskID string
+	reqID  string
+	round  int
+	// pending are the calls this level shows, which a decision sent here
+	// decides.
+	pending []PendingView
+}
+
+func (l level) resumePath() string {
+	return "/agents/" + l.agent + "/tasks/" + l.taskID + "/requests/" + l.reqID + "/resume"
+}
+
+// levels finds the levels of a paused chain, from its root's view.
+func (w *worker) levels(f *flow, v *Task) []level {
+	root := level{name: "root", proc: f.proc, agent: f.agent, taskID: f.taskID, round: v.Round, pending: v.Pending}
+	for _, r := range v.Requests {
+		if r.Status == "Paused" {
+			root.reqID = r.RequestID
+		}
+	}
+	if root.reqID == "" || len(v.Pending) == 0 {
+		return nil
+	}
+	out := []level{root}
+	p := v.Pending[0]
+	if p.RequestID == "" || p.RequestID == root.reqID {
+		return out // the root is the leaf
+	}
+	leafProc, _ := w.g.c.procOf(p.ResumeURL)
+	if leafProc == "" {
+		leafProc = f.proc
+	}
+	leaf := level{name: "leaf", proc: leafProc, agent: p.Agent, taskID: p.TaskID, reqID: p.RequestID}
+	lt := w.get(f, leaf.proc, leaf.agent, leaf.taskID)
+	if f.chain.Depth() == 3 {
+		if mid, ok := w.mid(f, leaf, lt); ok {
+			out = append(out, mid)
+		}
+	}
+	if lt != nil && lt.Status == "Paused" {
+		leaf.round, leaf.pending = lt.Round, lt.Pending
+		out = append(out, leaf)
+	}
+	return out
+}
+
+// mid finds the caller between the root and the leaf: the leaf's parent
+// when it is local to the leaf, else the mid agent's task whose parent is
+// the root task.
+func (w *worker) mid(f *flow, leaf level, lt *Task) (level, bool) {
+	midAgent, midProc := f.chain.Agents[1], f.chain.ProcessOf(1)
+	var taskID string
+	if lt != nil {
+		for _, r := range lt.Requests {
+			if r.RequestID == leaf.reqID && r.Parent != nil && r.Parent.Agent == midAgent {
+				taskID = r.Parent.TaskID
+			}
+		}
+	}
+	if taskID == "" {
+		op := w.op(f, Op{Kind: OpGet, Proc: midProc, Method: "GET", Path: "/agents/" + midAgent + "/tasks?limit=50"})
+		var list struct {
+			Tasks []struct {
+				TaskID       string `json:"task_id"`
+				ParentTaskID string `json:"parent_task_id"`
+			} `json:"tasks"`
+		}
+		_ = json.Unmarshal([]byte(op.Resp), &list)
+		for _, t := range list.Tasks {
+			if t.ParentTaskID == f.taskID {
+				taskID = t.TaskID
+			}
+		}
+	}
+	if taskID == "" {
+		return level{}, false
+	}
+	mt := w.get(f, midProc, midAgent, taskID)
+	if mt == nil || mt.Status != "Paused" {
+		return level{}, false
+	}
+	l := level{name: "mid", proc: midProc, agent: midAgent, taskID: taskID, round: mt.Round, pending: mt.Pending}
+	for _, r := range mt.Requests {
+		if r.Status == "Paused" {
+			l.reqID = r.RequestID
+		}
+	}
+	return l, l.reqID != ""
+}
+
+// decision makes a resume body for the calls shown, at a level: one
+// action for all (with the level's round) or a decision per call.
+func (w *worker) decision(l level, kind string) (string, []CallDecision) {
+	pending := l.pending
+	leafOf := func(p PendingView) string {
+		if p.RequestID != "" {
+			return p.RequestID
+		}
+		return l.reqID
+	}
+	var decides []CallDecision
+	switch kind {
+	case "approve", "reject":
+		for _, p := range pending {
+			decides = append(decides, CallDecision{RequestID: leafOf(p), ToolCallID: p.ToolCallID, Action: kind})
+		}
+		body := map[string]any{"action": kind, "round": l.round}
+		if kind == "reject" {
+			body["reason"] = "torture"
+		}
+		b, _ := json.Marshal(body)
+		return string(b), decides
+	}
+	var ds []map[string]any
+	for _, p := range pending {
+		d := map[string]any{"tool_call_id": p.ToolCallID}
+		switch w.rng.IntN(4) {
+		case 0, 1:
+			d["action"] = "approve"
+		case 2:
+			d["action"] = "reject"
+		default:
+			var in struct {
+				Tag string `json:"tag"`
+			}
+			_ = json.Unmarshal(p.Input, &in)
+			v := fmt.Sprintf("edited-%d", w.rng.IntN(1000))
+			d["action"], d["input"] = "edit", map[string]string{"tag": in.Tag, "v": v}
+			decides = append(decides, CallDecision{RequestID: leafOf(p), ToolCallID: p.ToolCallID, Action: "edit", V: v})
+			ds = append(ds, d)
+			continue
+		}
+		decides = append(decides, CallDecision{RequestID: leafOf(p), ToolCallID: p.ToolCallID, Action: d["action"].(string)})
+		ds = append(ds, d)
+	}
+	body := map[string]any{"decisions": ds}
+	if w.rng.IntN(2) == 0 {
+		body["round"] = l.round
+	}
+	b, _ := json.Marshal(body)
+	return string(b), decides
+}
+
+func (w *worker) resume(f *flow, l level, body string, decides []CallDecision, note string) *Op {
+	op := w.op(f, Op{Kind: OpResume, Proc: l.proc, Method: "POST", Path: l.resumePath(), Body: body, Decides: decides, Note: l.name + note})
+	if op.Status == 200 {
+		if r := op.Result(); r != nil && r.Status != "Running" && len(f.stale) < 4 {
+			f.stale = append(f.stale, *op)
+		}
+	}
+	return op
+}
+
+func (w *worker) cancel(f *flow, l level, note string) *Op {
+	return w.op(f, Op{Kind: OpCancel, Proc: l.proc, Method: "POST", Path: "/agents/" + l.agent + "/tasks/" + l.taskID + "/cancel",
+		Body: `{"reason":"torture"}`, Note: l.name + note})
+}
+
+// sendStale sends an earlier decision again, after its round passed.
+func (w *worker) sendStale(f *flow) {
+	old := f.stale[w.rng.IntN(len(f.stale))]
+	w.op(f, Op{Kind: OpResume, Proc: old.Proc, Method: "POST", Path: old.Path, Body: old.Body, Decides: old.Decides, Note: "stale"})
+}
+
+// decideStep takes one action on a paused flow; false ends the flow.
+func (w *worker) decideStep(f *flow, v *Task) bool {
+	ls := w.levels(f, v)
+	if len(ls) == 0 {
+		return false
+	}
+	pending := v.Pending
+	expiring := false
+	for _, p := range pending {
+		if strings.HasPrefix(p.Name, "ex_") {
+			expiring = true
+		}
+	}
+	at := func() level { return ls[w.rng.IntN(len(ls))] }
+	kinds := map[string]int{"approve": 30, "reject": 8, "mixed": 14, "twice": 8, "race": 8, "conflict": 7,
+		"cancel": 10, "cancel-race": 5, "stale": 4, "abandon": 3}
+	if expiring {
+		kinds["expire"] = 10
+	}
+	time.Sleep(time.Duration(w.rng.IntN(400)) * time.Millisecond)
+	switch k := w.pick(kinds); k {
+	case "approve", "reject", "mixed":
+		l := at()
+		body, ds := w.decision(l, k)
+		w.resume(f, l, body, ds, "")
+	case "twice":
+		l := at()
+		body, ds := w.decision(l, []string{"approve", "reject", "mixed"}[w.rng.IntN(3)])
+		w.resume(f, l, body, ds, " twice")
+		w.resume(f, l, body, ds, " twice")
+	case "race", "conflict":
+		type send struct {
+			l    level
+			body string
+			ds   []CallDecision
+		}
+		var sends []send
+		n := 2 + w.rng.IntN(2)
+		l := at()
+		body, ds := w.decision(l, "approve")
+		for i := range n {
+			if i > 0 && w.rng.IntN(2) == 0 {
+				l = at()
+				body, ds = w.decision(l, "approve")
+			}
+			if k == "conflict" && i == n-1 {
+				body, ds = w.decision(l, []string{"reject", "mixed"}[w.rng.IntN(2)])
+			}
+			sends = append(sends, send{l, body, ds})
+		}
+		var wg sync.WaitGroup
+		for _, s := range sends {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.resume(f, s.l, s.body, s.ds, " "+k)
+			}()
+		}
+		wg.Wait()
+	case "cancel":
+		w.cancel(f, at(), "")
+	case "cancel-race":
+		l, c := at(), at()
+		body, ds := w.decision(l, "approve")
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); w.resume(f, l, body, ds, " racing a cancel") }()
+		go func() { defer wg.Done(); w.cancel(f, c, " racing a decision") }()
+		wg.Wait()
+	case "stale":
+		if len(f.stale) == 0 {
+			l := at()
+			body, ds := w.decision(l, "approve")
+			w.resume(f, l, body, ds, "")
+			break
+		}
+		w.sendStale(f)
+	case "expire":
+		var exp time.Time
+		for _, p := range pending {
+			if exp.IsZero() || p.ExpiresAt.Before(exp) {
+				exp = p.ExpiresAt
+			}
+		}
+		time.Sleep(time.Until(exp) + time.Duration(500+w.rng.IntN(1500))*time.Millisecond)
+		if w.rng.IntN(2) == 0 {
+			l := at()
+			body, ds := w.decision(l, "approve")
+			w.resume(f, l, body, ds, " after expiry")
+		}
+	case "abandon":
+		return false
+	}
+	return true
+}

@@ -1,0 +1,303 @@
+package torture
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Run is what the report says of a run besides the checker's verdict.
+type Run struct {
+	Seed     uint64
+	Seconds  int
+	Workers  int
+	Start    time.Time
+	LoadEnd  time.Time // the generator and the nemesis stopped
+	Settled  time.Time // every request at rest (zero: not within the bound)
+	Armed    int       // relay kills armed that met no call
+	Dir      string    // where the history and the logs were written
+	Problems []string  // what went wrong in the harness itself
+}
+
+// Recovery times each fault's end (the process back) to the next outcome
+// of the requests it hit: those of its process with an operation in
+// flight when it struck or last seen Running before it, and the roots of
+// their chains; the next outcome is the first status other than Running
+// that an answer or a read showed after the fault's end. lost lists the
+// requests never seen at rest again.
+func Recovery(in Input, w *World) (times []time.Duration, lost []string) {
+	byKey := map[string]string{}
+	for _, op := range in.Ops {
+		if r := op.Result(); r != nil && op.Key != "" {
+			byKey[op.Key] = r.RequestID
+		}
+	}
+	obs := append([]Observation(nil), in.Observations...)
+	for _, op := range in.Ops {
+		if r := op.Result(); r != nil {
+			obs = append(obs, Observation{At: op.End, RequestID: r.RequestID, Status: r.Status})
+		}
+	}
+	sort.SliceStable(obs, func(i, j int) bool { return obs[i].At.Before(obs[j].At) })
+	for _, f := range in.Faults {
+		if f.End.IsZero() {
+			continue
+		}
+		hit := map[string]bool{}
+		for _, op := range in.Ops {
+			if op.Proc != f.Proc || op.Kind == OpGet || op.Start.After(f.Start) || op.End.Before(f.Start) {
+				continue
+			}
+			rids := opRequests(op)
+			if len(rids) == 0 && op.Key != "" && byKey[op.Key] != "" {
+				rids = []string{byKey[op.Key]}
+			}
+			for _, rid := range rids {
+				hit[rid] = true
+			}
+		}
+		last := map[string]string{}
+		for _, o := range obs {
+			if o.At.After(f.Start) {
+				break
+			}
+			if f.Start.Sub(o.At) < 30*time.Second {
+				last[o.RequestID] = o.Status
+			}
+		}
+		for rid, st := range last {
+			if r := w.Reqs[rid]; st == "Running" && r != nil && r.Proc == f.Proc {
+				hit[rid] = true
+			}
+		}
+		for rid := range hit {
+			if r := w.Reqs[rid]; r != nil {
+				hit[r.Root().ID] = true
+			}
+		}
+		for _, rid := range sortedKeys(hit) {
+			found := false
+			for _, o := range obs {
+				if o.RequestID == rid && !o.At.Before(f.End) && o.Status != "Running" {
+					times = append(times, o.At.Sub(f.End))
+					found = true
+					break
+				}
+			}
+			if !found {
+				lost = append(lost, rid)
+			}
+		}
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	return times, lost
+}
+
+// Anomalies are answers the API contract does not allow for what was
+// sent — a 404 for a task or request the server itself named, a 5xx
+// other than an outcome, a cancel answered 200 with another status than
+// Canceled, a 200 whose body says Failed request_lost — outside the seven
+// invariants, listed for a look.
+func Anomalies(in Input) []Op {
+	var out []Op
+	for _, op := range in.Ops {
+		if op.Kind == OpGet || op.Status == 0 {
+			continue
+		}
+		code := op.ErrorCode()
+		r := op.Result()
+		switch {
+		case op.Status == 404:
+			out = append(out, op)
+		case op.Status >= 500 && (code == "" || code == "internal" || code == "model_error"):
+			// remote_unavailable (a remote down), lease_expired and
+			// deadline_exceeded are answers the contract has; the local
+			// model never fails but when its process goes away.
+			out = append(out, op)
+		case op.Kind == OpCancel && op.Status == 200 && r != nil && r.Status != "Canceled":
+			// A cancel answers Canceled, 202 or 409 not_running.
+			out = append(out, op)
+		case op.Status == 200 && r != nil && r.Error != nil && r.Error.Code == "request_lost":
+			// A client reading status alone (as after the 15 s wait it
+			// must) sees Failed for a request that goes on.
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+func pct(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	return ds[min(len(ds)-1, int(p*float64(len(ds))))]
+}
+
+func counts(m map[string]int) string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Names of the invariants, for the report.
+var Invariants = map[int]string{
+	1: "at most once", 2: "only what was approved", 3: "cancel means cancel", 4: "the history tells the truth",
+	5: "answers agree", 6: "nothing hangs", 7: "nothing is lost",
+}
+
+// Report writes the run's report: the seed, the counts, the recovery
+// times and each violation with the history around it.
+func Report(w io.Writer, run Run, in Input, res *Result) {
+	rel := func(t time.Time) string { return fmt.Sprintf("+%.3fs", t.Sub(run.Start).Seconds()) }
+	fmt.Fprintf(w, "torture: seed %d (TORTURE_SEED=%d replays its choices), %d s of load, %d workers\n", run.Seed, run.Seed, run.Seconds, run.Workers)
+	kinds, noAnswer := map[string]int{}, 0
+	answers := map[string]int{}
+	decisions := map[string]int{}
+	for _, op := range in.Ops {
+		kinds[op.Kind]++
+		if op.Status == 0 {
+			noAnswer++
+		}
+		if op.Kind == OpResume || op.Kind == OpCancel {
+			a := fmt.Sprint(op.Status)
+			if op.Status == 0 {
+				a = "none"
+			} else if code := op.ErrorCode(); code != "" && op.Status >= 400 {
+				a += " " + code
+			} else if r := op.Result(); r != nil {
+				a += " " + r.Status
+			}
+			answers[op.Kind+" "+a]++
+		}
+		for _, d := range op.Decides {
+			decisions[d.Action]++
+		}
+	}
+	fmt.Fprintf(w, "  operations: %d (%s); without an answer: %d\n", len(in.Ops), counts(kinds), noAnswer)
+	fmt.Fprintf(w, "  answers: %s\n", counts(answers))
+	fk := map[string]int{}
+	for _, f := range in.Faults {
+		fk[f.Kind+" ("+f.Proc+")"]++
+	}
+	fmt.Fprintf(w, "  faults: %d (%s); relay kills armed that met no call: %d\n", len(in.Faults), counts(fk), run.Armed)
+	ek := map[string]int{}
+	for _, e := range in.Ledger {
+		ek[e.Tool]++
+	}
+	fmt.Fprintf(w, "  executions: %d (%s); call decisions sent: %s\n", len(in.Ledger), counts(ek), counts(decisions))
+	rk := map[string]int{}
+	for _, r := range res.World.Order {
+		rk[r.Status]++
+	}
+	fmt.Fprintf(w, "  requests at the end: %d (%s) in %d tasks\n", len(res.World.Order), counts(rk), len(res.World.Tasks))
+	accepted, refused := 0, 0
+	for _, d := range in.Deliveries {
+		if d.Accepted() {
+			accepted++
+		} else {
+			refused++
+		}
+	}
+	fmt.Fprintf(w, "  webhooks: %d attempts, %d accepted, %d refused (some on purpose, to make retries), %d redeliveries of an id already accepted\n",
+		len(in.Deliveries), accepted, refused, res.Redelivered)
+	if run.Settled.IsZero() {
+		fmt.Fprintf(w, "  quiet period: NOT at rest %s after the load stopped\n", time.Since(run.LoadEnd).Round(time.Second))
+	} else {
+		fmt.Fprintf(w, "  quiet period: every request at rest %s after the load stopped\n", run.Settled.Sub(run.LoadEnd).Round(100*time.Millisecond))
+	}
+	times, lost := Recovery(in, res.World)
+	fmt.Fprintf(w, "  recovery (a fault's end → the next outcome of the requests it hit): %d requests, p50 %s, p99 %s, max %s; never at rest again: %d\n",
+		len(times), pct(times, 0.5).Round(time.Millisecond), pct(times, 0.99).Round(time.Millisecond), pct(times, 1).Round(time.Millisecond), len(lost))
+	by := res.ByInvariant()
+	var inv []string
+	for i := 1; i <= 7; i++ {
+		inv = append(inv, fmt.Sprintf("%d %s: %d", i, Invariants[i], by[i]))
+	}
+	fmt.Fprintf(w, "  violations: %d (%s); reported apart (a holder frozen past its lease): %d\n", len(res.Violations), strings.Join(inv, ", "), len(res.Apart))
+	for _, p := range run.Problems {
+		fmt.Fprintf(w, "  harness: %s\n", p)
+	}
+	if run.Dir != "" {
+		fmt.Fprintf(w, "  history, ledger, deliveries, final state and server logs: %s\n", run.Dir)
+	}
+	ops := map[int]Op{}
+	for _, op := range in.Ops {
+		ops[op.ID] = op
+	}
+	execs := map[int]Execution{}
+	for _, e := range in.Ledger {
+		execs[e.N] = e
+	}
+	show := func(title string, vs []Violation) {
+		for i, v := range vs {
+			fmt.Fprintf(w, "\n%s %d [%d %s]: %s\n", title, i+1, v.Invariant, Invariants[v.Invariant], v.What)
+			n := 0
+			for _, id := range v.Ops {
+				if op, ok := ops[id]; ok && n < 14 {
+					fmt.Fprintf(w, "    %s\n", opLine(op, rel))
+					n++
+				}
+			}
+			if len(v.Ops) > n {
+				fmt.Fprintf(w, "    … %d more operations\n", len(v.Ops)-n)
+			}
+			for _, id := range v.Execs {
+				if e, ok := execs[id]; ok {
+					fmt.Fprintf(w, "    run #%d %s %s tag %s v=%s by %s, key %s\n", e.N, rel(e.Start), e.Tool, e.Tag, e.Value, e.Process, e.Key)
+				}
+			}
+			for _, f := range in.Faults {
+				for _, id := range v.Execs {
+					if e, ok := execs[id]; ok && f.Proc == e.Process && f.Start.Before(e.Start.Add(30*time.Second)) && f.End.After(e.Start.Add(-30*time.Second)) {
+						fmt.Fprintf(w, "    fault %s..%s %s of %s %s\n", rel(f.Start), rel(f.End), f.Kind, f.Proc, f.At)
+						break
+					}
+				}
+			}
+		}
+	}
+	show("violation", res.Violations)
+	show("apart", res.Apart)
+	if an := Anomalies(in); len(an) > 0 {
+		fmt.Fprintf(w, "\nanswers outside the contract (not counted as violations): %d\n", len(an))
+		for i, op := range an {
+			if i == 20 {
+				fmt.Fprintf(w, "    … %d more\n", len(an)-i)
+				break
+			}
+			fmt.Fprintf(w, "    %s\n", opLine(op, rel))
+		}
+	}
+}
+
+func opLine(op Op, rel func(time.Time) string) string {
+	answer := "no answer: " + op.Err
+	if op.Status != 0 {
+		answer = fmt.Sprint(op.Status)
+		if r := op.Result(); r != nil {
+			answer += " " + r.Status
+			if r.Status == "Paused" {
+				answer += fmt.Sprintf(" round %d", r.Round)
+			}
+			if r.Error != nil {
+				answer += " " + r.Error.Code
+			}
+			answer += " " + short(r.RequestID)
+		} else if code := op.ErrorCode(); code != "" {
+			answer += " " + code
+		}
+	}
+	body := op.Body
+	if len(body) > 160 {
+		body = body[:160] + "…"
+	}
+	note := ""
+	if op.Note != "" {
+		note = " (" + op.Note + ")"
+	}
+	return fmt.Sprintf("#%d w%d f%d %s..%s %s %s %s%s %s → %s", op.ID, op.Worker, op.Flow, rel(op.Start), rel(op.End), op.Proc, op.Method, op.Path, note, body, answer)
+}
