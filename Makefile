@@ -65,7 +65,7 @@ TORTURE_SECONDS ?= 60
 # The load, then up to 90 s of quiet for recovery, plus the build and the checker.
 TORTURE_TIMEOUT := $(shell echo $$(( $(TORTURE_SECONDS) * 2 + 600 )))s
 
-## torture: the torture test of DESIGN §17: two hitch serve processes (one the other's A2A agent)
+## torture: the torture test of the guarantees (docs/architecture.md): two hitch serve processes (one the other's A2A agent)
 ## under random workloads and faults for TORTURE_SECONDS (default 60), then a checker of the seven
 ## guarantees; TORTURE_SEED=<seed> replays a run's choices (the report prints the seed first)
 torture: tools

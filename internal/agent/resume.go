@@ -167,7 +167,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		// the request; another is not_paused.
 		if past := decisionOf(a.Decisions, *in.Body.Round); past != nil {
 			if d, err := e.decide(ag, in, pendingOf(past), past.Round, now); err == nil && sameDecision(past, d) {
-				return e.follower(ag, t.ID, a.ID, past.Round, in.Deadline), nil
+				return e.pastLeg(e.follower(ag, t.ID, a.ID, past.Round, in.Deadline)), nil
 			}
 		}
 		return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; it is running round %d", *in.Body.Round, a.ID, a.Round)
@@ -178,7 +178,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		// this pause; another is not_paused.
 		if past := decisionOf(a.Decisions, *in.Body.Round); past != nil {
 			if d, err := e.decide(ag, in, pendingOf(past), *in.Body.Round, now); err == nil && sameDecision(past, d) {
-				return e.follower(ag, t.ID, a.ID, *in.Body.Round, in.Deadline), nil
+				return e.pastLeg(e.follower(ag, t.ID, a.ID, *in.Body.Round, in.Deadline)), nil
 			}
 		}
 		return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; it is paused in round %d", *in.Body.Round, a.ID, a.Round)
@@ -227,6 +227,12 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 // resumeEnded answers a resume of a request that is not the active one:
 // rec, its record.
 func (e *Engine) resumeEnded(ag *Agent, t *Task, rec *RequestRecord, in ResumeInput) (*Run, error) {
+	if in.Body.Round == nil && len(in.Body.Decisions) > 0 {
+		// Decisions bind by their calls: they name the round they decide.
+		if r := roundOfCalls(rec.Decisions, in.Body.Decisions); r > 0 {
+			in.Body.Round = &r
+		}
+	}
 	last := lastOf(rec.Decisions)
 	if in.Body.Round != nil {
 		last = decisionOf(rec.Decisions, *in.Body.Round)
@@ -241,7 +247,84 @@ func (e *Engine) resumeEnded(ag *Agent, t *Task, rec *RequestRecord, in ResumeIn
 		}
 		return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, in.RequestID)
 	}
-	return e.follower(ag, t.ID, rec.RequestID, last.Round, in.Deadline), nil
+	f := e.follower(ag, t.ID, rec.RequestID, last.Round, in.Deadline)
+	if final := lastOf(rec.Decisions); last.Round < final.Round {
+		return e.pastLeg(f), nil
+	}
+	return f, nil
+}
+
+// pastLeg makes a follower of a decision whose request has moved past its
+// round answer that round's leg (§3's answer table: its request_complete
+// from the event log), not the request's outcome now. With the log gone
+// (expired), it answers what the request is now.
+func (e *Engine) pastLeg(f *Run) *Run {
+	follow := f.follow
+	f.follow = func(ctx context.Context, sink Sink) *RequestResult {
+		c := &legEnd{}
+		if sink != Discard {
+			// The stream replays that leg; its end is the answer.
+			res := follow(ctx, multiSink{sink, c})
+			if leg := c.result(f.taskID, f.reqID, f.agent); leg != nil {
+				return leg
+			}
+			return res
+		}
+		lctx, cancel := context.WithTimeout(ctx, pastLegWait)
+		(&Follower{e: e, agent: f.agent, taskID: f.taskID, rid: f.reqID, legRound: f.legRound}).Stream(lctx, c)
+		cancel()
+		if res := c.result(f.taskID, f.reqID, f.agent); res != nil {
+			return res
+		}
+		return follow(ctx, Discard)
+	}
+	return f
+}
+
+// pastLegWait bounds the read of a past leg's end in the event log (it
+// ended before the request moved past it: its events are there, unless
+// the log expired).
+const pastLegWait = 5 * time.Second
+
+// multiSink emits each event to every sink.
+type multiSink []Sink
+
+func (m multiSink) Emit(ev Event) {
+	for _, s := range m {
+		s.Emit(ev)
+	}
+}
+
+// legEnd keeps the last event of a leg it is shown: its request_complete,
+// or the error that ended it.
+type legEnd struct{ last *Event }
+
+func (c *legEnd) Emit(ev Event) {
+	if ev.Name == EventRequestComplete || ev.Name == EventError {
+		c.last = &ev
+	}
+}
+
+func (c *legEnd) result(taskID, rid string, ag *Agent) *RequestResult {
+	if c.last == nil {
+		return nil
+	}
+	b, err := json.Marshal(c.last.Data)
+	if err != nil {
+		return nil
+	}
+	if c.last.Name == EventRequestComplete {
+		var res RequestResult
+		if json.Unmarshal(b, &res) != nil {
+			return nil
+		}
+		return &res
+	}
+	var ei ErrorInfo
+	if json.Unmarshal(b, &ei) != nil || ei.Code == CodeRequestLost {
+		return nil // not an outcome
+	}
+	return &RequestResult{TaskID: taskID, RequestID: rid, Status: StatusFailed, Error: &ei, Source: ag.Source()}
 }
 
 // decide turns the body into the round's decision, checked against the
@@ -512,7 +595,7 @@ func replaceItems(items, repl []Item) []Item {
 // request (a duplicate in flight) and answers it.
 func (e *Engine) follower(ag *Agent, taskID, rid string, round int, callerDeadline time.Time) *Run {
 	deadline, _ := e.legDeadline(callerDeadline)
-	r := &Run{e: e, agent: ag, reqID: rid, taskID: taskID}
+	r := &Run{e: e, agent: ag, reqID: rid, taskID: taskID, legRound: round}
 	r.follow = func(ctx context.Context, sink Sink) *RequestResult {
 		// A follower stops with its caller's deadline, like a leg.
 		ctx, cancel := context.WithDeadline(ctx, deadline)

@@ -62,6 +62,8 @@ type Run struct {
 	// follow, when set, makes the run a follower: it waits for another
 	// invocation's outcome instead of running (duplicates in flight).
 	follow func(ctx context.Context, sink Sink) *RequestResult
+	// legRound, on a follower, is the round whose decision it follows.
+	legRound int
 	// retake, on a follower of a decision in flight, takes the request over
 	// when the invocation running it died.
 	retake   func(ctx context.Context) (*Run, error)

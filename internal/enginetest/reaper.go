@@ -244,3 +244,34 @@ func testReaperLoop(t *testing.T, env *Env) {
 		return err == nil && v.Status == agent.StatusCompleted
 	})
 }
+
+// testPastRoundAnswersItsLeg: a decision of round 1 sent again after the
+// request went on — paused in round 2, then completed — answers round 1's
+// leg (Paused in round 2), from the event log, not the request's outcome
+// now; decisions without a round bind by their calls alike.
+func testPastRoundAnswersItsLeg(t *testing.T, env *Env) {
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g1", "guarded", "one")))
+	res, _ := env.Invoke(t, "", "do it")
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g2", "guarded", "two")))
+	round1 := agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: "g1", Action: agent.ActionApprove}}}
+	out, _, err := env.Resume(res, "alice", round1)
+	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
+		t.Fatalf("round 1: %+v %v", out, err)
+	}
+	env.Model.Add(agenttest.Say("done"))
+	if out, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(2)}); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("round 2: %+v %v", out, err)
+	}
+	for name, body := range map[string]agent.ResumeRequest{
+		"with its round":    {Action: agent.ActionApprove, Round: Round(1)},
+		"by its calls only": round1,
+	} {
+		again, _, err := env.Resume(res, "alice", body)
+		if err != nil || again.Status != agent.StatusPaused || again.Round != 2 {
+			t.Errorf("round 1's decision sent again (%s): %+v %v, want its leg's outcome (Paused, round 2)", name, again, err)
+		}
+	}
+	if runs := env.Guarded.Runs(); len(runs) != 2 {
+		t.Errorf("guarded ran %v, want one and two once each", runs)
+	}
+}

@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ReaperExpiresRounds", testReaperExpiresRounds},
 		{"ReaperGivesUp", testReaperGivesUp},
 		{"ReaperLoop", testReaperLoop},
+		{"PastRoundAnswersItsLeg", testPastRoundAnswersItsLeg},
 		{"CancelPaused", testCancelPaused},
 		{"CancelRunning", testCancelRunning},
 		{"CancelMidTool", testCancelMidTool},
