@@ -77,6 +77,8 @@ type pairOpts struct {
 	legTimeout time.Duration
 	via        func(remote string) string
 	relay      *a2atest.Relay // between front and the remote
+	// extra are more agent files of front's system (name → YAML).
+	extra map[string]string
 }
 
 func startPairOpts(t testing.TB, o pairOpts) *pair {
@@ -100,6 +102,11 @@ func startPairOpts(t testing.TB, o pairOpts) *pair {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "front.yaml"), []byte(fmt.Sprintf(frontYAML, target)), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	for name, def := range o.extra {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(def), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e, store, srv := serveDir(t, dir, o.legTimeout, false)
 	if dispatch {
@@ -959,5 +966,45 @@ func TestDecisionResentToADeadLeg(t *testing.T) {
 	}
 	if got := lines(t, filepath.Join(dir, "sandbox", "dead.txt")); got != 0 {
 		t.Errorf("dead.txt has %d lines: a call that may have run was run again", got)
+	}
+}
+
+// bossYAML calls front (which calls the remote) as a local sub-agent.
+const bossYAML = `apiVersion: tealagents/v1alpha1
+kind: Agent
+name: boss
+version: 0.1
+description: Hands work to front.
+spec:
+  agent:
+    model: local
+    max_iterations: 6
+    tools:
+      - agent: front
+`
+
+// TestDecisionAtARootAboveARemote: boss → front (both here) → the remote's
+// assistant, which pauses. A decision sent to boss names the remote's
+// call; it goes to front, the caller on this system of the remote call,
+// which carries it to the remote: the call runs there once and the chain
+// completes (before, boss looked for the remote's task on this system:
+// 404 task_not_found).
+func TestDecisionAtARootAboveARemote(t *testing.T) {
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, extra: map[string]string{"boss.yaml": bossYAML}})
+	inner, _ := json.Marshal(map[string]string{"message": appendLine("root.txt")})
+	msg, _ := json.Marshal(map[string]string{"message": "/call billing " + string(inner)})
+	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call front " + string(msg)}}})
+	code, paused := httpCall(t, "POST", p.url+"/agents/boss/invoke", "alice", string(body))
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("boss: %d %v", code, paused)
+	}
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	decision := `{"decisions":[{"tool_call_id":"` + pc["tool_call_id"].(string) + `","action":"approve"}]}`
+	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", decision)
+	if code != 200 || out["status"] != "Completed" {
+		t.Fatalf("the decision at boss: %d %v", code, out)
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "root.txt")); got != 1 {
+		t.Errorf("append_file ran %d times on the remote, want 1", got)
 	}
 }

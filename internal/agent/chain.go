@@ -1089,18 +1089,24 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 		byCall[c.ToolCallID] = c
 	}
 	remote := func(w Await) bool { return remoteVia(a, w) != nil }
-	for _, w := range a.Awaits {
+	// A leaf on another system reached through a local child (a caller
+	// itself): the decision goes to that child, which carries it there.
+	awaits := viaLocalCallers(a)
+	for _, w := range awaits {
 		if _, ok := e.Agents.Get(w.Agent); !ok && !remote(w) {
 			return nil, Errorf(CodeAgentNotFound, "task %s waits on the agent %s, which is not deployed here any more: the decision cannot reach it; cancel the task", t.ID, w.Agent)
 		}
 	}
 	var leaves []leafRun
-	for _, w := range a.Awaits {
+	for _, w := range awaits {
 		if remote(w) {
 			continue
 		}
 		round := w.Round
 		body := ResumeRequest{Round: &round, Reason: in.Body.Reason}
+		if w.Round == 0 {
+			body.Round = nil // a local caller: the decisions name its round by their calls
+		}
 		for _, id := range w.ToolCallIDs {
 			c := byCall[id]
 			di := DecisionInput{ToolCallID: id, Action: c.Action, Reason: c.Reason, Remember: c.Remember}
@@ -1173,6 +1179,38 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 	run.leafRuns = leaves
 	run.atCaller = true
 	return run, nil
+}
+
+// viaLocalCallers is what a decision at the caller a sends where: each
+// await of a leaf on this system, or reached through a remote call, as it
+// is; an await of a leaf on another system reached through a local child
+// (that child is a caller of a remote agent: the pending copies carry the
+// remote's inputs) becomes one await of that child, Round 0 (its own
+// round, which the decisions name by their calls), with the leaf's calls.
+func viaLocalCallers(a *ActiveRequest) []Await {
+	remoteLeaf := map[string]bool{}
+	for _, p := range a.Pending {
+		if p.Leaf != nil && p.RemoteInput != nil {
+			remoteLeaf[p.Leaf.RequestID] = true
+		}
+	}
+	var out []Await
+	byChild := map[string]int{}
+	for _, w := range a.Awaits {
+		cc := findCall(a, w.Via)
+		if !remoteLeaf[w.RequestID] || cc == nil || cc.Remote != "" || cc.TaskID == w.TaskID {
+			out = append(out, w)
+			continue
+		}
+		if i, ok := byChild[cc.RequestID]; ok {
+			out[i].ToolCallIDs = append(out[i].ToolCallIDs, w.ToolCallIDs...)
+			continue
+		}
+		byChild[cc.RequestID] = len(out)
+		out = append(out, Await{Agent: cc.Agent, TaskID: cc.TaskID, RequestID: cc.RequestID, Via: w.Via,
+			ToolCallIDs: slices.Clone(w.ToolCallIDs)})
+	}
+	return out
 }
 
 // depthBelow is how many levels below the caller task a leaf's request is.
