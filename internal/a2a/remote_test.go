@@ -1008,3 +1008,78 @@ func TestDecisionAtARootAboveARemote(t *testing.T) {
 		t.Errorf("append_file ran %d times on the remote, want 1", got)
 	}
 }
+
+// quickYAML keeps files here; its approvals expire within a second.
+const quickYAML = `apiVersion: tealagents/v1alpha1
+kind: Agent
+name: quick
+version: 0.1
+description: Keeps files, in a hurry.
+spec:
+  agent:
+    model: local
+    max_iterations: 6
+    tools:
+      - builtin: files
+        config: {root: ./sandbox}
+        requires_approval: [append_file]
+        approval_ttl: 1s
+`
+
+// duoYAML calls quick (here) and the remote's assistant at once.
+const duoYAML = `apiVersion: tealagents/v1alpha1
+kind: Agent
+name: duo
+version: 0.1
+description: Hands work to two agents.
+spec:
+  agent:
+    model: local
+    max_iterations: 6
+    tools:
+      - agent: quick
+      - agent: billing
+        a2a: %s/a2a/assistant
+        headers: {Authorization: env:HITCH_TEST_REMOTE_AUTH}
+`
+
+// TestExpiryCancelsTheRemoteLeaf: duo waits on quick (here, expiring in a
+// second) and on the remote's assistant. Once quick's approval expired, a
+// decision at duo is 410 and ends the chain — the remote's paused task
+// too, canceled there: nothing is left paused below an ended root.
+func TestExpiryCancelsTheRemoteLeaf(t *testing.T) {
+	remote := startStackYAML(t, agentYAML, false)
+	t.Setenv("HITCH_TEST_REMOTE_AUTH", "Bearer bob")
+	dir := t.TempDir()
+	for name, def := range map[string]string{"duo.yaml": fmt.Sprintf(duoYAML, remote.url), "quick.yaml": quickYAML} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(def), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, srv := serveDir(t, dir, time.Minute, false)
+	q, _ := json.Marshal(map[string]string{"message": appendLine("q.txt")})
+	b, _ := json.Marshal(map[string]string{"message": appendLine("b.txt")})
+	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call quick " + string(q) + "\n/call billing " + string(b)}}})
+	code, paused := httpCall(t, "POST", srv.URL+"/agents/duo/invoke", "alice", string(body))
+	if code != 200 || paused["status"] != "Paused" || len(paused["pending_approvals"].([]any)) != 2 {
+		t.Fatalf("duo: %d %v", code, paused)
+	}
+	var remoteTask, remoteReq string
+	for _, p := range paused["pending_approvals"].([]any) {
+		if pc := p.(map[string]any); pc["agent"] == "billing" {
+			remoteTask, remoteReq = pc["task_id"].(string), pc["request_id"].(string)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond)
+	code, out := httpCall(t, "POST", srv.URL+paused["resume_url"].(string), "alice", `{"action":"approve"}`)
+	if code != 410 {
+		t.Fatalf("approve at duo after quick expired: %d %v, want 410", code, out)
+	}
+	_, rv := httpCall(t, "GET", remote.url+"/agents/assistant/tasks/"+remoteTask, "bob", "")
+	if rv["status"] != "Canceled" {
+		t.Errorf("the remote task %s (request %s) is %v, want Canceled", remoteTask, remoteReq, rv["status"])
+	}
+	if got := lines(t, filepath.Join(remote.sandbox, "b.txt")); got != 0 {
+		t.Errorf("the remote's append ran %d times", got)
+	}
+}

@@ -190,12 +190,18 @@ func (e *Engine) tryCancel(ctx context.Context, ag *Agent, in CancelInput) (*Can
 		}
 		return &CancelOutcome{Result: res, RequestID: a.ID}, nil
 	}
-	if err := e.flagCancel(ctx, t, items, ci); err != nil {
+	confirmed, err := e.flagCancel(ctx, t, items, ci)
+	if err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(CancelWait)
 	for time.Now().Before(deadline) {
 		if res := e.endedResult(ctx, ag, t.ID, a.ID); res != nil {
+			if !confirmed {
+				// A remote agent below did not confirm its cancel: 200
+				// would promise what is not known.
+				break
+			}
 			return &CancelOutcome{Result: res, RequestID: a.ID}, nil
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -206,7 +212,7 @@ func (e *Engine) tryCancel(ctx context.Context, ag *Agent, in CancelInput) (*Can
 // flagCancel sets the cancel flag of a running request, stops its leg if
 // it runs in this process, and flags the requests below it (DESIGN §10:
 // top-down, each then finalised by its own leg, bottom-up).
-func (e *Engine) flagCancel(ctx context.Context, t *Task, items []Item, ci cancelInfo) error {
+func (e *Engine) flagCancel(ctx context.Context, t *Task, items []Item, ci cancelInfo) (bool, error) {
 	a := t.Active
 	next := t.Clone()
 	na := next.Active
@@ -216,14 +222,13 @@ func (e *Engine) flagCancel(ctx context.Context, t *Task, items []Item, ci cance
 		if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
 			var ce *ConflictError
 			if errors.As(err, &ce) {
-				return err
+				return false, err
 			}
-			return fmt.Errorf("set cancel flag on %s: %w", t.ID, err)
+			return false, fmt.Errorf("set cancel flag on %s: %w", t.ID, err)
 		}
 	}
 	e.legs.cancel(a.ID, ci)
-	e.cancelBelow(ctx, t, items, ci)
-	return nil
+	return e.cancelBelow(ctx, t, items, ci), nil
 }
 
 // cancelTree cancels a request nothing runs (paused, or its leg dead) and
@@ -294,9 +299,10 @@ func (e *Engine) callsEnded(ctx context.Context, calls []ChildCall) bool {
 
 // cancelBelow cancels the child requests of the request's open sub-agent
 // calls, as part of its cancel (cascade): a paused or dead one is
-// finalised now, a running one flagged; each does the same below it.
-func (e *Engine) cancelBelow(ctx context.Context, t *Task, items []Item, ci cancelInfo) {
-	e.cancelCalls(ctx, t.Agent, e.openCalls(t, items), ci, time.Now().Add(CancelWait))
+// finalised now, a running one flagged; each does the same below it. It
+// tells whether every remote agent below confirmed its cancel.
+func (e *Engine) cancelBelow(ctx context.Context, t *Task, items []Item, ci cancelInfo) bool {
+	return e.cancelCalls(ctx, t.Agent, e.openCalls(t, items), ci, time.Now().Add(CancelWait))
 }
 
 // cancelCalls cancels the child requests of the calls of callerAgent (a
@@ -332,7 +338,10 @@ func (e *Engine) cancelCalls(ctx context.Context, callerAgent string, calls []Ch
 			if ca.Status == StatusPaused || !e.now().Before(ca.LeaseUntil) {
 				_, err = e.cancelTree(ctx, sub, ct, citems, ci, until)
 			} else {
-				err = e.flagCancel(ctx, ct, citems, ci)
+				var ok bool
+				if ok, err = e.flagCancel(ctx, ct, citems, ci); err == nil && !ok {
+					confirmed = false
+				}
 			}
 			var ce *ConflictError
 			if !errors.As(err, &ce) {

@@ -984,18 +984,26 @@ func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []I
 	if at.IsZero() || at.After(now) {
 		at = now
 	}
-	e.expireLeaves(ctx, t.Active, at)
+	e.expireLeaves(ctx, t.Agent, t.Active, at)
 	return nil
 }
 
 // expireLeaves expires, as of at, every local leaf round a ended caller
 // awaited that is still paused in that round (the chain's expiry, DESIGN
-// §10). A leaf decided meanwhile (its own URL, before the expiry reached
-// it) goes on: its version moved, and its result reaches nobody.
-func (e *Engine) expireLeaves(ctx context.Context, a *ActiveRequest, at time.Time) {
+// §10), and cancels its remote leaves' tasks on their systems. A leaf
+// decided meanwhile (its own URL, before the expiry reached it) goes on:
+// its version moved, and its result reaches nobody.
+func (e *Engine) expireLeaves(ctx context.Context, callerAgent string, a *ActiveRequest, at time.Time) {
 	for _, w := range a.Awaits {
-		if remoteVia(a, w) != nil {
-			continue // a remote expires on its own system
+		if cc := remoteVia(a, w); cc != nil {
+			// A remote leaf still paused in its round would wait for ever
+			// below an ended chain: its task is canceled there.
+			if ra := e.remoteOf(callerAgent, *cc); ra != nil && cc.RequestID != "" {
+				if err := ra.Cancel(ctx, cc.TaskID, cc.RequestID); err != nil {
+					e.log().Warn("canceling a remote leaf of an expired chain failed; it expires on its own system", "agent", cc.Agent, "remote_task_id", cc.RequestID, "err", err)
+				}
+			}
+			continue
 		}
 		sub, ok := e.Agents.Get(w.Agent)
 		if !ok {
