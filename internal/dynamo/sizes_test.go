@@ -131,12 +131,13 @@ func TestBigPauseAfterFiftyRounds(t *testing.T) {
 	if got := string(ds[49].Calls[0].Input); got != edited {
 		t.Errorf("round 50's edited input is %.60s…", got)
 	}
-	// A retry of round 3's decision, long after, is answered from DEC#3:
-	// the request has ended, the same decision gets its outcome.
+	// A retry of round 3's decision, long after, is checked against DEC#3:
+	// the request has moved past round 3, so the same decision answers
+	// that round's leg (it paused again, in round 4), from the event log.
 	r3 := 3
 	retry := agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: "g2", Action: agent.ActionEdit, Input: json.RawMessage(edited)}}, Round: &r3}
-	if out, _, err := env.Resume(res, "alice", retry); err != nil || out.Status != agent.StatusCompleted {
-		t.Errorf("a retry of round 3's decision: %+v %v", out, err)
+	if out, _, err := env.Resume(res, "alice", retry); err != nil || out.Status != agent.StatusPaused || out.Round != 4 {
+		t.Errorf("a retry of round 3's decision: %+v %v, want round 3's leg (Paused in round 4)", out, err)
 	}
 	other := agent.ResumeRequest{Action: agent.ActionReject, Round: &r3}
 	if _, _, err := env.Resume(res, "alice", other); enginetest.Code(err) != agent.CodeNotPaused {
