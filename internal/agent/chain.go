@@ -630,21 +630,11 @@ func (e *Engine) tryContinue(ctx context.Context, taskID, rid string, poll bool,
 		}
 	}
 	// One read: META, the history and the children's joins.
-	t, items, err := e.Store.LoadTask(ctx, taskID)
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	t, items, ag, err := e.loadActive(ctx, taskID, rid)
+	if t == nil || err != nil {
 		return nil, err
 	}
 	a := t.Active
-	if a == nil || a.ID != rid {
-		return nil, nil
-	}
-	ag, ok := e.Agents.Get(t.Agent)
-	if !ok {
-		return nil, fmt.Errorf("agent %s is not loaded: its task %s waits", t.Agent, t.ID)
-	}
 	now := e.now()
 	open := e.openCalls(t, items)
 	switch {
@@ -682,6 +672,27 @@ func (e *Engine) tryContinue(ctx context.Context, taskID, rid string, poll bool,
 		return nil, err
 	}
 	return e.claimContinue(ctx, ag, t, items, d, consumed)
+}
+
+// loadActive reads a task whose request rid should be the active one
+// (with its history and its children's joins) and the task's agent; nil
+// task, nil error when the task is gone or has moved on (nothing to do).
+func (e *Engine) loadActive(ctx context.Context, taskID, rid string) (*Task, []Item, *Agent, error) {
+	t, items, err := e.Store.LoadTask(ctx, taskID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if a := t.Active; a == nil || a.ID != rid {
+		return nil, nil, nil, nil
+	}
+	ag, ok := e.Agents.Get(t.Agent)
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("agent %s is not loaded: its task %s waits", t.Agent, t.ID)
+	}
+	return t, items, ag, nil
 }
 
 // openCalls are the request's sub-agent calls still without a result.

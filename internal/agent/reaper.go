@@ -99,21 +99,11 @@ func (e *Engine) StartTakeover(ctx context.Context, taskID, rid string) (*Run, e
 }
 
 func (e *Engine) tryTakeover(ctx context.Context, taskID, rid string) (*Run, error) {
-	t, items, err := e.Store.LoadTask(ctx, taskID)
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	t, items, ag, err := e.loadActive(ctx, taskID, rid)
+	if t == nil || err != nil {
 		return nil, err
 	}
 	a := t.Active
-	if a == nil || a.ID != rid {
-		return nil, nil
-	}
-	ag, ok := e.Agents.Get(t.Agent)
-	if !ok {
-		return nil, fmt.Errorf("agent %s is not loaded: its task %s waits", t.Agent, t.ID)
-	}
 	now := e.now()
 	switch {
 	case a.Status == StatusPaused:

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
 
 	"github.com/hitch-agents/hitch/internal/agent"
@@ -59,22 +60,7 @@ func TestContinuationThroughTheResumeFunction(t *testing.T) {
 		t.Fatalf("no continuation of desk in the outbox: %+v", items)
 	}
 
-	// The resume function: its real direct handler over the same engine.
-	fn := fakelambda.New(t)
-	resume := lambdafn.Continue(o.E)
-	fn.Handle("hitch-resume", func(payload []byte) fakelambda.Result {
-		out, err := resume(context.Background(), payload)
-		if err != nil {
-			return fakelambda.Fail("Hitch.error", err.Error())
-		}
-		return fakelambda.JSON(out)
-	})
-	q := sqsfake.New(t)
-	h, err := notifier.NewWith(notifier.Config{Table: table, RetryQueueURL: q.URL + "/retry", ResumeFunction: "hitch-resume", Log: slog.New(slog.DiscardHandler)},
-		notifier.Clients{DynamoDB: client, SQS: q.Client(), Lambda: fn.Client(t), Webhooks: &notifytest.Hooks{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn, h := withResumeFunction(t, o.E, client, table)
 	if _, err := store.GetOutbox(context.Background(), cont.TaskID, cont.SK()); err != nil {
 		t.Fatalf("GetOutbox %s: %v", cont.SK(), err)
 	}
@@ -147,4 +133,27 @@ func TestResumeInvokerPolls(t *testing.T) {
 			t.Errorf("payload %d: %s, want poll %v", i, inv[i].Payload, want)
 		}
 	}
+}
+
+// withResumeFunction is the notifier over the table with the resume
+// function behind the Lambda Invoke API: its real direct handler over the
+// engine e (continuations, takeovers).
+func withResumeFunction(t *testing.T, e *agent.Engine, client *dynamodb.Client, table string) (*fakelambda.Server, *notifier.Handler) {
+	t.Helper()
+	fn := fakelambda.New(t)
+	resume := lambdafn.Continue(e)
+	fn.Handle("hitch-resume", func(payload []byte) fakelambda.Result {
+		out, err := resume(context.Background(), payload)
+		if err != nil {
+			return fakelambda.Fail("Hitch.error", err.Error())
+		}
+		return fakelambda.JSON(out)
+	})
+	q := sqsfake.New(t)
+	h, err := notifier.NewWith(notifier.Config{Table: table, RetryQueueURL: q.URL + "/retry", ResumeFunction: "hitch-resume", Log: slog.New(slog.DiscardHandler)},
+		notifier.Clients{DynamoDB: client, SQS: q.Client(), Lambda: fn.Client(t), Webhooks: &notifytest.Hooks{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fn, h
 }

@@ -3,7 +3,6 @@ package notifier_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -14,11 +13,6 @@ import (
 	"github.com/hitch-agents/hitch/internal/ddblocal"
 	"github.com/hitch-agents/hitch/internal/dynamo"
 	"github.com/hitch-agents/hitch/internal/enginetest"
-	"github.com/hitch-agents/hitch/internal/lambdafn"
-	"github.com/hitch-agents/hitch/internal/notifier"
-	"github.com/hitch-agents/hitch/internal/notify/notifytest"
-	"github.com/hitch-agents/hitch/internal/sqsfake"
-	"github.com/hitch-agents/hitch/internal/tools/fakelambda"
 )
 
 // TestReaperThroughTheResumeFunction: on AWS, a request whose process died
@@ -43,21 +37,7 @@ func TestReaperThroughTheResumeFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := fakelambda.New(t)
-	resume := lambdafn.Continue(env.E)
-	fn.Handle("hitch-resume", func(payload []byte) fakelambda.Result {
-		out, err := resume(context.Background(), payload)
-		if err != nil {
-			return fakelambda.Fail("Hitch.error", err.Error())
-		}
-		return fakelambda.JSON(out)
-	})
-	q := sqsfake.New(t)
-	h, err := notifier.NewWith(notifier.Config{Table: table, RetryQueueURL: q.URL + "/retry", ResumeFunction: "hitch-resume", Log: slog.New(slog.DiscardHandler)},
-		notifier.Clients{DynamoDB: client, SQS: q.Client(), Lambda: fn.Client(t), Webhooks: &notifytest.Hooks{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn, h := withResumeFunction(t, env.E, client, table)
 	tick := func(at string) {
 		t.Helper()
 		ev, _ := json.Marshal(map[string]any{"source": "aws.events", "detail-type": "Scheduled Event", "time": at})
