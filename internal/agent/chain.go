@@ -258,7 +258,11 @@ func (e *Engine) runChildRequest(ctx context.Context, caller *Run, sub *Agent, c
 						continue
 					}
 					if err != nil {
-						return childOutcome{}, err
+						// Its own sub-agents cannot be read now (a remote
+						// agent down): it is still paused where it was, and
+						// so is this caller — never an error result that
+						// would leave it paused below a caller that moved on.
+						e.log().Warn("a paused sub-agent's own sub-agents could not be read; its caller pauses on it as it is", "task_id", t.ID, "request_id", a.ID, "err", err)
 					}
 					if run != nil {
 						res := run.Execute(ctx, sink)
