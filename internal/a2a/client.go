@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -434,6 +435,11 @@ func (r *Remote) absolute(path string) string {
 // remoteError is an A2A error as the engine reads it: a Hitch code from
 // the error's ErrorInfo (a Hitch agent's), else one for the A2A error.
 func remoteError(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		// No connection: the message did not leave.
+		return fmt.Errorf("%w: %v", agent.ErrNotSent, err)
+	}
 	var ae *a2a.Error
 	if !errors.As(err, &ae) {
 		return err

@@ -1083,3 +1083,42 @@ func TestExpiryCancelsTheRemoteLeaf(t *testing.T) {
 		t.Errorf("the remote's append ran %d times", got)
 	}
 }
+
+// TestRemoteAgentAnswerLost: the caller's message reaches the remote (its
+// task pauses there) but the answer never comes back, three sends in a
+// row. The message may have landed, so the call is not closed with an
+// error (which would leave the remote's task paused below a caller that
+// moved on): the leg hands off, a new leg sends the message again with its
+// id, the remote answers the task it made, and front pauses on it — one
+// task at the remote.
+func TestRemoteAgentAnswerLost(t *testing.T) {
+	relay := &a2atest.Relay{Hold: func(_ context.Context, n int) bool {
+		if n <= sendAttempts {
+			panic(http.ErrAbortHandler) // the connection breaks: the caller reads EOF
+		}
+		return true
+	}}
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, relay: relay})
+	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("lost.txt")))
+	if code != 200 && code != 202 {
+		t.Fatalf("front: %d %v", code, out)
+	}
+	if out["status"] == "Completed" {
+		t.Fatalf("front completed with the remote's task left behind: %v", out)
+	}
+	v := p.waitStatus(t, out["task_id"].(string), "Paused")
+	pa, _ := v["pending_approvals"].([]any)
+	if len(pa) != 1 || pa[0].(map[string]any)["agent"] != "billing" {
+		t.Fatalf("front's pending calls: %v", v["pending_approvals"])
+	}
+	remoteTask := pa[0].(map[string]any)["task_id"].(string)
+	if reqs, _ := p.remoteTask(t, remoteTask)["requests"].([]any); len(reqs) != 1 {
+		t.Errorf("the remote made %d requests, want 1 (the message taken once)", len(reqs))
+	}
+	if relay.Sent() <= sendAttempts {
+		t.Errorf("%d sends reached the remote, want the message sent again after the lost answers", relay.Sent())
+	}
+}
+
+// sendAttempts is how many sends of one message a leg makes (the engine's).
+const sendAttempts = 3

@@ -177,6 +177,15 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 		// reads it again (the remote owns its outcome; a cancel ends it).
 		return Block{}, &childPause{call: call, handoff: true}
 	}
+	if sent := (*Error)(nil); err != nil && call.RequestID == "" && !errors.Is(err, ErrNotSent) && !errors.As(err, &sent) &&
+		!errors.Is(context.Cause(ctx), errCanceled) {
+		// The message may have landed (the connection broke after it
+		// left): a new leg sends it again with its id, which the remote
+		// takes once — never an error result that would leave the remote's
+		// task running, or paused, below a caller that moved on.
+		r.e.log().WarnContext(ctx, "a remote agent's answer did not come; a new leg sends the message again", "agent", call.Agent, "url", call.Remote, "err", err)
+		return Block{}, &childPause{call: call, handoff: true}
+	}
 	if err != nil && timeUp(ctx) {
 		// The leg's time ran out on the way: a new leg goes on (the
 		// message is sent again with its id, or the task read again).
@@ -308,6 +317,11 @@ func (e *Engine) awaitRemote(ctx context.Context, ra RemoteAgent, cc ChildCall, 
 		wait = min(wait*2, remotePollMax)
 	}
 }
+
+// ErrNotSent says a message surely did not reach a remote agent (there was
+// no connection to send it on): a RemoteAgent wraps it. Any other failure
+// of a send may hide a message that landed.
+var ErrNotSent = errors.New("not sent: no connection to the remote agent")
 
 // errRemoteUnknown: a remote task could not be read in the time there was.
 var errRemoteUnknown = errors.New("the remote task could not be read")
