@@ -232,7 +232,7 @@ func (e *Engine) flagCancel(ctx context.Context, t *Task, items []Item, ci cance
 }
 
 // cancelTree cancels a request nothing runs (paused, or its leg dead) and
-// the tree below it (DESIGN §10 Cancel): it is flagged first, so that no
+// the tree below it (docs/architecture.md, "The rules that keep a chain honest"): it is flagged first, so that no
 // claim of it runs anything (a decision sent to it, its continuation, a
 // takeover), then every request below is flagged or canceled, top-down;
 // once they all ended (by until), it is finalised Canceled, bottom-up. nil

@@ -539,7 +539,7 @@ func (r *Run) pauseOnChildren(ctx context.Context, results []Block, paused []chi
 	r.pause(ctx, pending, r.task.Active.Round+1, awaits)
 }
 
-// pollItem is the outbox item that polls a remote call's task (DESIGN §10):
+// pollItem is the outbox item that polls a remote call's task (docs/architecture.md, "Orchestration"):
 // delivered again and again until the caller moved on.
 func (r *Run) pollItem(cc ChildCall) OutboxItem {
 	return OutboxItem{TaskID: r.taskID, RequestID: r.reqID, Epoch: r.task.Active.Epoch, EventID: r.eventID,
@@ -965,7 +965,7 @@ func (r *Run) handOff(ctx context.Context) *RequestResult {
 }
 
 // expireCaller ends a paused caller Failed approval_expired because a leaf
-// of its chain expired (DESIGN §10 Expiry): its open calls get the expiry
+// of its chain expired (docs/architecture.md, "The rules that keep a chain honest"): its open calls get the expiry
 // as their error, nothing runs anywhere. Its end continues its own caller,
 // which ends the same way; then every other leaf round it awaits that is
 // still paused is expired too, so that none is left approvable at its own
@@ -1004,8 +1004,7 @@ func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []I
 }
 
 // expireLeaves expires, as of at, every local leaf round a ended caller
-// awaited that is still paused in that round (the chain's expiry, DESIGN
-// §10), and cancels its remote leaves' tasks on their systems. A leaf
+// awaited that is still paused in that round (the chain's expiry, docs/architecture.md), and cancels its remote leaves' tasks on their systems. A leaf
 // decided meanwhile (its own URL, before the expiry reached it) goes on:
 // its version moved, and its result reaches nobody.
 func (e *Engine) expireLeaves(ctx context.Context, callerAgent string, a *ActiveRequest, at time.Time) {

@@ -361,7 +361,7 @@ func expiryMessage(at time.Time) string {
 	return "approval expired at " + at.UTC().Format(time.RFC3339)
 }
 
-// expireRound applies a paused round's expiry (DESIGN §4 Expiry); at is
+// expireRound applies a paused round's expiry (docs/api.md, "Expiry"); at is
 // when the chain it belongs to expired (its own earliest expiry, or an
 // earlier one of another leaf of its chain, §10).
 func (e *Engine) expireRound(next *Task, items []Item, now, at time.Time) ([]Item, []RequestRecord, []RequestDecision, error) {

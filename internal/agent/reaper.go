@@ -170,8 +170,8 @@ func (e *Engine) endLost(ctx context.Context, ag *Agent, t *Task, items []Item, 
 	return nil
 }
 
-// applyExpiry expires a paused round past its expiry (DESIGN's lazy
-// expiry, applied by a resume, a message or the reaper): each pending call
+// applyExpiry expires a paused round past its expiry (the lazy expiry of
+// docs/api.md, applied by a resume, a message or the reaper): each pending call
 // closed, the request Failed approval_expired, no model call. It returns
 // the record written.
 func (e *Engine) applyExpiry(ctx context.Context, ag *Agent, t *Task, items []Item, now time.Time) (*RequestRecord, error) {

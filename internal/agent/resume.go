@@ -184,7 +184,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; it is paused in round %d", *in.Body.Round, a.ID, a.Round)
 	case a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested && roundExpired(a, now):
 		// A leaf of the chain expired: the whole chain ends, nothing runs
-		// and no model is called anywhere (DESIGN §10 Expiry).
+		// and no model is called anywhere (docs/architecture.md).
 		at := roundExpiry(a)
 		rec := &RequestRecord{RequestView: RequestView{Status: StatusFailed, Error: &ErrorInfo{Code: CodeApprovalExpired, Message: expiryMessage(at)}}}
 		if err := e.expireCaller(ctx, ag, t, items, rec); err != nil {
