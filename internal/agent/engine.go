@@ -308,9 +308,18 @@ func (e *Engine) settleActive(ctx context.Context, ag *Agent, next *Task, items 
 		return nil, nil, nil, Errorf(CodeTaskBusy, "task %s is running request %s (it waits on a sub-agent and is being taken over)", next.ID, a.ID)
 	}
 	e.log().Warn("recovering a request whose lease expired", "task_id", next.ID, "request_id", a.ID, "lease_until", a.LeaseUntil)
-	closing := deadLegResults(items, a, "not run: the request was lost (its lease expired)")
+	extra, rec := e.recordLost(ctx, next, items, now, "the request stopped without finishing (its lease expired); it was recorded as failed")
+	return extra, []RequestRecord{rec}, nil, nil
+}
+
+// recordLost ends next's active request, whose leg died, Failed
+// lease_expired with msg: its calls closed as a dead leg's are (the items
+// to write), its dead leg's late events cut. It returns the items and the
+// record to write with next.
+func (e *Engine) recordLost(ctx context.Context, next *Task, items []Item, now time.Time, msg string) ([]Item, RequestRecord) {
+	a := next.Active
 	var extra []Item
-	if len(closing) > 0 {
+	if closing := deadLegResults(items, a, "not run: the request was lost (its lease expired)"); len(closing) > 0 {
 		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: now, Content: closing})
 		next.NextSeq++
 	}
@@ -319,10 +328,9 @@ func (e *Engine) settleActive(ctx context.Context, ag *Agent, next *Task, items 
 	cutLeg(a, e.lastLogged(ctx, next.ID, a))
 	a.LastEventID++
 	rec := recordOf(a, StatusFailed, now)
-	rec.Error = &ErrorInfo{Code: CodeLeaseExpired, Message: "the request stopped without finishing (its lease expired); it was recorded as failed"}
-	next.Active = nil
-	next.Status = StatusFailed
-	return extra, []RequestRecord{rec}, nil, nil
+	rec.Error = &ErrorInfo{Code: CodeLeaseExpired, Message: msg}
+	next.Active, next.Status = nil, StatusFailed
+	return extra, rec
 }
 
 // cutLeg ends the events of a's dead leg at its last commit (what META

@@ -146,18 +146,9 @@ func (e *Engine) tryTakeover(ctx context.Context, taskID, rid string) (*Run, err
 func (e *Engine) endLost(ctx context.Context, ag *Agent, t *Task, items []Item, now time.Time) error {
 	e.log().Error("a request's takeovers died; it ends Failed", "task_id", t.ID, "request_id", t.Active.ID, "takeovers", t.Active.Takeovers)
 	next := t.Clone()
-	a := next.Active
 	open := e.openCalls(t, items)
-	cutLeg(a, e.lastLogged(ctx, t.ID, t.Active))
-	var extra []Item
-	if closing := deadLegResults(items, a, "not run: the request was lost (its lease expired)"); len(closing) > 0 {
-		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: now, Content: closing})
-		next.NextSeq++
-	}
-	a.LastEventID++
-	rec := recordOf(a, StatusFailed, now)
-	rec.Error = &ErrorInfo{Code: CodeLeaseExpired, Message: fmt.Sprintf("the request stopped without finishing %d times (its lease expired each time); it was recorded as failed", MaxTakeovers)}
-	next.Active, next.Status = nil, StatusFailed
+	extra, rec := e.recordLost(ctx, next, items, now,
+		fmt.Sprintf("the request stopped without finishing %d times (its lease expired each time); it was recorded as failed", MaxTakeovers))
 	next.RetainUntil = e.retainUntil()
 	next.Version, next.WriteID, next.UpdatedAt = t.Version+1, e.newID(), now
 	if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{rec}}); err != nil {
