@@ -233,22 +233,31 @@ func (e *Engine) resumeEnded(ag *Agent, t *Task, rec *RequestRecord, in ResumeIn
 			in.Body.Round = &r
 		}
 	}
-	last := lastOf(rec.Decisions)
-	if in.Body.Round != nil {
-		last = decisionOf(rec.Decisions, *in.Body.Round)
+	// The round the request ended in: its record's, or its last
+	// decision's. A chain's expiry closes the caller's round without a
+	// decision of its own, so the decisions alone can lag a round behind.
+	final := rec.Round
+	if l := lastOf(rec.Decisions); l != nil && l.Round > final {
+		final = l.Round
 	}
+	round := final
+	if in.Body.Round != nil {
+		round = *in.Body.Round
+	}
+	last := decisionOf(rec.Decisions, round)
 	if last == nil || last.Approver == ApproverExpiry || rec.Status == StatusCanceled {
 		return nil, Errorf(CodeNotPaused, "request %s is not paused", in.RequestID)
 	}
 	d, err := e.decide(ag, in, pendingOf(last), last.Round, e.now())
 	if err != nil || !sameDecision(last, d) {
-		if final := lastOf(rec.Decisions); last.Round < final.Round {
+		if last.Round < final {
 			return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise, and the request has ended", last.Round, in.RequestID)
 		}
 		return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, in.RequestID)
 	}
 	f := e.follower(ag, t.ID, rec.RequestID, last.Round, in.Deadline)
-	if final := lastOf(rec.Decisions); last.Round < final.Round {
+	if last.Round < final {
+		// Moved past this round: that round's leg answers.
 		return e.pastLeg(f), nil
 	}
 	return f, nil

@@ -150,6 +150,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"DeadCallerTakenOver", testDeadCallerTakenOver},
 		{"ExpiryAtACallerEndsTheChain", testExpiryAtCaller},
 		{"ExpiryAtALeafEndsTheChain", testExpiryAtLeaf},
+		{"PastRoundAtAnExpiredCaller", testPastRoundAtExpiredCaller},
 		{"CancelWhileALeafIsClaimed", testCancelLeafClaimed},
 		{"DeadContinuationTakenOver", testDeadContinuationTakenOver},
 		{"ContinuationConsumedByTheClaim", testContinuationConsumedByTheClaim},
@@ -868,6 +869,48 @@ func testExpiryAtLeaf(t *testing.T, o *Orch) {
 		t.Fatal(err)
 	}
 	chainEnded(t, o, res)
+}
+
+// testPastRoundAtExpiredCaller: pair waits on twin, which pauses twice.
+// Round 1, decided at pair, ends its leg Paused in round 2; round 2
+// expires and ends the chain. Round 1's decision sent again answers round
+// 1's leg (Paused, round 2), not the chain's end (410): the caller's
+// expiry records no decision of its own for round 2, and the request's
+// round is what says it moved past round 1.
+func testPastRoundAtExpiredCaller(t *testing.T, o *Orch) {
+	then, _ := json.Marshal(map[string]string{"path": "t.txt", "content": "y\n"})
+	res, _ := o.Invoke(t, "pair", "", CallAgent("twin", Append("t.txt", "x")+"\n/then append_file "+string(then)))
+	if res.Status != agent.StatusPaused || res.Round != 1 {
+		t.Fatalf("pair: %+v", res)
+	}
+	out, _, err := o.Resume("pair", res.TaskID, res.RequestID, Approve())
+	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
+		t.Fatalf("round 1 at pair: %+v %v", out, err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if _, _, err := o.Resume("pair", res.TaskID, res.RequestID, agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(2)}); Code(err) != agent.CodeApprovalExpired {
+		t.Fatalf("round 2 at pair after twin's expiry: %v, want approval_expired", err)
+	}
+	for name, body := range map[string]agent.ResumeRequest{
+		"with its round": {Action: agent.ActionApprove, Round: Round(1)},
+		"without":        Approve(),
+	} {
+		again, _, err := o.Resume("pair", res.TaskID, res.RequestID, body)
+		if name == "without" {
+			// A body that names no round decides the last one: round 2,
+			// closed by the chain's expiry.
+			if Code(err) != agent.CodeNotPaused {
+				t.Errorf("approve without a round after the chain ended: %+v %v", again, err)
+			}
+			continue
+		}
+		if err != nil || again.Status != agent.StatusPaused || again.Round != 2 {
+			t.Errorf("round 1's decision sent again (%s): %+v %v, want its leg's outcome (Paused, round 2)", name, again, err)
+		}
+	}
+	if got := o.Lines("t.txt"); !slices.Equal(got, []string{"x"}) {
+		t.Errorf("t.txt = %q, want round 1's line only", got)
+	}
 }
 
 // hookStore runs after, once, after the first write it matches lands.

@@ -205,11 +205,39 @@ func (c *cluster) readAll(ctx context.Context) ([]*Task, error) {
 	if len(errs) > 0 {
 		return nil, errs[0]
 	}
+	c.observeState(all)
+	return all, nil
+}
+
+// reread reads again, in place, the tasks not at rest: a request Running,
+// or the task Paused.
+func (c *cluster) reread(ctx context.Context, tasks []*Task) error {
+	var idx []int
+	for i, t := range tasks {
+		if t.Status == "Paused" || !atRest([]*Task{t}) {
+			idx = append(idx, i)
+		}
+	}
+	err := forEach(ctx, len(idx), func(ctx context.Context, j int) error {
+		old := tasks[idx[j]]
+		rd := &Reader{Client: c.client, Proc: old.Proc, Base: c.procs[old.Proc].p.URL(), User: User}
+		t, err := rd.Task(ctx, old.Agent, old.TaskID)
+		if err != nil {
+			return err
+		}
+		tasks[idx[j]] = t
+		return nil
+	})
+	c.observeState(tasks)
+	return err
+}
+
+// observeState records the status each request of the tasks is seen in now.
+func (c *cluster) observeState(tasks []*Task) {
 	now := time.Now()
-	for _, t := range all {
+	for _, t := range tasks {
 		for _, r := range t.Requests {
 			c.rec.Observe(now, Observation{RequestID: r.RequestID, Status: r.Status})
 		}
 	}
-	return all, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -397,21 +398,65 @@ func (rd *Reader) Task(ctx context.Context, agent, taskID string) (*Task, error)
 	return t, nil
 }
 
-// All reads every task of the agents.
+// All reads every task of the agents, eight at a time.
 func (rd *Reader) All(ctx context.Context, agents []string) ([]*Task, error) {
-	var out []*Task
+	type ref struct{ agent, id string }
+	var refs []ref
 	for _, a := range agents {
 		ids, err := rd.TaskIDs(ctx, a)
 		if err != nil {
 			return nil, err
 		}
 		for _, id := range ids {
-			t, err := rd.Task(ctx, a, id)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, t)
+			refs = append(refs, ref{a, id})
 		}
 	}
+	out := make([]*Task, len(refs))
+	err := forEach(ctx, len(refs), func(ctx context.Context, i int) error {
+		t, err := rd.Task(ctx, refs[i].agent, refs[i].id)
+		out[i] = t
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// forEach runs fn for 0..n-1, eight at a time; the first error ends it.
+func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return ctx.Err()
+	}
 }
