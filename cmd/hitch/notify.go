@@ -20,7 +20,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/webhook"
 )
 
-// runDispatcher runs the notifier's dispatcher in process (DESIGN §11): fed
+// runDispatcher runs the notifier's dispatcher in process (docs/architecture.md): fed
 // by the memory store's queue, or by the DynamoDB table's stream; it sweeps
 // what a process that died left behind. It returns a function that stops it
 // and waits for deliveries under way.

@@ -598,8 +598,8 @@ func testRemoteAgentUnreachable(t *testing.T) {
 	}
 }
 
-// A remote approval that expires ends the caller approval_expired (DESIGN
-// §10 Expiry), found by its poll; no model is called, and a decision at
+// A remote approval that expires ends the caller approval_expired
+// (docs/architecture.md Expiry), found by its poll; no model is called, and a decision at
 // the caller after that is refused.
 func TestRemoteAgentApprovalExpires(t *testing.T) { onBothStores(t, testRemoteAgentApprovalExpires) }
 

@@ -12,7 +12,7 @@ import (
 var errCanceled = errors.New("the request was canceled")
 
 // CancelPollInterval is how often a running leg reads its META for the
-// cancel flag set by another process (DESIGN §4: the first poll after 1 s),
+// cancel flag set by another process (docs/architecture.md: the first poll after 1 s),
 // or, when RenewAfter has passed without a write, renews its lease instead
 // (the renewal answers the flag too).
 var CancelPollInterval = time.Second
@@ -147,7 +147,7 @@ type CancelOutcome struct {
 // CancelWait is how long a cancel waits for a running request to stop.
 var CancelWait = 5 * time.Second
 
-// Cancel cancels the task's running or paused request (DESIGN §3 Cancel).
+// Cancel cancels the task's running or paused request (docs/api.md Cancel).
 func (e *Engine) Cancel(ctx context.Context, in CancelInput) (*CancelOutcome, error) {
 	var err error
 	if in.TaskID, err = ParseID("task_id", in.TaskID); err != nil {
@@ -210,7 +210,7 @@ func (e *Engine) tryCancel(ctx context.Context, ag *Agent, in CancelInput) (*Can
 }
 
 // flagCancel sets the cancel flag of a running request, stops its leg if
-// it runs in this process, and flags the requests below it (DESIGN §10:
+// it runs in this process, and flags the requests below it (docs/architecture.md:
 // top-down, each then finalised by its own leg, bottom-up).
 func (e *Engine) flagCancel(ctx context.Context, t *Task, items []Item, ci cancelInfo) (bool, error) {
 	a := t.Active

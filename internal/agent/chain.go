@@ -42,7 +42,7 @@ func findCall(a *ActiveRequest, id string) *ChildCall {
 }
 
 // planChildren records the child request of each new sub-agent call among
-// uses, before any runs (DESIGN §10): the task's child task of that
+// uses, before any runs (docs/architecture.md): the task's child task of that
 // sub-agent (unless new_task, or none yet: then a new one) and a new request
 // id. It tells whether it planned any, which the caller then saves.
 func (r *Run) planChildren(uses []Block) bool {
@@ -96,7 +96,7 @@ type childPause struct {
 	call  ChildCall
 	child *Task
 	// handoff: the chain below was not continued for lack of time; the
-	// leg hands itself to the outbox (DESIGN §10).
+	// leg hands itself to the outbox (docs/architecture.md).
 	handoff bool
 	// remote: a remote agent's task (its round is the remote request's).
 	remote bool
@@ -161,11 +161,11 @@ type childOutcome struct {
 	child      *Task
 	canceledBy string
 	reason     string
-	// handoff: not attached, for lack of time (DESIGN §10).
+	// handoff: not attached, for lack of time (docs/architecture.md).
 	handoff bool
 }
 
-// childResult is a sub-agent call's result (DESIGN §10): a Completed child's
+// childResult is a sub-agent call's result (docs/architecture.md): a Completed child's
 // output and a JSON block naming it; an error result for Failed or Canceled.
 func childResult(id string, cc ChildCall, out childOutcome) Block {
 	res := out.res
@@ -484,8 +484,8 @@ func (s *childSink) Emit(ev Event) {
 	s.parent.emit(EventChild, data)
 }
 
-// pauseOnChildren pauses the caller because sub-agents paused (DESIGN
-// §10): the results of the turn's other calls are recorded; the pause, in
+// pauseOnChildren pauses the caller because sub-agents paused
+// (docs/architecture.md): the results of the turn's other calls are recorded; the pause, in
 // a round of the caller's own, shows the leaves' pending calls, each with
 // its leaf, and awaits their rounds.
 func (r *Run) pauseOnChildren(ctx context.Context, results []Block, paused []childPause) {
@@ -548,7 +548,7 @@ func (r *Run) pollItem(cc ChildCall) OutboxItem {
 
 // addResults records results of the request's last turn: in the tool
 // entry of that turn when one holds some of them already (its sub-agent
-// paused), else in a new entry — one entry per turn (DESIGN §4).
+// paused), else in a new entry — one entry per turn (docs/architecture.md).
 func (r *Run) addResults(blocks []Block) {
 	if len(blocks) == 0 {
 		return
@@ -590,8 +590,8 @@ func (r *Run) addResults(blocks []Block) {
 }
 
 // StartContinue claims a caller whose sub-agent ended or paused again, or
-// whose leg died while it waited on one, for the leg that goes on (DESIGN
-// §10); nil when there is nothing to do (the caller moved on, or its
+// whose leg died while it waited on one, for the leg that goes on
+// (docs/architecture.md); nil when there is nothing to do (the caller moved on, or its
 // sub-agents are where it saw them). ErrBusy: a live invocation holds it.
 func (e *Engine) StartContinue(ctx context.Context, taskID, rid string) (*Run, error) {
 	return e.startContinue(ctx, taskID, rid, false, "")
@@ -608,7 +608,7 @@ func (e *Engine) ConsumeContinue(ctx context.Context, taskID, rid, sk string) (*
 }
 
 // StartPoll is StartContinue for a caller's poll of its remote calls
-// (DESIGN §10): ErrWaiting when it still waits on a remote that has not
+// (docs/architecture.md): ErrWaiting when it still waits on a remote that has not
 // moved, so that the poll is delivered again later.
 func (e *Engine) StartPoll(ctx context.Context, taskID, rid string) (*Run, error) {
 	return e.startContinue(ctx, taskID, rid, true, "")
@@ -649,7 +649,7 @@ func (e *Engine) tryContinue(ctx context.Context, taskID, rid string, poll bool,
 		return nil, err
 	case a.Status == StatusRunning && len(open) == 0:
 		// Not waiting on a sub-agent: the resume route or a new message
-		// recovers it (DESIGN §4).
+		// recovers it (docs/architecture.md).
 		return nil, nil
 	case a.Status == StatusRunning:
 		return e.claimContinue(ctx, ag, t, items, nil, consumed)
@@ -667,7 +667,7 @@ func (e *Engine) tryContinue(ctx context.Context, taskID, rid string, poll bool,
 		return nil, nil
 	}
 	if expired != nil {
-		// An expiry below ends the whole chain (DESIGN §10 Expiry): no
+		// An expiry below ends the whole chain (docs/architecture.md Expiry): no
 		// model call anywhere.
 		return nil, e.expireCaller(ctx, ag, t, items, expired)
 	}
@@ -926,7 +926,7 @@ func (r *Run) runAndRecord(ctx context.Context, uses []Block, given map[string]B
 const DefaultChainMinRemaining = 60 * time.Second
 
 // handoffDue tells whether too little of the leg is left to continue the
-// chain below it (DESIGN §10).
+// chain below it (docs/architecture.md).
 func (r *Run) handoffDue() bool {
 	if !r.atCaller {
 		// Only a decision sent to a caller hands off: a continuation (what
@@ -1045,7 +1045,7 @@ func (e *Engine) expireLeaves(ctx context.Context, callerAgent string, a *Active
 }
 
 // ContinueCaller runs a caller's continuation to its end or pause: what
-// the dispatcher does with a continuation item (DESIGN §10 Durability).
+// the dispatcher does with a continuation item (docs/architecture.md Durability).
 // ErrBusy: try again later.
 func (e *Engine) ContinueCaller(ctx context.Context, taskID, rid string) error {
 	run, err := e.StartContinue(ctx, taskID, rid)
@@ -1057,7 +1057,7 @@ func (e *Engine) ContinueCaller(ctx context.Context, taskID, rid string) error {
 }
 
 // PollCaller continues a caller paused on a remote agent once that agent's
-// task moved (DESIGN §10): ErrWaiting while it has not.
+// task moved (docs/architecture.md): ErrWaiting while it has not.
 func (e *Engine) PollCaller(ctx context.Context, taskID, rid string) error {
 	run, err := e.StartPoll(ctx, taskID, rid)
 	if err != nil || run == nil {
@@ -1095,7 +1095,7 @@ type leafRun struct {
 	follow RemoteFollow
 }
 
-// resumeAtCaller decides a caller's round (DESIGN §10): its decisions name
+// resumeAtCaller decides a caller's round (docs/architecture.md): its decisions name
 // the leaves' calls it shows. Each leaf's resume is started first, with the
 // decisions of its calls — the leaf's answer table applies: a refusal there
 // changes nothing here — then the caller is claimed; its leg runs the

@@ -22,7 +22,7 @@
 // a crash never hides a call that ran. The commit that ends the request writes
 // the remaining entries, the request's record and the idle META at once.
 //
-// # Approval rules, trust and compaction (DESIGN §12)
+// # Approval rules, trust and compaction (the README's "Agent definitions")
 //
 // A tool's policy may carry ApprovalRules: its calls need approval only when
 // a rule matches their input; the pending call, the event and the decision

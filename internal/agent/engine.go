@@ -23,7 +23,7 @@ type Engine struct {
 	Model  Model
 	Agents Agents
 	Log    *slog.Logger
-	// Metrics, when set, receives the moments operations watch (DESIGN §14).
+	// Metrics, when set, receives the moments operations watch (the README's "Observability").
 	Metrics Metrics
 	// Tracer, when set, makes the spans of a leg, its model and tool calls.
 	Tracer trace.Tracer
@@ -41,7 +41,7 @@ type Engine struct {
 	// ChainMinRemaining (HITCH_CHAIN_MIN_REMAINING; 0: 60 s): a leg that
 	// continues the chain of callers below it does so while more than this
 	// is left before its deadline, then hands the rest to the outbox
-	// (DESIGN §10).
+	// (docs/architecture.md).
 	ChainMinRemaining time.Duration
 
 	// Wake, when set (a Reaper runs in this process), asks the reaper to
@@ -55,7 +55,7 @@ type Engine struct {
 	NewID func() string
 }
 
-// LeaseDuration is a claim's lease (DESIGN §4 Lease and recovery): every
+// LeaseDuration is a claim's lease (docs/architecture.md Lease and recovery): every
 // write of the leg sets it anew, and the leg renews it when it has written
 // nothing for RenewAfter, so a process that died is taken over 10–15 s later,
 // whatever the leg's deadline.
@@ -96,9 +96,9 @@ type InvokeInput struct {
 	Metadata  map[string]string
 	// Deadline is the caller's deadline (the Lambda's), if any.
 	Deadline time.Time
-	// Idem, when set, makes the call idempotent (DESIGN §3 Idempotency-Key).
+	// Idem, when set, makes the call idempotent (docs/api.md Idempotency-Key).
 	Idem *Idempotency
-	// Waiter, when set, is told of the request's end (DESIGN §11).
+	// Waiter, when set, is told of the request's end (docs/architecture.md).
 	Waiter *Waiter
 }
 
@@ -198,7 +198,7 @@ func (e *Engine) LoadOwned(ctx context.Context, agentName, userID, taskID string
 	}
 	// Another agent's task (404) or another user's (401) comes back with
 	// the error, so that a call naming a request checks the request first
-	// (DESIGN §3 "Errors"; see access.go).
+	// (docs/api.md "Errors"; see access.go).
 	if err := owned(t, agentName, userID); err != nil {
 		return t, items, err
 	}
@@ -233,7 +233,7 @@ type newRequest struct {
 	idem              *Idempotency
 	waiter            *Waiter
 	// rid, parent, ancestors: a sub-agent call's child request, made
-	// with the call (DESIGN §10).
+	// with the call (docs/architecture.md).
 	rid       string
 	parent    *ParentRef
 	ancestors []TaskRequest

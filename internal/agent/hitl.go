@@ -78,7 +78,7 @@ func inputOrEmpty(in json.RawMessage) json.RawMessage {
 
 // pause persists the round's pending calls before anything of the turn
 // runs, and ends the leg Paused. awaits, when a sub-agent paused, are the
-// leaf rounds the pending calls are copies of (DESIGN §10).
+// leaf rounds the pending calls are copies of (docs/architecture.md).
 func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, awaits []Await) {
 	a := r.task.Active
 	a.Round = round

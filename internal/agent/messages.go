@@ -3,7 +3,7 @@ package agent
 import "strings"
 
 // BuildMessages maps the visible history to model messages so that Bedrock
-// accepts them, whatever happened before (DESIGN §6): superseded entries are
+// accepts them, whatever happened before (docs/architecture.md): superseded entries are
 // left out, tool entries are sent as user messages, a tool_use without a
 // result gets an error result before the next message, consecutive messages
 // of one role are merged, empty blocks are dropped, and the conversation
@@ -24,7 +24,7 @@ func BuildMessages(t *Task, items []Item) []Message {
 	}
 	if summary := summaryOf(t, items); summary != "" {
 		// A compacted context starts with the summary standing in for what
-		// came before (DESIGN §12).
+		// came before (the README's "Agent definitions").
 		msgs = appendMessage(msgs, Message{Role: RoleUser, Content: []Block{TextBlock(summaryLead + summary)}})
 	}
 	for i := range items {

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Remote agents as tools (DESIGN §10, §13): an `a2a:` entry calls an agent
+// Remote agents as tools (docs/architecture.md and docs/api.md): an `a2a:` entry calls an agent
 // of another system over A2A. Its task is the call's child; its
 // input-required pauses the caller like a local child's pause (the pending
 // calls it shows carry the remote leaf and its resume URL there); a

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// ResumeRequest is the resume body (DESIGN §3 ResumeRequest).
+// ResumeRequest is the resume body (docs/api.md ResumeRequest).
 type ResumeRequest struct {
 	Action    string          `json:"action"`
 	Round     *int            `json:"round"`
@@ -88,11 +88,11 @@ type ResumeInput struct {
 	Body                             ResumeRequest
 	Deadline                         time.Time
 	Idem                             *Idempotency
-	// Waiter, when set, is told of the request's end (DESIGN §11).
+	// Waiter, when set, is told of the request's end (docs/architecture.md).
 	Waiter *Waiter
 }
 
-// StartResume decides a paused request's round and claims it (DESIGN §3 the
+// StartResume decides a paused request's round and claims it (docs/api.md the
 // resume answer table). A duplicate of a decision in flight or done returns
 // a follower Run that answers the same outcome.
 func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (*Run, error) {
@@ -123,7 +123,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 	}
 	if denied == nil && (t.Active == nil || len(t.Active.Awaits) == 0) {
 		// (A caller's pending calls are its leaves': the leaves' own
-		// resumes read their inputs, DESIGN §9.)
+		// resumes read their inputs, the README's "Budgets".)
 		if err := e.pendingInputs(ctx, t, items); err != nil {
 			return nil, err
 		}
@@ -192,7 +192,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		}
 		return nil, Errorf(CodeApprovalExpired, "the approval of round %d expired at %s", a.Round, at.UTC().Format(time.RFC3339))
 	case a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested:
-		// A caller waiting on a sub-agent: the leaves decide (DESIGN §10).
+		// A caller waiting on a sub-agent: the leaves decide (docs/architecture.md).
 		return e.resumeAtCaller(ctx, ag, t, items, in, now)
 	case a.Status == StatusPaused && roundExpired(a, now):
 		if _, err := e.applyExpiry(ctx, ag, t, items, now); err != nil {
@@ -653,7 +653,7 @@ func (e *Engine) boundFollower(ctx context.Context, ag *Agent, bound *IdemRecord
 }
 
 // DuplicatePoll is how often a waiting duplicate reads META: at most once a
-// second (DESIGN §4 Sizes), however many wait on one request.
+// second (docs/architecture.md Sizes), however many wait on one request.
 var DuplicatePoll = time.Second
 
 // waitOutcome polls until the request ends or pauses in a later round. It
@@ -754,7 +754,7 @@ func roundOfCalls(decided []Decision, ds []DecisionInput) int {
 }
 
 // pendingInputs fills in the inputs of a paused round's calls, which META
-// holds by reference (the ITEM#<seq> of their tool_use; DESIGN §4 Sizes):
+// holds by reference (the ITEM#<seq> of their tool_use; docs/architecture.md Sizes):
 // from items when they hold the tool_use, else with one read per entry.
 func (e *Engine) pendingInputs(ctx context.Context, t *Task, items []Item) error {
 	a := t.Active

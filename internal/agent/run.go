@@ -30,7 +30,7 @@ type Run struct {
 	// takeover: the leg takes over a resume whose lease expired.
 	takeover bool
 	// continuing: the leg continues a caller after its sub-agents moved
-	// (DESIGN §10): the open sub-agent calls get their outcome first.
+	// (docs/architecture.md): the open sub-agent calls get their outcome first.
 	continuing bool
 	// leafRuns, on a decision sent to a caller, are the leaves' legs it
 	// runs first.
@@ -42,7 +42,7 @@ type Run struct {
 	committed bool
 	// handedOff: the leg hands the chain below it to the outbox (§10).
 	handedOff bool
-	// atCaller: the leg runs a decision sent to a caller (DESIGN §10).
+	// atCaller: the leg runs a decision sent to a caller (docs/architecture.md).
 	atCaller bool
 	// pollFirst: a leaf's leg claimed by a decision at a caller that
 	// moved on meanwhile (a cancel flagged it) reads its own cancel flag
@@ -193,7 +193,7 @@ func (r *Run) fail(code, msg string) {
 	r.failure = &ErrorInfo{Code: code, Message: msg}
 }
 
-// loop is the turn engine of DESIGN §6.
+// loop is the turn engine of docs/architecture.md.
 func (r *Run) loop(ctx context.Context) {
 	maxIter := r.agent.MaxIterations
 	if maxIter <= 0 {
@@ -431,7 +431,7 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 		reason = cancelMessage(*ci)
 	}
 	// Sub-agent calls it closes without their child's result cancel the
-	// child (DESIGN §10), once the end is committed.
+	// child (docs/architecture.md), once the end is committed.
 	orphans := r.e.openCalls(r.task, r.history)
 	if closing := danglingResults(r.history, r.RequestID(), reason); len(closing) > 0 {
 		r.addResults(closing)

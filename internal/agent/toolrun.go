@@ -20,7 +20,7 @@ const DefaultToolTimeout = 60 * time.Second
 // their results in the calls' order. It emits tool_result events in that order.
 // A call with a result in given is not run: that result is used.
 //
-// Sub-agent calls run their child requests (DESIGN §10), one sub-agent's
+// Sub-agent calls run their child requests (docs/architecture.md), one sub-agent's
 // one after the other. A child that pauses is returned in paused; its call,
 // and that sub-agent's later calls of the turn, have no result yet (a zero
 // Block).

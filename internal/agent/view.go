@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TaskView is GET task's answer (DESIGN §3 Shapes).
+// TaskView is GET task's answer (docs/api.md Shapes).
 type TaskView struct {
 	TaskID           string            `json:"task_id"`
 	SessionID        string            `json:"session_id"`
@@ -268,7 +268,7 @@ func (e *Engine) ListSessionTasks(ctx context.Context, q ListQuery) ([]TaskSumma
 	return e.Store.ListSessionTasks(ctx, q)
 }
 
-// RequestView is a request as GET task shows it (DESIGN §3 Shapes).
+// RequestView is a request as GET task shows it (docs/api.md Shapes).
 type RequestView struct {
 	RequestID    string     `json:"request_id"`
 	Kind         string     `json:"kind"`

@@ -16,7 +16,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/agent"
 )
 
-// Stream reads the outbox items the table's stream carries (DESIGN §11:
+// Stream reads the outbox items the table's stream carries (docs/architecture.md:
 // `hitch serve` on DynamoDB runs the notifier's dispatcher in process, fed by
 // the stream; DynamoDB Local serves it). It follows every open shard from
 // its latest record (what was written before is the sweep's), and the

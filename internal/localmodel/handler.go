@@ -321,7 +321,7 @@ func words(msgs []bedrockwire.Message) int {
 // summaryWords is how many words of each turn a summary keeps.
 const summaryWords = 6
 
-// summarising tells a summarising call (DESIGN §12 context compaction) by
+// summarising tells a summarising call (the README's "Agent definitions" context compaction) by
 // its system prompt.
 func summarising(req *bedrockwire.Request) bool {
 	for _, b := range req.System {

@@ -215,7 +215,7 @@ func (p *pollContinuer) state() (int, bool) {
 	return p.calls, p.released
 }
 
-// TestPollWaitsApart: a caller's poll of a remote agent (DESIGN §10) is
+// TestPollWaitsApart: a caller's poll of a remote agent (docs/architecture.md) is
 // delivered again at its own pace (RetryAfter, not the growing backoff —
 // here an hour) and holds back no notification of the request: the
 // request's completion webhook goes out while the poll still waits.

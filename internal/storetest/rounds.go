@@ -104,7 +104,7 @@ func testEventsEpochs(t *testing.T, s agent.Store) {
 }
 
 // testOutboxElsewhere: an outbox item for another task (a child's commit
-// owes its caller a continuation, DESIGN §10) is put under that task: read
+// owes its caller a continuation, docs/architecture.md) is put under that task: read
 // and deleted there, listed, and deleted with it.
 func testOutboxElsewhere(t *testing.T, s agent.Store) {
 	ctx := context.Background()
@@ -138,7 +138,7 @@ func testOutboxElsewhere(t *testing.T, s agent.Store) {
 	}
 }
 
-// testJoins: a child's outcome put for its caller (JOIN#, DESIGN §10) is
+// testJoins: a child's outcome put for its caller (JOIN#, docs/architecture.md) is
 // read with the caller's task by LoadTask and LoadContext, and deleted
 // with it.
 func testJoins(t *testing.T, s agent.Store) {
