@@ -371,7 +371,7 @@ func TestEnvironment(t *testing.T) {
 		t.Run(dir, func(t *testing.T) {
 			names, found := envRead(t, dir)
 			if !found {
-				t.Skipf("functions/%s has no Go files yet", dir)
+				t.Fatalf("functions/%s has no Go files: the template names a function that is not built", dir)
 			}
 			vars, _ := get(function(t, res, dir), "Properties", "Environment", "Variables").(map[string]any)
 			global, _ := get(tpl, "Globals", "Function", "Environment", "Variables").(map[string]any)
