@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -214,17 +213,12 @@ func (e *Engine) tryCancel(ctx context.Context, ag *Agent, in CancelInput) (*Can
 // top-down, each then finalised by its own leg, bottom-up).
 func (e *Engine) flagCancel(ctx context.Context, t *Task, items []Item, ci cancelInfo) (bool, error) {
 	a := t.Active
-	next := t.Clone()
+	next := e.nextOf(t)
 	na := next.Active
 	if !na.CancelRequested {
 		na.CancelRequested, na.CanceledBy, na.CanceledAt, na.CancelReason = true, ci.by, ci.at, ci.reason
-		next.Version, next.WriteID = t.Version+1, e.newID()
-		if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
-			var ce *ConflictError
-			if errors.As(err, &ce) {
-				return false, err
-			}
-			return false, fmt.Errorf("set cancel flag on %s: %w", t.ID, err)
+		if err := e.commit(ctx, &Write{Task: next, PrevVersion: t.Version}, "set cancel flag on %s", t.ID); err != nil {
+			return false, err
 		}
 	}
 	e.legs.cancel(a.ID, ci)
@@ -245,10 +239,9 @@ func (e *Engine) cancelTree(ctx context.Context, ag *Agent, t *Task, items []Ite
 	}
 	a := t.Active
 	if !a.CancelRequested {
-		next := t.Clone()
+		next := e.nextOf(t)
 		na := next.Active
 		na.CancelRequested, na.CanceledBy, na.CanceledAt, na.CancelReason = true, ci.by, ci.at, ci.reason
-		next.Version, next.WriteID = t.Version+1, e.newID()
 		if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
 			return nil, err
 		}
@@ -376,7 +369,7 @@ func (e *Engine) endedResult(ctx context.Context, ag *Agent, taskID, rid string)
 // finaliseCanceled records a paused (or dead) request Canceled: its calls
 // without a result get an error result saying so.
 func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items []Item, ci cancelInfo) (*RequestResult, error) {
-	next := t.Clone()
+	next := e.nextOf(t)
 	a := next.Active
 	a.CancelRequested, a.CanceledBy, a.CanceledAt, a.CancelReason = true, ci.by, ci.at, ci.reason
 	if a.Status == StatusRunning {
@@ -393,13 +386,9 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 	rec.Cascade = ci.cascade
 	next.Active, next.Status = nil, StatusCanceled
 	next.RetainUntil = e.retainUntil()
-	next.UpdatedAt, next.Version, next.WriteID = ci.at, t.Version+1, e.newID()
-	if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{rec}}); err != nil {
-		var ce *ConflictError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("cancel %s: %w", t.ID, err)
+	next.UpdatedAt = ci.at
+	if err := e.commit(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{rec}}, "cancel %s", t.ID); err != nil {
+		return nil, err
 	}
 	e.retainFinished(ctx, next)
 	e.cancelBelow(ctx, t, items, ci)

@@ -439,13 +439,13 @@ func (e *Engine) settleLost(ctx context.Context, sub *Agent, t *Task) error {
 	if a == nil || a.Status != StatusRunning || e.now().Before(a.LeaseUntil) {
 		return nil // it moved on
 	}
-	next := t.Clone()
+	next := e.nextOf(t)
 	now := e.now()
 	extra, recs, decided, err := e.settleActive(ctx, sub, next, items, now)
 	if err != nil {
 		return err
 	}
-	next.Version, next.WriteID, next.UpdatedAt = t.Version+1, e.newID(), now
+	next.UpdatedAt = now
 	next.RetainUntil = e.retainUntil()
 	err = e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: recs, Decisions: decided})
 	var ce *ConflictError
@@ -455,9 +455,7 @@ func (e *Engine) settleLost(ctx context.Context, sub *Agent, t *Task) error {
 	if err != nil {
 		return err
 	}
-	e.retainFinished(ctx, next)
-	e.logSettled(ctx, t.ID, recs)
-	e.observeSettled(sub.Name, recs)
+	e.settled(ctx, sub.Name, next, recs)
 	return nil
 }
 
@@ -470,9 +468,20 @@ type childSink struct {
 	depth              int // 0: 1, a direct child
 }
 
+// childEvent is the data of a child event: a sub-agent's event name and
+// data, in its caller's stream (docs/api.md, "Server-Sent Events"); remote
+// names the remote system of an `a2a:` call.
+func childEvent(agent, taskID, rid string, depth int, remote, name string, data any) map[string]any {
+	m := map[string]any{"agent": agent, "task_id": taskID, "request_id": rid, "depth": depth, "event": name, "data": data}
+	if remote != "" {
+		m["remote"] = remote
+	}
+	return m
+}
+
 // Emit implements Sink.
 func (s *childSink) Emit(ev Event) {
-	data := map[string]any{"agent": s.agent, "task_id": s.taskID, "request_id": s.rid, "depth": max(s.depth, 1), "event": ev.Name, "data": ev.Data}
+	data := childEvent(s.agent, s.taskID, s.rid, max(s.depth, 1), "", ev.Name, ev.Data)
 	if ev.Name == EventChild {
 		if d, ok := ev.Data.(map[string]any); ok {
 			data = maps.Clone(d)
@@ -543,7 +552,7 @@ func (r *Run) pauseOnChildren(ctx context.Context, results []Block, paused []chi
 // delivered again and again until the caller moved on.
 func (r *Run) pollItem(cc ChildCall) OutboxItem {
 	return OutboxItem{TaskID: r.taskID, RequestID: r.reqID, Epoch: r.task.Active.Epoch, EventID: r.eventID,
-		Agent: r.agent.Name, UserID: r.task.UserID, Kind: OutboxContinue, Event: EventPoll, Recipient: "po-" + cc.MessageID, CreatedAt: r.e.now()}
+		Agent: r.agent.Name, UserID: r.task.UserID, Kind: OutboxContinue, Event: EventPoll, Recipient: PollRecipient(cc.MessageID), CreatedAt: r.e.now()}
 }
 
 // addResults records results of the request's last turn: in the tool
@@ -840,7 +849,7 @@ func (e *Engine) copiedDecision(ctx context.Context, t *Task) (*Decision, error)
 // leg died while it waited on a sub-agent (a takeover).
 func (e *Engine) claimContinue(ctx context.Context, ag *Agent, t *Task, items []Item, d *Decision, consumed string) (*Run, error) {
 	now := e.now()
-	next := t.Clone()
+	next := e.nextOf(t)
 	na := next.Active
 	takeover := na.Status == StatusRunning
 	if takeover {
@@ -862,7 +871,6 @@ func (e *Engine) claimContinue(ctx context.Context, ag *Agent, t *Task, items []
 		w.Decisions = []RequestDecision{{RequestID: na.ID, Decision: *d}}
 	}
 	next.Status, next.UpdatedAt = StatusRunning, now
-	next.Version, next.WriteID = t.Version+1, e.newID()
 	e.outbox(w, true) // a new leg: the waiters hear of it
 	if err := e.write(ctx, w); err != nil {
 		return nil, err
@@ -951,7 +959,7 @@ func (r *Run) handOff(ctx context.Context) *RequestResult {
 	defer cancel()
 	a := r.task.Active
 	r.extraOutbox = []OutboxItem{{TaskID: r.taskID, RequestID: r.reqID, Epoch: a.Epoch, EventID: r.eventID, Agent: r.agent.Name, UserID: r.task.UserID,
-		Kind: OutboxContinue, Event: EventContinue, Recipient: "ct-handoff", CreatedAt: r.e.now()}}
+		Kind: OutboxContinue, Event: EventContinue, Recipient: HandoffRecipient, CreatedAt: r.e.now()}}
 	err := r.write(cctx, func(t *Task) {
 		t.Status = StatusRunning
 		t.Active.Status = StatusRunning
@@ -972,7 +980,7 @@ func (r *Run) handOff(ctx context.Context) *RequestResult {
 // URL with its result going nowhere.
 func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []Item, rec *RequestRecord) error {
 	now := e.now()
-	next := t.Clone()
+	next := e.nextOf(t)
 	a := next.Active
 	msg := "approval expired"
 	if rec.Error != nil {
@@ -988,13 +996,11 @@ func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []I
 	r.Error = &ErrorInfo{Code: CodeApprovalExpired, Message: msg}
 	next.Active, next.Status = nil, StatusFailed
 	next.RetainUntil = e.retainUntil()
-	next.Version, next.WriteID, next.UpdatedAt = t.Version+1, e.newID(), now
+	next.UpdatedAt = now
 	if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{r}}); err != nil {
 		return err
 	}
-	e.retainFinished(ctx, next)
-	e.logSettled(ctx, t.ID, []RequestRecord{r})
-	e.observeSettled(ag.Name, []RequestRecord{r})
+	e.settled(ctx, ag.Name, next, []RequestRecord{r})
 	at := roundExpiry(t.Active)
 	if at.IsZero() || at.After(now) {
 		at = now
@@ -1159,7 +1165,7 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 		leaves = append(leaves, leafRun{remote: e.remoteOf(t.Agent, cc), call: cc, follow: d.follow,
 			leaf: LeafRef{Agent: cc.Agent, TaskID: cc.TaskID, RequestID: cc.RequestID}, depth: 1, via: cc.ToolCallID})
 	}
-	next := t.Clone()
+	next := e.nextOf(t)
 	deadline, lease := e.legDeadline(in.Deadline)
 	na := next.Active
 	na.Status, na.ClaimToken, na.LeaseUntil, na.ClaimedAt = StatusRunning, e.newID(), lease, now
@@ -1167,7 +1173,6 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 	na.Decisions = []Decision{*d}
 	na.Pending, na.Awaits = nil, nil
 	next.Status, next.UpdatedAt = StatusRunning, now
-	next.Version, next.WriteID = t.Version+1, e.newID()
 	w := &Write{Task: next, PrevVersion: t.Version, Decisions: []RequestDecision{{RequestID: a.ID, Decision: *d}},
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
 	addWaiter(w, in.Waiter)

@@ -244,7 +244,7 @@ type newRequest struct {
 // shape changes next (the new request's id given) before it is written.
 func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item, nr newRequest, shape func(next *Task, rid string)) (*Run, error) {
 	now := e.now()
-	next := t.Clone()
+	next := e.nextOf(t)
 	var extra []Item
 	var records []RequestRecord
 	var decided []RequestDecision
@@ -262,7 +262,6 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	shape(next, rid)
 	user := Item{Seq: next.NextSeq, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: nr.content}
 	next.Status, next.UpdatedAt = StatusRunning, now
-	next.Version, next.WriteID = t.Version+1, e.newID()
 	next.NextSeq++
 	next.Active = &ActiveRequest{
 		ID: rid, Kind: nr.kind, Status: StatusRunning, ClaimToken: e.newID(), Epoch: 1,
@@ -276,12 +275,8 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	if err := e.clearRetention(ctx, t, next); err != nil {
 		return nil, err
 	}
-	if err := e.write(ctx, w); err != nil {
-		var ce *ConflictError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("claim task %s for a new %s: %w", t.ID, nr.kind, err)
+	if err := e.commit(ctx, w, "claim task %s for a new %s", t.ID, nr.kind); err != nil {
+		return nil, err
 	}
 	e.logSettled(ctx, t.ID, records)
 	e.observeSettled(ag.Name, records)
@@ -448,6 +443,25 @@ func deadLegResults(items []Item, a *ActiveRequest, notRun string) []Block {
 
 // outcomeUnknownMessage is the result of a call a dead leg may have run.
 var outcomeUnknownMessage = CodeOutcomeUnknown + ": the request was interrupted while this call ran; it may or may not have run, and it was not run again"
+
+// commit writes w. A conflict comes back as it is (the caller reads the
+// task again and decides anew); any other failure says what was written.
+func (e *Engine) commit(ctx context.Context, w *Write, format string, args ...any) error {
+	err := e.write(ctx, w)
+	var ce *ConflictError
+	if err == nil || errors.As(err, &ce) {
+		return err
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}
+
+// nextOf is the version of t a write puts: a copy whose write follows t's
+// (Version+1, a WriteID of its own), conditioned on t.Version.
+func (e *Engine) nextOf(t *Task) *Task {
+	next := t.Clone()
+	next.Version, next.WriteID = t.Version+1, e.newID()
+	return next
+}
 
 // recordOf makes the record of the active request ending with status.
 func recordOf(a *ActiveRequest, status Status, now time.Time) RequestRecord {

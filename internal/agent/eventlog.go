@@ -177,6 +177,15 @@ func (e *Engine) logEvents(ctx context.Context, taskID, rid string, epoch int, e
 	}
 }
 
+// settled is what follows a write outside a leg that ended requests (an
+// expiry, a cancel's, a dead leg's): the finished task's retention, each
+// request's final event logged, and the requests counted.
+func (e *Engine) settled(ctx context.Context, agentName string, next *Task, recs []RequestRecord) {
+	e.retainFinished(ctx, next)
+	e.logSettled(ctx, next.ID, recs)
+	e.observeSettled(agentName, recs)
+}
+
 // logSettled logs the final event of requests a claim settled: an applied
 // expiry, or a dead request recorded Failed, ends with an error event.
 func (e *Engine) logSettled(ctx context.Context, taskID string, recs []RequestRecord) {

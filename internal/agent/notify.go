@@ -116,6 +116,28 @@ type OutboxItem struct {
 	Usage   *Usage        `json:"usage,omitempty"`
 }
 
+// The recipients of outbox items. Items of one (request, recipient) are
+// delivered one at a time, in commit order; the names are stored in keys,
+// so they never change.
+
+// WebhookRecipient is the agent's i-th webhook.
+func WebhookRecipient(i int) string { return fmt.Sprintf("wh%d", i) }
+
+// WaiterRecipient is a waiter (a task token, a durable callback) by the
+// hash of its token.
+func WaiterRecipient(kind, hash string) string { return kind[:2] + "-" + hash }
+
+// ContinueRecipient is a caller's continuation once its child request
+// childRid ended.
+func ContinueRecipient(childRid string) string { return "ct-" + childRid }
+
+// HandoffRecipient is a caller's own continuation, handed off at the end
+// of a leg that ran out of time.
+const HandoffRecipient = "ct-handoff"
+
+// PollRecipient is a caller's poll of the remote agent it sent messageID.
+func PollRecipient(messageID string) string { return "po-" + messageID }
+
 // SK is the item's sort key under its task.
 func (o OutboxItem) SK() string {
 	return fmt.Sprintf("OUT#%s#%06d#%010d#%s", o.RequestID, o.Epoch, o.EventID, o.Recipient)
@@ -202,7 +224,7 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 		for i, n := range ag.Notifications {
 			if n.Wants(base.Event) {
 				it := base
-				it.Kind, it.Webhook, it.Recipient = OutboxWebhook, i, fmt.Sprintf("wh%d", i)
+				it.Kind, it.Webhook, it.Recipient = OutboxWebhook, i, WebhookRecipient(i)
 				w.Outbox = append(w.Outbox, it)
 			}
 		}
@@ -210,7 +232,7 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 	waiters := func(base OutboxItem, refs []WaiterRef, answer func(WaiterRef) bool) {
 		for _, ref := range refs {
 			it := base
-			it.Kind, it.Hash, it.Recipient = ref.Kind, ref.Hash, ref.Kind[:2]+"-"+ref.Hash
+			it.Kind, it.Hash, it.Recipient = ref.Kind, ref.Hash, WaiterRecipient(ref.Kind, ref.Hash)
 			if !answer(ref) {
 				it.Event = EventHeartbeat
 			}
@@ -223,7 +245,7 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 			return
 		}
 		w.Outbox = append(w.Outbox, OutboxItem{TaskID: p.TaskID, RequestID: p.RequestID, Epoch: epoch, EventID: eventID,
-			Agent: p.Agent, UserID: t.UserID, Kind: OutboxContinue, Event: EventContinue, Recipient: "ct-" + childRid, CreatedAt: now})
+			Agent: p.Agent, UserID: t.UserID, Kind: OutboxContinue, Event: EventContinue, Recipient: ContinueRecipient(childRid), CreatedAt: now})
 	}
 	for _, r := range w.Requests {
 		base := item(r.RequestID, r.Epoch, r.LastEventID, r.Round)

@@ -270,8 +270,7 @@ func (r *Run) emitRemote(cc ChildCall, rt *RemoteTask, depth int) {
 			data["error"] = rt.Error
 		}
 	}
-	r.emit(EventChild, map[string]any{"agent": cc.Agent, "task_id": rt.ContextID, "request_id": rt.ID, "depth": depth,
-		"remote": cc.Remote, "event": name, "data": data})
+	r.emit(EventChild, childEvent(cc.Agent, rt.ContextID, rt.ID, depth, cc.Remote, name, data))
 }
 
 // timeUp tells a leg stopped by its deadline (not a cancel, nor a lost
@@ -335,8 +334,7 @@ const sendAttempts = 3
 // caller's stream as child events.
 func (r *Run) sendRemote(ctx context.Context, ra RemoteAgent, call ChildCall, text string) (*RemoteTask, error) {
 	events := func(contextID, taskID, name string, data any) {
-		r.emit(EventChild, map[string]any{"agent": call.Agent, "task_id": contextID, "request_id": taskID, "depth": 1,
-			"remote": call.Remote, "event": name, "data": data})
+		r.emit(EventChild, childEvent(call.Agent, contextID, taskID, 1, call.Remote, name, data))
 	}
 	wait := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
@@ -479,8 +477,7 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 func (r *Run) awaitRemoteLeaf(ctx context.Context, l leafRun) {
 	// What the remote does with the decision, in this caller's stream.
 	events := func(contextID, taskID, name string, data any) {
-		r.emit(EventChild, map[string]any{"agent": l.call.Agent, "task_id": contextID, "request_id": taskID, "depth": 1,
-			"remote": l.call.Remote, "event": name, "data": data})
+		r.emit(EventChild, childEvent(l.call.Agent, contextID, taskID, 1, l.call.Remote, name, data))
 	}
 	fctx, cancel := context.WithDeadline(ctx, r.deadline.Add(-r.e.DeadlineMargin))
 	if err := l.follow(fctx, events); err != nil {

@@ -492,7 +492,7 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	if err != nil {
 		return nil, err
 	}
-	next := t.Clone()
+	next := e.nextOf(t)
 	deadline, lease := e.legDeadline(in.Deadline)
 	na := next.Active
 	na.Status, na.ClaimToken, na.LeaseUntil, na.ClaimedAt = StatusRunning, e.newID(), lease, now
@@ -501,18 +501,13 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	remember(next, a, d)
 	na.Pending = nil
 	next.Status, next.UpdatedAt = StatusRunning, now
-	next.Version, next.WriteID = t.Version+1, e.newID()
 	edited := editItems(items, a.ID, d)
 	w := &Write{Task: next, PrevVersion: t.Version, Items: edited, Decisions: []RequestDecision{{RequestID: a.ID, Decision: *d}},
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
 	addWaiter(w, in.Waiter)
 	e.outbox(w, true) // a new leg: the waiters hear of it
-	if err := e.write(ctx, w); err != nil {
-		var ce *ConflictError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("claim resume of %s: %w", t.ID, err)
+	if err := e.commit(ctx, w, "claim resume of %s", t.ID); err != nil {
+		return nil, err
 	}
 	e.observeDecision(ag.Name, d, now.Sub(t.UpdatedAt))
 	history := replaceItems(items, edited)
@@ -525,21 +520,17 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 // takeOver claims a running resume whose lease expired.
 func (e *Engine) takeOver(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
 	e.log().Warn("taking over a resume whose lease expired", "task_id", t.ID, "request_id", t.Active.ID)
-	next := t.Clone()
+	next := e.nextOf(t)
 	deadline, lease := e.legDeadline(in.Deadline)
 	next.Active.ClaimToken, next.Active.LeaseUntil, next.Active.ClaimedAt = e.newID(), lease, now
 	cutLeg(next.Active, e.lastLogged(ctx, t.ID, t.Active))
 	next.Active.Takeovers++
-	next.UpdatedAt, next.Version, next.WriteID = now, t.Version+1, e.newID()
+	next.UpdatedAt = now
 	w := &Write{Task: next, PrevVersion: t.Version}
 	addWaiter(w, in.Waiter)
 	e.outbox(w, true) // a new leg: the waiters hear of it
-	if err := e.write(ctx, w); err != nil {
-		var ce *ConflictError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("take over %s: %w", t.ID, err)
+	if err := e.commit(ctx, w, "take over %s", t.ID); err != nil {
+		return nil, err
 	}
 	run := e.newRun(ag, next, items, deadline)
 	run.decided = lastDecision(next.Active)

@@ -112,7 +112,7 @@ func testOutboxElsewhere(t *testing.T, s agent.Store) {
 	create(t, s, parent)
 	child := newTask("u1", "leaf", id())
 	create(t, s, child)
-	o := agent.OutboxItem{TaskID: parent.ID, RequestID: parent.Active.ID, Epoch: 1, EventID: 7, Recipient: "ct-" + child.Active.ID,
+	o := agent.OutboxItem{TaskID: parent.ID, RequestID: parent.Active.ID, Epoch: 1, EventID: 7, Recipient: agent.ContinueRecipient(child.Active.ID),
 		Kind: agent.OutboxContinue, Event: agent.EventContinue, Agent: "desk", UserID: "u1", CreatedAt: base}
 	update(t, s, &agent.Write{Task: next(child), PrevVersion: 1, Outbox: []agent.OutboxItem{o}})
 	if _, err := s.GetOutbox(ctx, child.ID, o.SK()); !errors.Is(err, agent.ErrNotFound) {
