@@ -1,3 +1,9 @@
+// Cancel: a running request is flagged and its leg stops at once in this
+// process (or at its next poll of the flag in another); a paused or dead
+// one is finalised Canceled — after the tree below it, top-down flagged,
+// has ended. Nothing a flagged request's claim runs (docs/api.md,
+// "Cancel"; docs/architecture.md, "The rules that keep a chain honest").
+
 package agent
 
 import (

@@ -1,3 +1,8 @@
+// The engine, and a new message or edit: the claim of a new request
+// (createTask, claimFollowOn, claimNew), settling the task's previous
+// request first when its leg died (settleActive; docs/architecture.md,
+// "Dead legs"), and the write plumbing every path shares.
+
 package agent
 
 import (
@@ -336,57 +341,6 @@ func cutLeg(a *ActiveRequest, last int64) {
 	a.Cuts = append(a.Cuts, EventCut{Epoch: a.Epoch, Last: a.LastEventID})
 	a.Epoch++
 	a.LastEventID = max(a.LastEventID, last)
-}
-
-// roundExpired tells whether a paused round has passed its earliest expiry.
-func roundExpired(a *ActiveRequest, now time.Time) bool {
-	for _, p := range a.Pending {
-		if !p.ExpiresAt.IsZero() && !now.Before(p.ExpiresAt) {
-			return true
-		}
-	}
-	return false
-}
-
-// roundExpiry is when a paused round expires: its calls' earliest expiry.
-func roundExpiry(a *ActiveRequest) time.Time {
-	var at time.Time
-	for _, p := range a.Pending {
-		if !p.ExpiresAt.IsZero() && (at.IsZero() || p.ExpiresAt.Before(at)) {
-			at = p.ExpiresAt
-		}
-	}
-	return at
-}
-
-// expiryMessage is the error result of a call whose approval expired at at.
-func expiryMessage(at time.Time) string {
-	return "approval expired at " + at.UTC().Format(time.RFC3339)
-}
-
-// expireRound applies a paused round's expiry (docs/api.md, "Expiry"); at is
-// when the chain it belongs to expired (its own earliest expiry, or an
-// earlier one of another leaf of its chain, §10).
-func (e *Engine) expireRound(next *Task, items []Item, now, at time.Time) ([]Item, []RequestRecord, []RequestDecision, error) {
-	a := next.Active
-	msg := expiryMessage(at)
-	closing := danglingResults(items, a.ID, msg)
-	var extra []Item
-	if len(closing) > 0 {
-		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: now, Content: closing})
-		next.NextSeq++
-	}
-	d := Decision{Round: a.Round, Approver: "system:expiry", DecidedAt: now, Action: "reject"}
-	for _, p := range a.Pending {
-		d.Calls = append(d.Calls, CallDecision{ToolCallID: p.ToolCallID, Action: "reject", Reason: msg})
-	}
-	a.Decisions = append(a.Decisions, d)
-	a.LastEventID++ // the error event, logged once the expiry is written
-	rec := recordOf(a, StatusFailed, now)
-	rec.Error = &ErrorInfo{Code: CodeApprovalExpired, Message: msg}
-	next.Active = nil
-	next.Status = StatusFailed
-	return extra, []RequestRecord{rec}, []RequestDecision{{RequestID: a.ID, Decision: d}}, nil
 }
 
 // danglingResults returns error results for the request's tool calls that

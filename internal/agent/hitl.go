@@ -1,3 +1,8 @@
+// Approvals: a model turn whose calls need a person's approval pauses
+// before anything of that turn runs (pause), with the round's pending
+// calls; a decided round runs what was approved and closes the rest
+// (runDecided; docs/api.md, "Resume").
+
 package agent
 
 import (

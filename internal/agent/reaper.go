@@ -159,27 +159,6 @@ func (e *Engine) endLost(ctx context.Context, ag *Agent, t *Task, items []Item, 
 	return nil
 }
 
-// applyExpiry expires a paused round past its expiry (the lazy expiry of
-// docs/api.md, applied by a resume, a message or the reaper): each pending call
-// closed, the request Failed approval_expired, no model call. It returns
-// the record written.
-func (e *Engine) applyExpiry(ctx context.Context, ag *Agent, t *Task, items []Item, now time.Time) (*RequestRecord, error) {
-	return e.expireAt(ctx, ag, t, items, now, roundExpiry(t.Active))
-}
-
-// expireAt expires t's paused round as of at (an expiry of its chain).
-func (e *Engine) expireAt(ctx context.Context, ag *Agent, t *Task, items []Item, now, at time.Time) (*RequestRecord, error) {
-	next := e.nextOf(t)
-	extra, recs, decided, _ := e.expireRound(next, items, now, at)
-	next.UpdatedAt = now
-	next.RetainUntil = e.retainUntil()
-	if err := e.commit(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: recs, Decisions: decided}, "expire round of %s", t.ID); err != nil {
-		return nil, err
-	}
-	e.settled(ctx, ag.Name, next, recs)
-	return &recs[0], nil
-}
-
 // wakeReaper asks the reaper, when one runs in this process, to look at a
 // task now rather than at its next sweep (a message found its caller dead).
 func (e *Engine) wakeReaper(taskID, rid string) {

@@ -1,3 +1,10 @@
+// Remote leaves: an `a2a:` tool's call goes to another system's agent
+// through RemoteAgent (internal/a2a owns the protocol). Its pause pauses
+// the caller like a local child's, with a poll item per open call in every
+// round; decisions for it are sent there (decideRemotes, awaitRemoteLeaf);
+// a poll notices what was decided on the remote system itself
+// (docs/architecture.md, "Orchestration"; docs/api.md, "Remote agents").
+
 package agent
 
 import (

@@ -1,3 +1,9 @@
+// Resume: a decision on a paused request, read against the answer table
+// (docs/api.md, "Resume"): the round decided and claimed (claimResume), a
+// duplicate following the leg in flight or taking a dead one over, a past
+// round answered by its leg (pastLeg). A caller waiting on sub-agents is
+// decided from its leaves (caller.go); an expired round is expiry.go's.
+
 package agent
 
 import (

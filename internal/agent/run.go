@@ -1,3 +1,8 @@
+// A leg: one invocation's run of a request — the turn loop (model call,
+// tools, again) until the model ends its turn, a pause, a cancel, the
+// deadline or an error — and its commits: every write of a leg holds the
+// request's claim (docs/architecture.md, "Claims, leases, takeovers").
+
 package agent
 
 import (

@@ -1,3 +1,7 @@
+// Tool calls: a turn's calls run in parallel, each with its timeout and
+// its result truncated to the agent's bound; agent tools are child calls
+// (child.go).
+
 package agent
 
 import (
