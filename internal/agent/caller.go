@@ -18,11 +18,7 @@ func bodyOf(d *Decision) ResumeRequest {
 	round := d.Round
 	b := ResumeRequest{Round: &round}
 	for _, c := range d.Calls {
-		di := DecisionInput{ToolCallID: c.ToolCallID, Action: c.Action, Reason: c.Reason, Remember: c.Remember}
-		if c.Action == ActionEdit {
-			di.Input = c.Input
-		}
-		b.Decisions = append(b.Decisions, di)
+		b.Decisions = append(b.Decisions, c.asInput(c.ToolCallID))
 	}
 	return b
 }
@@ -65,36 +61,9 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 			return nil, Errorf(CodeAgentNotFound, "task %s waits on the agent %s, which is not deployed here any more: the decision cannot reach it; cancel the task", t.ID, w.Agent)
 		}
 	}
-	var leaves []leafRun
-	for _, w := range awaits {
-		if remote(w) {
-			continue
-		}
-		round := w.Round
-		body := ResumeRequest{Round: &round, Reason: in.Body.Reason}
-		if w.Round == 0 {
-			body.Round = nil // a local caller: the decisions name its round by their calls
-		}
-		for _, id := range w.ToolCallIDs {
-			c := byCall[id]
-			di := DecisionInput{ToolCallID: id, Action: c.Action, Reason: c.Reason, Remember: c.Remember}
-			if c.Action == ActionEdit {
-				di.Input = c.Input
-			}
-			body.Decisions = append(body.Decisions, di)
-		}
-		run, err := e.StartResume(ctx, ResumeInput{Agent: w.Agent, UserID: t.UserID, TaskID: w.TaskID, RequestID: w.RequestID,
-			Body: body, Deadline: in.Deadline})
-		if err != nil {
-			if len(leaves) == 0 {
-				return nil, err
-			}
-			// An earlier leaf took its decision: the caller goes on and
-			// pauses again on this one.
-			e.log().Warn("a leaf refused its part of a caller's decision", "task_id", t.ID, "leaf_task_id", w.TaskID, "err", err)
-			continue
-		}
-		leaves = append(leaves, leafRun{run: run, leaf: LeafRef{Agent: w.Agent, TaskID: w.TaskID, RequestID: w.RequestID}, depth: depthBelow(run, t.ID), via: w.Via})
+	leaves, err := e.claimLocalLeaves(ctx, t, awaits, byCall, in)
+	if err != nil {
+		return nil, err
 	}
 	took, err := e.decideRemotes(ctx, t, byCall, in.Body.Reason, len(leaves) > 0)
 	if err != nil {
@@ -121,23 +90,7 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 		// Another call moved the caller on (a continuation): the leaves
 		// still run their legs; the caller's outcome is followed.
 		e.log().Warn("a caller moved on while its leaves were decided", "task_id", t.ID, "err", err)
-		f := e.follower(ag, t.ID, a.ID, a.Round, in.Deadline)
-		follow := f.follow
-		f.follow = func(ctx context.Context, sink Sink) *RequestResult {
-			for _, l := range leaves {
-				if l.run != nil {
-					// The caller may have moved on by a cancel: the
-					// leaf reads its flag before it runs anything.
-					l.run.pollFirst = true
-					l.run.Execute(ctx, Discard)
-				}
-				if l.follow != nil {
-					_ = l.follow(ctx, nil) // the remote's stream, let go of
-				}
-			}
-			return follow(ctx, sink)
-		}
-		return f, nil
+		return e.followMovedCaller(ag, t, in, leaves), nil
 	}
 	e.observeDecision(ag.Name, d, now.Sub(t.UpdatedAt))
 	run := e.newRun(ag, next, items, deadline)
@@ -146,6 +99,63 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 	run.leafRuns = leaves
 	run.atCaller = true
 	return run, nil
+}
+
+// claimLocalLeaves claims the local leaves of a decision at the caller t,
+// each with its part of the decision; a leaf that refuses its part after
+// an earlier one took its own is left paused (the caller pauses on it
+// again), the first one's refusal is the answer.
+func (e *Engine) claimLocalLeaves(ctx context.Context, t *Task, awaits []Await, byCall map[string]CallDecision, in ResumeInput) ([]leafRun, error) {
+	var leaves []leafRun
+	for _, w := range awaits {
+		if remoteVia(t.Active, w) != nil {
+			continue
+		}
+		round := w.Round
+		body := ResumeRequest{Round: &round, Reason: in.Body.Reason}
+		if w.Round == 0 {
+			body.Round = nil // a local caller: the decisions name its round by their calls
+		}
+		for _, id := range w.ToolCallIDs {
+			body.Decisions = append(body.Decisions, byCall[id].asInput(id))
+		}
+		run, err := e.StartResume(ctx, ResumeInput{Agent: w.Agent, UserID: t.UserID, TaskID: w.TaskID, RequestID: w.RequestID,
+			Body: body, Deadline: in.Deadline})
+		if err != nil {
+			if len(leaves) == 0 {
+				return nil, err
+			}
+			// An earlier leaf took its decision: the caller goes on and
+			// pauses again on this one.
+			e.log().Warn("a leaf refused its part of a caller's decision", "task_id", t.ID, "leaf_task_id", w.TaskID, "err", err)
+			continue
+		}
+		leaves = append(leaves, leafRun{run: run, leaf: LeafRef{Agent: w.Agent, TaskID: w.TaskID, RequestID: w.RequestID}, depth: depthBelow(run, t.ID), via: w.Via})
+	}
+	return leaves, nil
+}
+
+// followMovedCaller: the caller's claim lost to another call that moved
+// it on (a continuation, a cancel). The leaves claimed for it still run
+// their legs — each reads its cancel flag before it runs anything — and
+// the caller's outcome is followed.
+func (e *Engine) followMovedCaller(ag *Agent, t *Task, in ResumeInput, leaves []leafRun) *Run {
+	a := t.Active
+	f := e.follower(ag, t.ID, a.ID, a.Round, in.Deadline)
+	follow := f.follow
+	f.follow = func(ctx context.Context, sink Sink) *RequestResult {
+		for _, l := range leaves {
+			if l.run != nil {
+				l.run.pollFirst = true
+				l.run.Execute(ctx, Discard)
+			}
+			if l.follow != nil {
+				_ = l.follow(ctx, nil) // the remote's stream, let go of
+			}
+		}
+		return follow(ctx, sink)
+	}
+	return f
 }
 
 // viaLocalCallers is what a decision at the caller a sends where: each

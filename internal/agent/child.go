@@ -203,25 +203,8 @@ func (e *Engine) runChildRequest(ctx context.Context, caller *Run, sub *Agent, c
 	// of a cancel through its flag (a cascade), not through ctx.
 	ctx = context.WithoutCancel(ctx)
 	if fresh {
-		// Planned by this leg: the child request cannot exist yet. Start it
-		// without reading first (a conflict means it does: attach below).
-		var run *Run
-		var err error
-		if cc.NewTask {
-			run, err = e.createChild(ctx, caller, sub, cc, message)
-		} else {
-			run, err = e.claimChild(ctx, caller, sub, cc.TaskID, cc, message)
-		}
-		var ce *ConflictError
-		switch {
-		case err == nil:
-			res := run.Execute(ctx, sink)
-			return childOutcome{res: res, child: run.task}, nil
-		case !errors.As(err, &ce) && !errors.Is(err, ErrNotFound):
-			var ae *Error
-			if !errors.As(err, &ae) || ae.Code != CodeTaskNotFound {
-				return childOutcome{}, err
-			}
+		if out, done, err := e.startChild(ctx, caller, sub, cc, message, sink); done {
+			return out, err
 		}
 	}
 	for attempt := 0; attempt < 4; attempt++ {
@@ -245,72 +228,11 @@ func (e *Engine) runChildRequest(ctx context.Context, caller *Run, sub *Agent, c
 			return childOutcome{}, Errorf(CodeTaskNotFound, "task %s is not a task of %s for this user", t.ID, sub.Name)
 		}
 		if a := t.Active; a != nil && a.ID == cc.RequestID {
-			switch {
-			case a.Status == StatusPaused:
-				if len(a.Awaits) > 0 {
-					// A caller itself: its own sub-agents may have moved.
-					if caller.handoffDue() {
-						return childOutcome{handoff: true}, nil
-					}
-					run, err := e.StartContinue(ctx, t.ID, a.ID)
-					if errors.Is(err, ErrBusy) {
-						res, _ := e.waitOutcome(ctx, sub, t.ID, a.ID, a.Round)
-						if res.Status != StatusPaused && res.Status != StatusFailed {
-							return e.outcomeOf(ctx, sub, t.ID, cc.RequestID, res)
-						}
-						continue
-					}
-					if err != nil {
-						// Its own sub-agents cannot be read now (a remote
-						// agent down): it is still paused where it was, and
-						// so is this caller — never an error result that
-						// would leave it paused below a caller that moved on.
-						e.log().Warn("a paused sub-agent's own sub-agents could not be read; its caller pauses on it as it is", "task_id", t.ID, "request_id", a.ID, "err", err)
-					}
-					if run != nil {
-						res := run.Execute(ctx, sink)
-						return e.outcomeOf(ctx, sub, t.ID, cc.RequestID, res)
-					}
-				}
-				if err := e.pendingInputs(ctx, t, nil); err != nil {
-					return childOutcome{}, err
-				}
-				return childOutcome{res: pausedResult(sub, t, e.now()), child: t}, nil
-			case e.now().Before(a.LeaseUntil):
-				// Another invocation runs it: wait for its end or pause.
-				res, _ := e.waitOutcome(ctx, sub, t.ID, a.ID, a.Round)
-				if res.Error != nil && (res.Error.Code == CodeRequestLost || res.Error.Code == CodeDeadlineExceeded) {
-					continue
-				}
-				return e.outcomeOf(ctx, sub, t.ID, cc.RequestID, res)
+			out, again, err := e.attachActive(ctx, caller, sub, cc, t, sink)
+			if again {
+				continue
 			}
-			// Its leg died. A resume's is taken over with its decision.
-			if d := lastDecision(a); d != nil {
-				run, err := e.StartResume(ctx, ResumeInput{Agent: sub.Name, UserID: t.UserID, TaskID: t.ID, RequestID: a.ID, Body: bodyOf(d), Deadline: caller.deadline})
-				if err != nil {
-					return childOutcome{}, err
-				}
-				res := run.Execute(ctx, sink)
-				return e.outcomeOf(ctx, sub, t.ID, cc.RequestID, res)
-			}
-			if caller.handoffDue() {
-				return childOutcome{handoff: true}, nil
-			}
-			run, err := e.StartContinue(ctx, t.ID, a.ID)
-			if err != nil && !errors.Is(err, ErrBusy) {
-				return childOutcome{}, err
-			}
-			if run != nil {
-				res := run.Execute(ctx, sink)
-				return e.outcomeOf(ctx, sub, t.ID, cc.RequestID, res)
-			}
-			if err == nil {
-				// Not a caller: a plain leg that died is lost.
-				if err := e.settleLost(ctx, sub, t); err != nil {
-					return childOutcome{}, err
-				}
-			}
-			continue
+			return out, err
 		}
 		rec, err := e.findRecord(ctx, t.ID, cc.RequestID)
 		if err != nil {
@@ -332,6 +254,123 @@ func (e *Engine) runChildRequest(ctx context.Context, caller *Run, sub *Agent, c
 		return childOutcome{res: res, child: run.task}, nil
 	}
 	return childOutcome{}, fmt.Errorf("the child request %s of task %s could not be attached", cc.RequestID, cc.TaskID)
+}
+
+// startChild starts a child request this leg planned, without reading
+// first: it cannot exist yet. done false: it does (a conflict, a task
+// not found where a follow-on was planned), to be attached.
+func (e *Engine) startChild(ctx context.Context, caller *Run, sub *Agent, cc ChildCall, message string, sink Sink) (out childOutcome, done bool, err error) {
+	var run *Run
+	if cc.NewTask {
+		run, err = e.createChild(ctx, caller, sub, cc, message)
+	} else {
+		run, err = e.claimChild(ctx, caller, sub, cc.TaskID, cc, message)
+	}
+	var ce *ConflictError
+	var ae *Error
+	switch {
+	case err == nil:
+		res := run.Execute(ctx, sink)
+		return childOutcome{res: res, child: run.task}, true, nil
+	case errors.As(err, &ce), errors.Is(err, ErrNotFound), errors.As(err, &ae) && ae.Code == CodeTaskNotFound:
+		return childOutcome{}, false, nil
+	}
+	return childOutcome{}, true, err
+}
+
+// attachActive attaches to the child request while it is its task's
+// active one: paused, run by another invocation (waited for), or with its
+// leg dead (taken over). again: read the child's task again.
+func (e *Engine) attachActive(ctx context.Context, caller *Run, sub *Agent, cc ChildCall, t *Task, sink Sink) (out childOutcome, again bool, err error) {
+	a := t.Active
+	switch {
+	case a.Status == StatusPaused:
+		return e.attachPaused(ctx, caller, sub, cc, t, sink)
+	case e.now().Before(a.LeaseUntil):
+		// Another invocation runs it: wait for its end or pause.
+		res, _ := e.waitOutcome(ctx, sub, t.ID, a.ID, a.Round)
+		if res.Error != nil && (res.Error.Code == CodeRequestLost || res.Error.Code == CodeDeadlineExceeded) {
+			return childOutcome{}, true, nil
+		}
+		out, err := e.outcomeOf(ctx, sub, t.ID, cc.RequestID, res)
+		return out, false, err
+	}
+	return e.attachDead(ctx, caller, sub, cc, t, sink)
+}
+
+// attachPaused: a paused leaf is the caller's pause; a paused caller's own
+// sub-agents may have moved, so it is continued first.
+func (e *Engine) attachPaused(ctx context.Context, caller *Run, sub *Agent, cc ChildCall, t *Task, sink Sink) (out childOutcome, again bool, err error) {
+	a := t.Active
+	if len(a.Awaits) > 0 {
+		if caller.handoffDue() {
+			return childOutcome{handoff: true}, false, nil
+		}
+		run, err := e.StartContinue(ctx, t.ID, a.ID)
+		if errors.Is(err, ErrBusy) {
+			res, _ := e.waitOutcome(ctx, sub, t.ID, a.ID, a.Round)
+			if res.Status != StatusPaused && res.Status != StatusFailed {
+				out, err := e.outcomeOf(ctx, sub, t.ID, cc.RequestID, res)
+				return out, false, err
+			}
+			return childOutcome{}, true, nil
+		}
+		if err != nil {
+			// Its own sub-agents cannot be read now (a remote agent
+			// down): it is still paused where it was, and so is this
+			// caller — never an error result that would leave it paused
+			// below a caller that moved on.
+			e.log().Warn("a paused sub-agent's own sub-agents could not be read; its caller pauses on it as it is", "task_id", t.ID, "request_id", a.ID, "err", err)
+		}
+		if run != nil {
+			out, err := e.executeChild(ctx, run, sub, cc, sink)
+			return out, false, err
+		}
+	}
+	if err := e.pendingInputs(ctx, t, nil); err != nil {
+		return childOutcome{}, false, err
+	}
+	return childOutcome{res: pausedResult(sub, t, e.now()), child: t}, false, nil
+}
+
+// attachDead takes over a child request whose leg died: a resume's with
+// its decision, a caller's as its continuation; a plain leg that died is
+// lost (settled), and read again.
+func (e *Engine) attachDead(ctx context.Context, caller *Run, sub *Agent, cc ChildCall, t *Task, sink Sink) (out childOutcome, again bool, err error) {
+	a := t.Active
+	if d := lastDecision(a); d != nil {
+		run, err := e.StartResume(ctx, ResumeInput{Agent: sub.Name, UserID: t.UserID, TaskID: t.ID, RequestID: a.ID, Body: bodyOf(d), Deadline: caller.deadline})
+		if err != nil {
+			return childOutcome{}, false, err
+		}
+		out, err := e.executeChild(ctx, run, sub, cc, sink)
+		return out, false, err
+	}
+	if caller.handoffDue() {
+		return childOutcome{handoff: true}, false, nil
+	}
+	run, err := e.StartContinue(ctx, t.ID, a.ID)
+	if err != nil && !errors.Is(err, ErrBusy) {
+		return childOutcome{}, false, err
+	}
+	if run != nil {
+		out, err := e.executeChild(ctx, run, sub, cc, sink)
+		return out, false, err
+	}
+	if err == nil {
+		// Not a caller: a plain leg that died is lost.
+		if err := e.settleLost(ctx, sub, t); err != nil {
+			return childOutcome{}, false, err
+		}
+	}
+	return childOutcome{}, true, nil
+}
+
+// executeChild runs a claimed leg of the child request and reads its
+// outcome.
+func (e *Engine) executeChild(ctx context.Context, run *Run, sub *Agent, cc ChildCall, sink Sink) (childOutcome, error) {
+	res := run.Execute(ctx, sink)
+	return e.outcomeOf(ctx, sub, run.task.ID, cc.RequestID, res)
 }
 
 // outcomeOf completes a child's result read from afar: its META when it

@@ -221,3 +221,13 @@ const (
 	ActionReject  = "reject"
 	ActionEdit    = "edit"
 )
+
+// asInput is the decision of call id as a resume body states it: what a
+// caller sends its leaves, what a takeover sends again.
+func (c CallDecision) asInput(id string) DecisionInput {
+	di := DecisionInput{ToolCallID: id, Action: c.Action, Reason: c.Reason, Remember: c.Remember}
+	if c.Action == ActionEdit {
+		di.Input = c.Input
+	}
+	return di
+}

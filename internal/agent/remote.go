@@ -448,12 +448,7 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 			order = append(order, w.Via)
 		}
 		for _, id := range w.ToolCallIDs {
-			c := byCall[id]
-			di := DecisionInput{ToolCallID: id, Action: c.Action, Reason: c.Reason, Remember: c.Remember}
-			if c.Action == ActionEdit {
-				di.Input = c.Input
-			}
-			g.body.Decisions = append(g.body.Decisions, di)
+			g.body.Decisions = append(g.body.Decisions, byCall[id].asInput(id))
 		}
 	}
 	var took []remoteDecided

@@ -156,6 +156,12 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		}
 		return e.resumeEnded(ag, t, ended, in)
 	}
+	return e.resumeActive(ctx, ag, t, items, in, now)
+}
+
+// resumeActive answers a resume of the task's active request.
+func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
+	a := t.Active
 	if pastRound(a, in.Body) {
 		// Earlier rounds' decisions are DEC# items.
 		if err := e.loadDecisions(ctx, t.ID, a.ID, &a.Decisions); err != nil {
@@ -168,26 +174,10 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 			in.Body.Round = &r
 		}
 	}
-	if in.Body.Round != nil && a.Status == StatusRunning && *in.Body.Round < a.Round {
-		// A past round while a later one runs: the same decision follows
-		// the request; another is not_paused.
-		if past := decisionOf(a.Decisions, *in.Body.Round); past != nil {
-			if d, err := e.decide(ag, in, pendingOf(past), past.Round, now); err == nil && sameDecision(past, d) {
-				return e.pastLeg(e.follower(ag, t.ID, a.ID, past.Round, in.Deadline)), nil
-			}
-		}
-		return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; it is running round %d", *in.Body.Round, a.ID, a.Round)
+	if in.Body.Round != nil && *in.Body.Round < a.Round && (a.Status == StatusRunning || a.Status == StatusPaused) {
+		return e.resumePastRound(ag, t, in, now)
 	}
 	switch {
-	case a.Status == StatusPaused && in.Body.Round != nil && *in.Body.Round < a.Round:
-		// A past round: the same decision is a retry whose leg ended in
-		// this pause; another is not_paused.
-		if past := decisionOf(a.Decisions, *in.Body.Round); past != nil {
-			if d, err := e.decide(ag, in, pendingOf(past), *in.Body.Round, now); err == nil && sameDecision(past, d) {
-				return e.pastLeg(e.follower(ag, t.ID, a.ID, *in.Body.Round, in.Deadline)), nil
-			}
-		}
-		return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; it is paused in round %d", *in.Body.Round, a.ID, a.Round)
 	case a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested && roundExpired(a, now):
 		// A leaf of the chain expired: the whole chain ends, nothing runs
 		// and no model is called anywhere (docs/architecture.md).
@@ -198,7 +188,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		}
 		return nil, Errorf(CodeApprovalExpired, "the approval of round %d expired at %s", a.Round, at.UTC().Format(time.RFC3339))
 	case a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested:
-		// A caller waiting on a sub-agent: the leaves decide (docs/architecture.md).
+		// A caller waiting on a sub-agent: the leaves decide (caller.go).
 		return e.resumeAtCaller(ctx, ag, t, items, in, now)
 	case a.Status == StatusPaused && roundExpired(a, now):
 		if _, err := e.applyExpiry(ctx, ag, t, items, now); err != nil {
@@ -210,7 +200,31 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 	case a.Status == StatusPaused:
 		return e.claimResume(ctx, ag, t, items, in, now)
 	}
-	// Running.
+	return e.resumeRunning(ctx, ag, t, items, in, now)
+}
+
+// resumePastRound: a decision of a round the request moved past (paused
+// again, or running a later round). The same decision follows that
+// round's leg; another is not_paused.
+func (e *Engine) resumePastRound(ag *Agent, t *Task, in ResumeInput, now time.Time) (*Run, error) {
+	a := t.Active
+	if past := decisionOf(a.Decisions, *in.Body.Round); past != nil {
+		if d, err := e.decide(ag, in, pendingOf(past), past.Round, now); err == nil && sameDecision(past, d) {
+			return e.pastLeg(e.follower(ag, t.ID, a.ID, past.Round, in.Deadline)), nil
+		}
+	}
+	state := fmt.Sprintf("it is running round %d", a.Round)
+	if a.Status == StatusPaused {
+		state = fmt.Sprintf("it is paused in round %d", a.Round)
+	}
+	return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; %s", *in.Body.Round, a.ID, state)
+}
+
+// resumeRunning: a decision sent again while its leg runs waits for the
+// leg (and takes the request over if the leg dies); once its lease ended,
+// it takes the request over at once. Another decision is a conflict.
+func (e *Engine) resumeRunning(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
+	a := t.Active
 	last := lastDecision(a)
 	if last == nil || (in.Body.Round != nil && *in.Body.Round != last.Round) {
 		return nil, Errorf(CodeNotPaused, "request %s is running and not awaiting a decision", a.ID)
