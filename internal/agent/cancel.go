@@ -67,9 +67,9 @@ func (r *Run) watchCancel(ctx context.Context) (context.Context, func()) {
 	var once sync.Once
 	stop := func(ci cancelInfo) {
 		once.Do(func() {
-			r.mu.Lock()
+			r.cancelMu.Lock()
 			r.canceled = &ci
-			r.mu.Unlock()
+			r.cancelMu.Unlock()
 			cancel(errCanceled)
 		})
 	}
@@ -131,8 +131,8 @@ func (r *Run) interrupted(ctx context.Context) bool {
 
 // cancellation returns the cancel that stopped the leg.
 func (r *Run) cancellation() *cancelInfo {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.cancelMu.Lock()
+	defer r.cancelMu.Unlock()
 	return r.canceled
 }
 

@@ -144,18 +144,18 @@ func (e *Engine) remoteOf(callerAgent string, cc ChildCall) RemoteAgent {
 // caller's META (applied once the turn's calls are done: calls of several
 // sub-agents run side by side).
 func (r *Run) learn(cc ChildCall) {
-	r.emitMu.Lock()
+	r.childMu.Lock()
 	r.learned = append(r.learned, cc)
-	r.emitMu.Unlock()
+	r.childMu.Unlock()
 }
 
 // applyLearned records the remote ids learned in the caller's calls and
 // its child map (the remote context continued by later calls).
 func (r *Run) applyLearned() {
-	r.emitMu.Lock()
+	r.childMu.Lock()
 	learned := r.learned
 	r.learned = nil
-	r.emitMu.Unlock()
+	r.childMu.Unlock()
 	a := r.task.Active
 	for _, l := range learned {
 		for i := range a.Calls {
@@ -469,10 +469,10 @@ func (r *Run) awaitRemoteLeaf(ctx context.Context, l leafRun) {
 	}
 	r.emitRemote(l.call, rt, 1)
 	cc := l.call
-	r.emitMu.Lock()
+	r.childMu.Lock()
 	r.joins = append(r.joins, Join{RequestID: r.reqID, ToolCallID: cc.ToolCallID, Agent: cc.Agent, TaskID: cc.TaskID,
 		ChildRequestID: cc.RequestID, Status: rt.Status, Output: rt.Output, Error: rt.Error})
-	r.emitMu.Unlock()
+	r.childMu.Unlock()
 }
 
 // pollIdle is a poll's first look, at META alone: done when there is
