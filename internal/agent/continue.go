@@ -42,15 +42,11 @@ func (e *Engine) StartPoll(ctx context.Context, taskID, rid string) (*Run, error
 }
 
 func (e *Engine) startContinue(ctx context.Context, taskID, rid string, poll bool, consumed string) (*Run, error) {
-	for attempt := 0; attempt < 5; attempt++ {
-		run, err := e.tryContinue(ctx, taskID, rid, poll, consumed)
-		var ce *ConflictError
-		if errors.As(err, &ce) {
-			continue
-		}
-		return run, err
+	run, err := again(false, func() (*Run, error) { return e.tryContinue(ctx, taskID, rid, poll, consumed) })
+	if ce := (*ConflictError)(nil); errors.As(err, &ce) {
+		return nil, ErrBusy // others keep moving it: they carry it on
 	}
-	return nil, ErrBusy
+	return run, err
 }
 
 func (e *Engine) tryContinue(ctx context.Context, taskID, rid string, poll bool, consumed string) (*Run, error) {
