@@ -16,6 +16,10 @@ import (
 	"time"
 )
 
+// ErrBusy says a caller is held by a live invocation: a continuation of it
+// is tried again later.
+var ErrBusy = errors.New("agent: the request is held by a live invocation")
+
 // StartContinue claims a caller whose sub-agent ended or paused again, or
 // whose leg died while it waited on one, for the leg that goes on
 // (docs/architecture.md); nil when there is nothing to do (the caller moved on, or its
@@ -405,7 +409,3 @@ func (e *Engine) PollCaller(ctx context.Context, taskID, rid string) error {
 	run.Execute(ctx, Discard)
 	return nil
 }
-
-// ErrBusy says a caller is held by a live invocation: a continuation of it
-// is tried again later.
-var ErrBusy = errors.New("agent: the request is held by a live invocation")
