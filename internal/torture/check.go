@@ -59,6 +59,11 @@ type checker struct {
 	byN    map[int]Execution
 	res    *Result
 	ridOps map[string][]int // request id → ops naming it
+	// decides are the resume ops deciding a call (request id/call id);
+	// paused the rounds answers showed a request Paused in. Both are read
+	// once: an hour's history has tens of thousands of ops.
+	decides map[string][]Op
+	paused  map[string]map[int]bool
 }
 
 // Check judges the history.
@@ -68,9 +73,24 @@ func Check(in Input) *Result {
 	for _, e := range in.Ledger {
 		c.byN[e.N] = e
 	}
+	c.decides, c.paused = map[string][]Op{}, map[string]map[int]bool{}
 	for _, op := range in.Ops {
 		for _, rid := range opRequests(op) {
 			c.ridOps[rid] = append(c.ridOps[rid], op.ID)
+		}
+		if op.Kind == OpResume {
+			for _, d := range op.Decides {
+				k := d.RequestID + "/" + d.ToolCallID
+				if n := len(c.decides[k]); n == 0 || c.decides[k][n-1].ID != op.ID {
+					c.decides[k] = append(c.decides[k], op)
+				}
+			}
+		}
+		if res := op.Result(); res != nil && res.Status == "Paused" && res.Round > 0 {
+			if c.paused[res.RequestID] == nil {
+				c.paused[res.RequestID] = map[int]bool{}
+			}
+			c.paused[res.RequestID][res.Round] = true
 		}
 	}
 	c.atMostOnce()
@@ -202,10 +222,7 @@ func (c *checker) atMostOnce() {
 // decidingOps are the resume ops that decide call with one of actions.
 func (c *checker) decidingOps(call *Call, actions ...string) []Op {
 	var out []Op
-	for _, op := range c.in.Ops {
-		if op.Kind != OpResume {
-			continue
-		}
+	for _, op := range c.decides[call.Req.ID+"/"+call.ID] {
 		for _, d := range op.Decides {
 			if d.RequestID == call.Req.ID && d.ToolCallID == call.ID {
 				for _, a := range actions {
@@ -671,10 +688,8 @@ func (c *checker) webhooks() {
 		if r.Status == "Paused" && r.Task.Round > 0 {
 			rounds[r.Task.Round] = true
 		}
-		for _, op := range c.in.Ops {
-			if res := op.Result(); res != nil && res.RequestID == r.ID && res.Status == "Paused" && res.Round > 0 {
-				rounds[res.Round] = true
-			}
+		for n := range c.paused[r.ID] {
+			rounds[n] = true
 		}
 		var rs []int
 		for n := range rounds {

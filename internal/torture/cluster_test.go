@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -218,6 +219,7 @@ func (c *cluster) reread(ctx context.Context, tasks []*Task) error {
 			idx = append(idx, i)
 		}
 	}
+	read := make([]*Task, len(idx))
 	err := forEach(ctx, len(idx), func(ctx context.Context, j int) error {
 		old := tasks[idx[j]]
 		rd := &Reader{Client: c.client, Proc: old.Proc, Base: c.procs[old.Proc].p.URL(), User: User}
@@ -225,10 +227,10 @@ func (c *cluster) reread(ctx context.Context, tasks []*Task) error {
 		if err != nil {
 			return err
 		}
-		tasks[idx[j]] = t
+		tasks[idx[j]], read[j] = t, t
 		return nil
 	})
-	c.observeState(tasks)
+	c.observeState(slices.DeleteFunc(read, func(t *Task) bool { return t == nil }))
 	return err
 }
 

@@ -44,16 +44,24 @@ func Recovery(in Input, w *World) (times, clean []time.Duration, lost []string) 
 		}
 	}
 	sort.SliceStable(obs, func(i, j int) bool { return obs[i].At.Before(obs[j].At) })
+	byRid := map[string][]Observation{} // each request's, in time order
+	for _, o := range obs {
+		byRid[o.RequestID] = append(byRid[o.RequestID], o)
+	}
+	opReqs := make([][]string, len(in.Ops)) // read once, not once per fault
+	for i, op := range in.Ops {
+		opReqs[i] = opRequests(op)
+	}
 	for _, f := range in.Faults {
 		if f.End.IsZero() {
 			continue
 		}
 		hit := map[string]bool{}
-		for _, op := range in.Ops {
+		for i, op := range in.Ops {
 			if op.Proc != f.Proc || op.Kind == OpGet || op.Start.After(f.Start) || op.End.Before(f.Start) {
 				continue
 			}
-			rids := opRequests(op)
+			rids := opReqs[i]
 			if len(rids) == 0 && op.Key != "" && byKey[op.Key] != "" {
 				rids = []string{byKey[op.Key]}
 			}
@@ -62,7 +70,8 @@ func Recovery(in Input, w *World) (times, clean []time.Duration, lost []string) 
 			}
 		}
 		last := map[string]string{}
-		for _, o := range obs {
+		from, _ := slices.BinarySearchFunc(obs, f.Start.Add(-30*time.Second), func(o Observation, t time.Time) int { return o.At.Compare(t) })
+		for _, o := range obs[from:] {
 			if o.At.After(f.Start) {
 				break
 			}
@@ -82,8 +91,8 @@ func Recovery(in Input, w *World) (times, clean []time.Duration, lost []string) 
 		}
 		for _, rid := range sortedKeys(hit) {
 			found := false
-			for _, o := range obs {
-				if o.RequestID == rid && !o.At.Before(f.End) && o.Status != "Running" {
+			for _, o := range byRid[rid] {
+				if !o.At.Before(f.End) && o.Status != "Running" {
 					times = append(times, o.At.Sub(f.End))
 					if !faultBetween(in.Faults, f.End, o.At) {
 						clean = append(clean, o.At.Sub(f.End))
