@@ -21,30 +21,30 @@ import (
 // Metric names: the dashboard and the alarms of template.yaml use them
 // (internal/deploy binds the two).
 const (
-	Requests           = "Requests"
-	RequestDuration    = "RequestDuration"
-	TimeToFirstEvent   = "TimeToFirstEvent"
-	PauseToDecision    = "PauseToDecision"
-	Approvals          = "Approvals"
-	Expiries           = "Expiries"
-	ToolCalls          = "ToolCalls"
-	ToolErrors         = "ToolErrors"
-	ToolDuration       = "ToolDuration"
-	ModelCalls         = "ModelCalls"
-	ModelErrors        = "ModelErrors"
-	ModelInputTokens   = "ModelInputTokens"
-	ModelOutputTokens  = "ModelOutputTokens"
+	Requests          = "Requests"
+	RequestDuration   = "RequestDuration"
+	TimeToFirstEvent  = "TimeToFirstEvent"
+	PauseToDecision   = "PauseToDecision"
+	Approvals         = "Approvals"
+	Expiries          = "Expiries"
+	ToolCalls         = "ToolCalls"
+	ToolErrors        = "ToolErrors"
+	ToolDuration      = "ToolDuration"
+	ModelCalls        = "ModelCalls"
+	ModelErrors       = "ModelErrors"
+	ModelInputTokens  = "ModelInputTokens"
+	ModelOutputTokens = "ModelOutputTokens"
 	// ModelCacheReadTokens and ModelCacheWriteTokens are the input tokens
 	// read from and written to the prompt cache; ModelInputTokens are the
 	// others, billed at the full price.
 	ModelCacheReadTokens  = "ModelCacheReadTokens"
 	ModelCacheWriteTokens = "ModelCacheWriteTokens"
-	ModelLatency       = "ModelLatency"
-	StoreConflicts     = "StoreConflicts"
-	StoreRetries       = "StoreRetries"
-	NotifierDeliveries = "NotifierDeliveries"
-	NotifierFailures   = "NotifierFailures"
-	NotifierDuration   = "NotifierDuration"
+	ModelLatency          = "ModelLatency"
+	StoreConflicts        = "StoreConflicts"
+	StoreRetries          = "StoreRetries"
+	NotifierDeliveries    = "NotifierDeliveries"
+	NotifierFailures      = "NotifierFailures"
+	NotifierDuration      = "NotifierDuration"
 )
 
 // Names lists every metric the package emits.
