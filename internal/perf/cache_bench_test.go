@@ -106,6 +106,13 @@ type cacheRun struct {
 }
 
 func newCacheRun(tb testing.TB, ttl time.Duration) *cacheRun {
+	return newCacheRunOn(tb, ttl, memstore.New())
+}
+
+// newCacheRunOn runs the task over store. A DynamoDB store's engine keeps
+// the real clock (DynamoDB Local reads TTLs with it); the model's cache runs
+// on the task's clock all the same.
+func newCacheRunOn(tb testing.TB, ttl time.Duration, store agent.Store) *cacheRun {
 	tb.Helper()
 	clock := &fakeClock{now: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
 	handler := localmodel.NewHandler(localmodel.WithClock(clock.Now))
@@ -125,8 +132,11 @@ func newCacheRun(tb testing.TB, ttl time.Duration) *cacheRun {
 				Policy: agent.ToolPolicy{RequiresApproval: true, ApprovalTTL: time.Hour}},
 		},
 	}
-	e := &agent.Engine{Store: memstore.New(), Model: model, Agents: oneAgent{ag}, Log: slog.New(slog.DiscardHandler),
+	e := &agent.Engine{Store: store, Model: model, Agents: oneAgent{ag}, Log: slog.New(slog.DiscardHandler),
 		LegTimeout: time.Minute, Now: clock.Now}
+	if _, mem := store.(*memstore.Store); !mem {
+		e.Now = nil
+	}
 	return &cacheRun{tb: tb, clock: clock, model: model, e: e}
 }
 
