@@ -35,7 +35,8 @@ func cachePoint(ttl time.Duration) *types.CachePointBlock {
 // points: a ValidationException (or an AccessDeniedException, which a model
 // without prompt caching answers in some accounts) whose message names them
 // ("extraneous key [cachePoint] is not permitted", "A maximum of 4 blocks
-// with cache_control", "did not allow prompt caching").
+// with cache_control", "did not allow prompt caching", a TTL the model does
+// not offer).
 func cacheRefused(err error) bool {
 	var api smithy.APIError
 	if !errors.As(err, &api) {
@@ -47,7 +48,7 @@ func cacheRefused(err error) bool {
 		return false
 	}
 	msg := strings.ToLower(api.ErrorMessage())
-	for _, s := range []string{"cachepoint", "cache point", "cache_control", "prompt caching", "cache checkpoint"} {
+	for _, s := range []string{"cachepoint", "cache point", "cache_control", "prompt caching", "cache checkpoint", "ttl"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

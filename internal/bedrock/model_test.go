@@ -586,3 +586,31 @@ func TestConverseOtherRefusalNotRetried(t *testing.T) {
 		t.Errorf("cache points per request (-want +got):\n%s", diff)
 	}
 }
+
+// The wordings of a refusal for cache points that are sent again without
+// them: Bedrock's own, and the model's passed on.
+func TestConverseCacheRefusalWordings(t *testing.T) {
+	for _, tc := range []struct{ errType, message string }{
+		{"ValidationException", "The model returned the following errors: A maximum of 4 blocks with cache_control may be provided. Found 5."},
+		{"ValidationException", "The model returned the following errors: ttl: 1h is not supported by this model"},
+		{"AccessDeniedException", "You invoked an unsupported model or your request did not allow prompt caching."},
+	} {
+		t.Run(tc.message, func(t *testing.T) {
+			fake := fakebedrock.New(t)
+			m := bedrock.New(fake.Client(), bedrock.WithLog(slog.New(slog.DiscardHandler)))
+			fake.Push(fakebedrock.Response{Status: http.StatusBadRequest, ErrorType: tc.errType, Message: tc.message}, endTurn)
+			req := &agent.ModelRequest{ModelID: "us.anthropic.claude-sonnet-4-20250514-v1:0", System: "s", CacheTTL: time.Hour,
+				Messages: []agent.Message{{Role: agent.RoleUser, Content: []agent.Block{agent.TextBlock("go")}}}}
+			if _, err := m.Converse(t.Context(), req, nil); err != nil {
+				t.Fatalf("Converse: %v", err)
+			}
+			var got []int
+			for _, r := range fake.Requests() {
+				got = append(got, len(bedrockwire.CachePoints(r)))
+			}
+			if diff := cmp.Diff([]int{2, 0}, got); diff != "" {
+				t.Errorf("cache points per request (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
