@@ -65,12 +65,17 @@ type point struct {
 }
 
 // prompt reads the request into its boundaries (boundaries[n] ends the first
-// n units) and cache points.
+// n units) and cache points. Without cache points, nothing is hashed.
 func prompt(req *bedrockwire.Request) ([]boundary, []point) {
+	hashing := len(bedrockwire.CachePoints(req)) > 0
 	h := sha256.Sum256([]byte(req.ModelID)) // caches are per model
 	bs := []boundary{{hash: h}}
 	var ps []point
 	add := func(kind string, v any, tokens int) {
+		if !hashing {
+			bs = append(bs, boundary{tokens: bs[len(bs)-1].tokens + tokens})
+			return
+		}
 		raw, _ := json.Marshal(v)
 		sum := sha256.New()
 		sum.Write(bs[len(bs)-1].hash[:])
