@@ -1,5 +1,5 @@
 // Package agents holds the agent definitions deployed with the binaries
-// (DESIGN §5), embedded so a Lambda function needs no file beside it.
+// (the README's "Agent definitions"), embedded so a Lambda function needs no file beside it.
 // internal/catalog loads them: catalog.Load(agents.FS, ".", env).
 package agents
 

@@ -9,7 +9,7 @@ import (
 )
 
 // bearerAuth verifies the request's bearer token with the same verifier the
-// Lambda authorizer uses (DESIGN §7).
+// Lambda authorizer uses (docs/api.md).
 func bearerAuth(v *auth.Verifier) httpapi.Authenticator {
 	return func(r *http.Request) (string, error) {
 		tok, err := auth.BearerToken(r.Header.Get("Authorization"))

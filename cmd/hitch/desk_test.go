@@ -12,7 +12,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/ddblocal"
 )
 
-// The README's orchestration walk-through (DESIGN §10) against `hitch
+// The README's orchestration walk-through (docs/architecture.md) against `hitch
 // serve` as `make run` starts it: desk delegates to assistant, whose pause
 // pauses desk; an approval at the leaf completes the leaf at once and desk
 // through the in-process dispatcher; in another task, an approval at desk

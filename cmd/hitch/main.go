@@ -1,4 +1,4 @@
-// Command hitch runs Hitch locally: `hitch serve` serves the API of DESIGN §3
+// Command hitch runs Hitch locally: `hitch serve` serves the API of docs/api.md
 // with the same handlers the Lambda functions use, on the in-memory store or
 // DynamoDB, with the local model or Amazon Bedrock; `hitch chat` talks to an
 // agent from the terminal.

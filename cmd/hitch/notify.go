@@ -20,7 +20,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/webhook"
 )
 
-// runDispatcher runs the notifier's dispatcher in process (DESIGN §11): fed
+// runDispatcher runs the notifier's dispatcher in process (docs/architecture.md): fed
 // by the memory store's queue, or by the DynamoDB table's stream; it sweeps
 // what a process that died left behind. It returns a function that stops it
 // and waits for deliveries under way.
@@ -38,14 +38,23 @@ func runDispatcher(ctx context.Context, c *serveConfig, store agent.Store, ddb *
 			return nil, err
 		}
 		feed := make(chan agent.OutboxItem, 256)
-		stream := &dynamo.Stream{Streams: streams, DB: ddb, Table: c.table, Log: log}
+		stream := &dynamo.Stream{Streams: streams, DB: ddb, Table: c.table, Log: log, Ready: make(chan struct{})}
+		failed := make(chan struct{})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := stream.Run(ctx, feed); err != nil {
 				log.Error("the outbox stream stopped; notifications wait for the sweep", "err", err)
+				close(failed)
 			}
 		}()
+		// The runner's first sweep comes once the stream reads: an item
+		// written in between would wait for the next sweep.
+		select {
+		case <-stream.Ready:
+		case <-failed:
+		case <-ctx.Done():
+		}
 		r.Feed = feed
 	}
 	wg.Add(1)

@@ -1,5 +1,5 @@
 // Command authorizer is the API Gateway Lambda REQUEST authorizer of Hitch
-// (DESIGN §7): it verifies the caller's JWT and answers Allow, Deny or
+// (docs/api.md): it verifies the caller's JWT and answers Allow, Deny or
 // Unauthorized. It only wires: the environment is read once and the verifier
 // built once, before lambda.Start.
 //

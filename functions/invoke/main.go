@@ -1,4 +1,4 @@
-// Command invoke is Hitch's invoke Lambda function: it only wires (DESIGN §2).
+// Command invoke is Hitch's invoke Lambda function: it only wires (docs/architecture.md).
 // The environment is read once, the clients are built once, then the
 // Runtime API loop starts.
 package main

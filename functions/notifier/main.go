@@ -1,4 +1,4 @@
-// Command notifier is Hitch's notifier Lambda function (DESIGN §11): it
+// Command notifier is Hitch's notifier Lambda function (docs/architecture.md): it
 // delivers the outbox — webhooks, Step Functions task tokens, durable
 // execution callbacks — fed by the table's stream, its retry queue and a
 // sweep. It only wires.

@@ -27,7 +27,6 @@ import (
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/httpapi/contract"
 	"github.com/hitch-agents/hitch/internal/localmodel"
-	"github.com/hitch-agents/hitch/internal/memstore"
 )
 
 const agentYAML = `apiVersion: tealagents/v1alpha1
@@ -71,14 +70,15 @@ func startStackYAML(tb testing.TB, def string, detach bool) *stack {
 	if err := os.MkdirAll(sandbox, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	_, _, srv := serveDir(tb, dir, time.Minute, detach)
+	_, _, _, srv := serveDir(tb, dir, time.Minute, detach)
 	return &stack{url: srv.URL, sandbox: sandbox, srv: srv}
 }
 
-// serveDir serves the agents of dir as hitch serve does (memory store, the
-// local model over the wire, dev auth, the A2A server), under the OpenAPI
-// contract check.
-func serveDir(tb testing.TB, dir string, legTimeout time.Duration, detach bool) (*agent.Engine, *memstore.Store, *httptest.Server) {
+// serveDir serves the agents of dir as hitch serve does (the test's store:
+// memory, or a table of its own on DynamoDB Local under a "/dynamodb"
+// subtest; the local model over the wire, dev auth, the A2A server), under
+// the OpenAPI contract check. feed is what its dispatcher reads.
+func serveDir(tb testing.TB, dir string, legTimeout time.Duration, detach bool) (e *agent.Engine, store agent.Store, feed <-chan agent.OutboxItem, srv *httptest.Server) {
 	tb.Helper()
 	cat, err := catalog.LoadDir(dir, catalog.Env{Files: true})
 	if err != nil {
@@ -90,12 +90,12 @@ func serveDir(tb testing.TB, dir string, legTimeout time.Duration, detach bool) 
 	}
 	tb.Cleanup(stop)
 	log := slog.New(slog.DiscardHandler)
-	store := memstore.New()
-	e := &agent.Engine{Store: store, Model: model, Agents: cat, Log: log, LegTimeout: legTimeout}
+	store, feed = newStore(tb)
+	e = &agent.Engine{Store: store, Model: model, Agents: cat, Log: log, LegTimeout: legTimeout}
 	api := &httpapi.Server{Engine: e, Auth: httpapi.DevAuth, Log: log, A2A: &hitcha2a.Server{Engine: e, Log: log, Detach: detach}}
-	srv := httptest.NewServer(contract.Check(tb, api.Handler()))
+	srv = httptest.NewServer(contract.Check(tb, api.Handler()))
 	tb.Cleanup(srv.Close)
-	return e, store, srv
+	return e, store, feed, srv
 }
 
 // bearer adds a dev-auth token to every request.

@@ -20,8 +20,8 @@ import (
 	"github.com/hitch-agents/hitch/internal/agent"
 )
 
-// Remote is a remote A2A agent as the target of an `a2a:` tool (DESIGN
-// §10, §13; agent.RemoteAgent): the official Go SDK's JSON-RPC client (A2A
+// Remote is a remote A2A agent as the target of an `a2a:` tool
+// (docs/architecture.md and docs/api.md; agent.RemoteAgent): the official Go SDK's JSON-RPC client (A2A
 // 1.0) at the agent's URL, every call carrying the entry's headers.
 type Remote struct {
 	url     string

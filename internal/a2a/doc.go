@@ -1,6 +1,6 @@
 // Package a2a serves Hitch's agents over the Agent2Agent protocol (A2A 1.0,
 // the JSON-RPC binding, with the 0.3 method names and shapes for older
-// peers), DESIGN §13.
+// peers), docs/api.md.
 //
 // The transport — JSON-RPC framing, SSE, the 1.0 and 0.3 shapes, error
 // objects — is the official Go SDK's (github.com/a2aproject/a2a-go/v2:

@@ -11,7 +11,7 @@ import (
 )
 
 // protoErr builds the A2A error for sentinel with the Hitch code in its
-// ErrorInfo's metadata (DESIGN §13 Errors).
+// ErrorInfo's metadata (docs/api.md Errors).
 func protoErr(sentinel error, code, message string) *a2a.Error {
 	return &a2a.Error{Err: sentinel, Message: message, TypedDetails: []*errordetails.Typed{
 		errordetails.NewErrorInfo(a2a.ErrorReason(sentinel), a2a.ProtocolDomain, map[string]string{"code": code}),
@@ -55,7 +55,7 @@ func toProto(err error, log *slog.Logger, id string) error {
 	return protoErr(a2a.ErrInternalError, e.Code, e.Message)
 }
 
-// isClientCode tells the 400 codes of DESIGN §3, which are invalid params.
+// isClientCode tells the 400 codes of docs/api.md, which are invalid params.
 func isClientCode(code string) bool {
 	switch code {
 	case agent.CodeInvalidJSON, agent.CodeUnknownField, agent.CodeInvalidID, agent.CodeInvalidItems,

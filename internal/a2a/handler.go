@@ -222,7 +222,7 @@ func (h *handler) claim(ctx context.Context, req *a2a.SendMessageRequest) (*agen
 }
 
 // messageKey prefixes a message's id as the idempotency key of the request
-// it starts (DESIGN §3 Idempotency-Key, scoped to the user and the agent).
+// it starts (docs/api.md Idempotency-Key, scoped to the user and the agent).
 const messageKey = "a2a-message:"
 
 func workingTask(run *agent.Run) *a2a.Task { return working(run.TaskID(), run.RequestID()) }

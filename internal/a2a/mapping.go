@@ -180,7 +180,7 @@ func messageText(m *a2a.Message) string {
 	return b.String()
 }
 
-// imageTypes are the media types Hitch takes as images (DESIGN §3).
+// imageTypes are the media types Hitch takes as images (docs/api.md).
 var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
 
 // inputItems turns a message's parts into a UserMessage's items: text as

@@ -25,7 +25,6 @@ import (
 	"github.com/hitch-agents/hitch/internal/a2a/a2atest"
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/lambdafn"
-	"github.com/hitch-agents/hitch/internal/memstore"
 	"github.com/hitch-agents/hitch/internal/notify"
 )
 
@@ -50,7 +49,7 @@ spec:
 type pair struct {
 	remote *stack
 	url    string // front's
-	store  *memstore.Store
+	store  agent.Store
 	engine *agent.Engine
 }
 
@@ -108,10 +107,10 @@ func startPairOpts(t testing.TB, o pairOpts) *pair {
 			t.Fatal(err)
 		}
 	}
-	e, store, srv := serveDir(t, dir, o.legTimeout, false)
+	e, store, feed, srv := serveDir(t, dir, o.legTimeout, false)
 	if dispatch {
 		ctx, cancel := context.WithCancel(context.Background())
-		r := &notify.Runner{D: &notify.Dispatcher{Engine: e, Log: e.Log, PollEvery: 20 * time.Millisecond}, Feed: store.Feed()}
+		r := &notify.Runner{D: &notify.Dispatcher{Engine: e, Log: e.Log, PollEvery: 20 * time.Millisecond}, Feed: feed}
 		done := make(chan struct{})
 		go func() { r.Run(ctx); close(done) }()
 		t.Cleanup(func() { cancel(); <-done })
@@ -198,6 +197,10 @@ func lines(t *testing.T, path string) int {
 // the call runs there once, front completes with the remote's answer, and
 // every approval answers that outcome or 409.
 func TestRemoteAgentApprovedAtTheCaller(t *testing.T) {
+	onBothStores(t, testRemoteAgentApprovedAtTheCaller)
+}
+
+func testRemoteAgentApprovedAtTheCaller(t *testing.T) {
 	p := startPair(t)
 	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("log.txt")))
 	if code != 200 || paused["status"] != "Paused" {
@@ -268,7 +271,9 @@ func TestRemoteAgentApprovedAtTheCaller(t *testing.T) {
 }
 
 // Decided on the remote system: the caller's poll notices and goes on.
-func TestRemoteAgentDecidedThere(t *testing.T) {
+func TestRemoteAgentDecidedThere(t *testing.T) { onBothStores(t, testRemoteAgentDecidedThere) }
+
+func testRemoteAgentDecidedThere(t *testing.T) {
 	p := startPair(t)
 	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("there.txt")))
 	if code != 200 || paused["status"] != "Paused" {
@@ -300,7 +305,9 @@ func TestRemoteAgentDecidedThere(t *testing.T) {
 //
 // Both over SSE: the caller's stream shows the remote task asking, then
 // ending, as child events.
-func TestRemoteAgentRejectAndCancel(t *testing.T) {
+func TestRemoteAgentRejectAndCancel(t *testing.T) { onBothStores(t, testRemoteAgentRejectAndCancel) }
+
+func testRemoteAgentRejectAndCancel(t *testing.T) {
 	p := startPair(t)
 	evs := sseCall(t, p.url+"/agents/front/invoke", callBilling(appendLine("no.txt")))
 	asked := findChild(evs, "approval_required")
@@ -355,7 +362,9 @@ func TestRemoteAgentRejectAndCancel(t *testing.T) {
 
 // Bad decisions at the caller are refused by the remote's answer table or
 // the caller's, and change nothing on either side.
-func TestRemoteAgentBadDecisions(t *testing.T) {
+func TestRemoteAgentBadDecisions(t *testing.T) { onBothStores(t, testRemoteAgentBadDecisions) }
+
+func testRemoteAgentBadDecisions(t *testing.T) {
 	p := startPair(t)
 	_, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("bad.txt")))
 	if paused["status"] != "Paused" {
@@ -396,7 +405,9 @@ func TestRemoteAgentBadDecisions(t *testing.T) {
 // A message sent again with the same messageId is taken once: the resend
 // answers the task the first one made (what makes a caller's takeover
 // send its message exactly once).
-func TestMessageIDTakenOnce(t *testing.T) {
+func TestMessageIDTakenOnce(t *testing.T) { onBothStores(t, testMessageIDTakenOnce) }
+
+func testMessageIDTakenOnce(t *testing.T) {
 	s := startStack(t)
 	c := s.client(t, "alice")
 	m := text(appendLine("once.txt"))
@@ -481,6 +492,10 @@ func lastData(t *testing.T, evs []sseEvent, name string) map[string]any {
 // moved it answers waiting and leaves the item (for the next sweep); once
 // it was decided there, it continues the caller and deletes the item.
 func TestRemoteAgentPolledByTheResumeFunction(t *testing.T) {
+	onBothStores(t, testRemoteAgentPolledByTheResumeFunction)
+}
+
+func testRemoteAgentPolledByTheResumeFunction(t *testing.T) {
 	p := startPairWith(t, false)
 	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("polled.txt")))
 	if code != 200 || paused["status"] != "Paused" {
@@ -544,7 +559,9 @@ func TestRemoteAgentPolledByTheResumeFunction(t *testing.T) {
 // caller goes on); a decision at a caller paused on it is 502
 // remote_unavailable, and nothing changes — the same decision goes through
 // once the remote is back.
-func TestRemoteAgentUnreachable(t *testing.T) {
+func TestRemoteAgentUnreachable(t *testing.T) { onBothStores(t, testRemoteAgentUnreachable) }
+
+func testRemoteAgentUnreachable(t *testing.T) {
 	p := startPair(t)
 	_, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("down.txt")))
 	if paused["status"] != "Paused" {
@@ -581,10 +598,12 @@ func TestRemoteAgentUnreachable(t *testing.T) {
 	}
 }
 
-// A remote approval that expires ends the caller approval_expired (DESIGN
-// §10 Expiry), found by its poll; no model is called, and a decision at
+// A remote approval that expires ends the caller approval_expired
+// (docs/architecture.md Expiry), found by its poll; no model is called, and a decision at
 // the caller after that is refused.
-func TestRemoteAgentApprovalExpires(t *testing.T) {
+func TestRemoteAgentApprovalExpires(t *testing.T) { onBothStores(t, testRemoteAgentApprovalExpires) }
+
+func testRemoteAgentApprovalExpires(t *testing.T) {
 	p := startPairYAML(t, strings.Replace(agentYAML, "requires_approval: [write_file, append_file, delete_file]",
 		"requires_approval: [write_file, append_file, delete_file]\n        approval_ttl: 1s", 1), true)
 	_, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("late.txt")))
@@ -614,7 +633,9 @@ func TestRemoteAgentApprovalExpires(t *testing.T) {
 // caller hands itself off (202 Running) rather than give up, and its next
 // leg sends the message again with its id — the remote answers the task it
 // made, once — and pauses on it; the approval at the top runs the call once.
-func TestRemoteAgentOutlastsTheLeg(t *testing.T) {
+func TestRemoteAgentOutlastsTheLeg(t *testing.T) { onBothStores(t, testRemoteAgentOutlastsTheLeg) }
+
+func testRemoteAgentOutlastsTheLeg(t *testing.T) {
 	// The first message's answer comes late (the remote took it at once).
 	relay := &a2atest.Relay{Hold: func(ctx context.Context, n int) bool {
 		if n == 1 {
@@ -681,7 +702,9 @@ func BenchmarkRemoteApproval(b *testing.B) {
 // The remote unreachable for a while after it took a decision: the
 // caller reads its task again until it can (it was sent; the remote owns
 // its outcome) and answers the outcome, rather than an error.
-func TestRemoteAgentReadAgain(t *testing.T) {
+func TestRemoteAgentReadAgain(t *testing.T) { onBothStores(t, testRemoteAgentReadAgain) }
+
+func testRemoteAgentReadAgain(t *testing.T) {
 	var refusing atomic.Bool
 	var refused atomic.Int32
 	relay := &a2atest.Relay{Refuse: func(body []byte) bool {
@@ -710,7 +733,9 @@ func TestRemoteAgentReadAgain(t *testing.T) {
 
 // A message whose sending failed on the way is sent again with its id:
 // the call goes through, once.
-func TestRemoteAgentSendAgain(t *testing.T) {
+func TestRemoteAgentSendAgain(t *testing.T) { onBothStores(t, testRemoteAgentSendAgain) }
+
+func testRemoteAgentSendAgain(t *testing.T) {
 	var refused atomic.Int32
 	relay := &a2atest.Relay{Refuse: func(body []byte) bool {
 		return strings.Contains(string(body), `"SendStreamingMessage"`) && refused.Add(1) == 1
@@ -762,7 +787,9 @@ func (vendorExecutor) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter
 // An agent of another vendor (the A2A SDK's own server) as a tool: its
 // answer is the call's result, its question (input-required without
 // pending calls) and its failure are error results saying so.
-func TestRemoteAgentOfAnotherVendor(t *testing.T) {
+func TestRemoteAgentOfAnotherVendor(t *testing.T) { onBothStores(t, testRemoteAgentOfAnotherVendor) }
+
+func testRemoteAgentOfAnotherVendor(t *testing.T) {
 	vendor := httptest.NewServer(a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(vendorExecutor{})))
 	t.Cleanup(vendor.Close)
 	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, via: func(string) string { return vendor.URL + "/vendor" }})
@@ -781,7 +808,9 @@ func TestRemoteAgentOfAnotherVendor(t *testing.T) {
 // A remote agent that does not stream (SendStreamingMessage answers
 // -32004 without a Hitch code): the message and the decision go with
 // SendMessage instead, and the flow is the same.
-func TestRemoteAgentWithoutStreaming(t *testing.T) {
+func TestRemoteAgentWithoutStreaming(t *testing.T) { onBothStores(t, testRemoteAgentWithoutStreaming) }
+
+func testRemoteAgentWithoutStreaming(t *testing.T) {
 	var refusedStreams atomic.Int32
 	relay := &a2atest.Relay{Answer: func(body []byte) []byte {
 		var req struct {
@@ -813,7 +842,9 @@ func TestRemoteAgentWithoutStreaming(t *testing.T) {
 
 // Later calls to a remote agent continue its context (the remote task's
 // history), unless new_task: the call's result names the remote context.
-func TestRemoteAgentContextContinued(t *testing.T) {
+func TestRemoteAgentContextContinued(t *testing.T) { onBothStores(t, testRemoteAgentContextContinued) }
+
+func testRemoteAgentContextContinued(t *testing.T) {
 	p := startPair(t)
 	// The remote contexts the calls' results name, in order (the JSON
 	// block of each billing result in front's history).
@@ -875,6 +906,10 @@ func TestRemoteAgentContextContinued(t *testing.T) {
 // it notices the second decision too and completes; it is never left
 // Paused on a call that was decided.
 func TestRemoteAgentPausedTwiceDecidedThere(t *testing.T) {
+	onBothStores(t, testRemoteAgentPausedTwiceDecidedThere)
+}
+
+func testRemoteAgentPausedTwiceDecidedThere(t *testing.T) {
 	p := startPair(t)
 	b, _ := json.Marshal(map[string]string{"path": "twice.txt", "content": "y\n"})
 	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("twice.txt")+"\n/then append_file "+string(b)))
@@ -917,12 +952,14 @@ func TestRemoteAgentPausedTwiceDecidedThere(t *testing.T) {
 // task_busy for ever: the request completes, and the approved call, which
 // may have run, is outcome_unknown and never run twice. Another decision is
 // refused (decision_conflict), nothing changed.
-func TestDecisionResentToADeadLeg(t *testing.T) {
+func TestDecisionResentToADeadLeg(t *testing.T) { onBothStores(t, testDecisionResentToADeadLeg) }
+
+func testDecisionResentToADeadLeg(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "assistant.yaml"), []byte(agentYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e, _, srv := serveDir(t, dir, time.Minute, false)
+	e, _, _, srv := serveDir(t, dir, time.Minute, false)
 	inv, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": appendLine("dead.txt")}}})
 	code, paused := httpCall(t, "POST", srv.URL+"/agents/assistant/invoke", "bob", string(inv))
 	if code != 200 || paused["status"] != "Paused" {
@@ -989,7 +1026,9 @@ spec:
 // which carries it to the remote: the call runs there once and the chain
 // completes (before, boss looked for the remote's task on this system:
 // 404 task_not_found).
-func TestDecisionAtARootAboveARemote(t *testing.T) {
+func TestDecisionAtARootAboveARemote(t *testing.T) { onBothStores(t, testDecisionAtARootAboveARemote) }
+
+func testDecisionAtARootAboveARemote(t *testing.T) {
 	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, extra: map[string]string{"boss.yaml": bossYAML}})
 	inner, _ := json.Marshal(map[string]string{"message": appendLine("root.txt")})
 	msg, _ := json.Marshal(map[string]string{"message": "/call billing " + string(inner)})
@@ -1047,7 +1086,9 @@ spec:
 // second) and on the remote's assistant. Once quick's approval expired, a
 // decision at duo is 410 and ends the chain — the remote's paused task
 // too, canceled there: nothing is left paused below an ended root.
-func TestExpiryCancelsTheRemoteLeaf(t *testing.T) {
+func TestExpiryCancelsTheRemoteLeaf(t *testing.T) { onBothStores(t, testExpiryCancelsTheRemoteLeaf) }
+
+func testExpiryCancelsTheRemoteLeaf(t *testing.T) {
 	remote := startStackYAML(t, agentYAML, false)
 	t.Setenv("HITCH_TEST_REMOTE_AUTH", "Bearer bob")
 	dir := t.TempDir()
@@ -1056,7 +1097,7 @@ func TestExpiryCancelsTheRemoteLeaf(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, _, srv := serveDir(t, dir, time.Minute, false)
+	_, _, _, srv := serveDir(t, dir, time.Minute, false)
 	q, _ := json.Marshal(map[string]string{"message": appendLine("q.txt")})
 	b, _ := json.Marshal(map[string]string{"message": appendLine("b.txt")})
 	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call quick " + string(q) + "\n/call billing " + string(b)}}})
@@ -1091,7 +1132,9 @@ func TestExpiryCancelsTheRemoteLeaf(t *testing.T) {
 // moved on): the leg hands off, a new leg sends the message again with its
 // id, the remote answers the task it made, and front pauses on it — one
 // task at the remote.
-func TestRemoteAgentAnswerLost(t *testing.T) {
+func TestRemoteAgentAnswerLost(t *testing.T) { onBothStores(t, testRemoteAgentAnswerLost) }
+
+func testRemoteAgentAnswerLost(t *testing.T) {
 	relay := &a2atest.Relay{Hold: func(_ context.Context, n int) bool {
 		if n <= sendAttempts {
 			panic(http.ErrAbortHandler) // the connection breaks: the caller reads EOF

@@ -37,7 +37,7 @@ type Server struct {
 	// a stream whose client left): true for a long-lived server (hitch
 	// serve). When false (Lambda, whose environment freezes once the
 	// invocation ends), the call returns only after every request it started
-	// has ended or paused, as every HTTP route does (DESIGN §2).
+	// has ended or paused, as every HTTP route does (docs/architecture.md).
 	Detach bool
 }
 
@@ -161,7 +161,7 @@ func writeVersionError(w http.ResponseWriter, id any, e *a2a.Error) {
 	})
 }
 
-// Card returns ag's public Agent Card (DESIGN §13): the 1.0 ProtoJSON card,
+// Card returns ag's public Agent Card (docs/api.md): the 1.0 ProtoJSON card,
 // with 0.3's url and preferredTransport alongside for older clients.
 func (s *Server) Card(r *http.Request, ag *agent.Agent) (json.RawMessage, error) {
 	url := s.baseURL(r) + "/a2a/" + ag.Name

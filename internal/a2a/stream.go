@@ -12,7 +12,7 @@ import (
 
 // converter turns one request's Hitch events into A2A stream events: answer
 // deltas into artifact updates on one artifact, the rest into status
-// updates (DESIGN §13 Mapping).
+// updates (docs/api.md Mapping).
 type converter struct {
 	taskID, rid string
 	answered    bool // an artifact update went out

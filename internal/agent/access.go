@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// The checks of a call that names a task run in the order of DESIGN §3
+// The checks of a call that names a task run in the order of docs/api.md
 // "Errors": the body and the path (400) and the agent (404) first, then
 //
 //	the task exists               404 task_not_found

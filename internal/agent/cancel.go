@@ -1,9 +1,14 @@
+// Cancel: a running request is flagged and its leg stops at once in this
+// process (or at its next poll of the flag in another); a paused or dead
+// one is finalised Canceled — after the tree below it, top-down flagged,
+// has ended. Nothing a flagged request's claim runs (docs/api.md,
+// "Cancel"; docs/architecture.md, "The rules that keep a chain honest").
+
 package agent
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -12,7 +17,7 @@ import (
 var errCanceled = errors.New("the request was canceled")
 
 // CancelPollInterval is how often a running leg reads its META for the
-// cancel flag set by another process (DESIGN §4: the first poll after 1 s),
+// cancel flag set by another process (docs/architecture.md: the first poll after 1 s),
 // or, when RenewAfter has passed without a write, renews its lease instead
 // (the renewal answers the flag too).
 var CancelPollInterval = time.Second
@@ -147,7 +152,7 @@ type CancelOutcome struct {
 // CancelWait is how long a cancel waits for a running request to stop.
 var CancelWait = 5 * time.Second
 
-// Cancel cancels the task's running or paused request (DESIGN §3 Cancel).
+// Cancel cancels the task's running or paused request (docs/api.md Cancel).
 func (e *Engine) Cancel(ctx context.Context, in CancelInput) (*CancelOutcome, error) {
 	var err error
 	if in.TaskID, err = ParseID("task_id", in.TaskID); err != nil {
@@ -210,21 +215,16 @@ func (e *Engine) tryCancel(ctx context.Context, ag *Agent, in CancelInput) (*Can
 }
 
 // flagCancel sets the cancel flag of a running request, stops its leg if
-// it runs in this process, and flags the requests below it (DESIGN §10:
+// it runs in this process, and flags the requests below it (docs/architecture.md:
 // top-down, each then finalised by its own leg, bottom-up).
 func (e *Engine) flagCancel(ctx context.Context, t *Task, items []Item, ci cancelInfo) (bool, error) {
 	a := t.Active
-	next := t.Clone()
+	next := e.nextOf(t)
 	na := next.Active
 	if !na.CancelRequested {
 		na.CancelRequested, na.CanceledBy, na.CanceledAt, na.CancelReason = true, ci.by, ci.at, ci.reason
-		next.Version, next.WriteID = t.Version+1, e.newID()
-		if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
-			var ce *ConflictError
-			if errors.As(err, &ce) {
-				return false, err
-			}
-			return false, fmt.Errorf("set cancel flag on %s: %w", t.ID, err)
+		if err := e.commit(ctx, &Write{Task: next, PrevVersion: t.Version}, "set cancel flag on %s", t.ID); err != nil {
+			return false, err
 		}
 	}
 	e.legs.cancel(a.ID, ci)
@@ -245,10 +245,9 @@ func (e *Engine) cancelTree(ctx context.Context, ag *Agent, t *Task, items []Ite
 	}
 	a := t.Active
 	if !a.CancelRequested {
-		next := t.Clone()
+		next := e.nextOf(t)
 		na := next.Active
 		na.CancelRequested, na.CanceledBy, na.CanceledAt, na.CancelReason = true, ci.by, ci.at, ci.reason
-		next.Version, next.WriteID = t.Version+1, e.newID()
 		if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
 			return nil, err
 		}
@@ -376,7 +375,7 @@ func (e *Engine) endedResult(ctx context.Context, ag *Agent, taskID, rid string)
 // finaliseCanceled records a paused (or dead) request Canceled: its calls
 // without a result get an error result saying so.
 func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items []Item, ci cancelInfo) (*RequestResult, error) {
-	next := t.Clone()
+	next := e.nextOf(t)
 	a := next.Active
 	a.CancelRequested, a.CanceledBy, a.CanceledAt, a.CancelReason = true, ci.by, ci.at, ci.reason
 	if a.Status == StatusRunning {
@@ -393,13 +392,9 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 	rec.Cascade = ci.cascade
 	next.Active, next.Status = nil, StatusCanceled
 	next.RetainUntil = e.retainUntil()
-	next.UpdatedAt, next.Version, next.WriteID = ci.at, t.Version+1, e.newID()
-	if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{rec}}); err != nil {
-		var ce *ConflictError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("cancel %s: %w", t.ID, err)
+	next.UpdatedAt = ci.at
+	if err := e.commit(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{rec}}, "cancel %s", t.ID); err != nil {
+		return nil, err
 	}
 	e.retainFinished(ctx, next)
 	e.cancelBelow(ctx, t, items, ci)

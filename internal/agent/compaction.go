@@ -6,7 +6,7 @@ import (
 )
 
 // ContextPolicy is an agent's context compaction (spec.agent.context,
-// DESIGN §12): when the model's messages would pass MaxInputTokens, the
+// the README's "Agent definitions"): when the model's messages would pass MaxInputTokens, the
 // oldest turns but the last KeepTurns are summarised by one model call into
 // a summary entry that stands in for them.
 type ContextPolicy struct {

@@ -30,7 +30,7 @@ type Agent struct {
 	// Tools in the order the definition lists them.
 	Tools []BoundTool
 
-	// Notifications are the agent's webhooks (DESIGN §11).
+	// Notifications are the agent's webhooks (docs/architecture.md).
 	Notifications []Notification
 }
 
@@ -60,7 +60,7 @@ func (a *Agent) ToolSpecs() []ToolSpec {
 	return out
 }
 
-// Defaults of DESIGN §5.
+// Defaults of the README's "Agent definitions".
 const (
 	DefaultMaxTokens          = 2048
 	DefaultMaxIterations      = 10

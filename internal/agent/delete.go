@@ -45,7 +45,7 @@ func (e *Engine) DeleteTask(ctx context.Context, agentName, userID, taskID strin
 }
 
 // callerWaits refuses to delete a child task whose caller still has the
-// call open (DESIGN §10): 409 task_busy.
+// call open (docs/architecture.md): 409 task_busy.
 func (e *Engine) callerWaits(ctx context.Context, t *Task) error {
 	if t.ParentTaskID == "" {
 		return nil
@@ -63,7 +63,7 @@ func (e *Engine) callerWaits(ctx context.Context, t *Task) error {
 }
 
 // deleteChildren deletes the child tasks of a deleted task, and theirs
-// (DESIGN §10): the session's tasks of each sub-agent it called whose
+// (docs/architecture.md): the session's tasks of each sub-agent it called whose
 // parent it is. A child still busy (it cannot be, its caller being idle,
 // unless a cancel is under way) is kept, and logged.
 func (e *Engine) deleteChildren(ctx context.Context, t *Task) {

@@ -29,7 +29,38 @@
 // points; README "Prompt caching"), and Usage counts what was read from the
 // cache and written to it apart from the input billed at the full price.
 //
-// # Approval rules, trust and compaction (DESIGN §12)
+// # The paths of a request, file by file
+//
+//	engine.go     a new message or edit: the claim, settling a dead leg before it
+//	run.go        a leg: the turn loop and its commits
+//	toolrun.go    a turn's tool calls
+//	hitl.go       approvals: the pause, and the decided round's run
+//	resume.go     a decision on a paused request (the answer table)
+//	follow.go     waiting duplicates and readers following a leg's events
+//	child.go      child calls: a sub-agent's request, its pause pausing the caller
+//	continue.go   continuations: a caller goes on once its children moved
+//	caller.go     decisions at a caller, carried to its leaves
+//	remote.go     remote leaves: `a2a:` calls to another system's agent
+//	cancel.go     cancel, of one request and of a tree
+//	expiry.go     expiry, of a round and of a chain
+//	reaper.go     the reaper: dead legs taken over, due rounds expired
+//	edit.go, delete.go, view.go, compaction.go: edits, deletes, GET task, compaction
+//
+// # Orchestration (docs/architecture.md, "Orchestration")
+//
+// An agent calls agents as tools. A child call runs the sub-agent's
+// request in its own task; when it pauses, the caller pauses too, its
+// round's pending calls the leaves' (awaits). A decision may be sent to a
+// leaf or to any caller above it: at a caller it is one claim of every
+// leaf it decides, then the leaves run and the caller continues in the
+// same invocation. A leaf decided at its own URL ends; its end puts a
+// continuation item for its caller, whose claim consumes it. A chain ends
+// whole: cancel flags the tree top-down before it finalises anything, an
+// expiry found anywhere expires the chain, and a caller whose leg died is
+// taken over with its children (reaper.go). A remote leaf (an `a2a:` call)
+// is polled in every round it pauses, and decisions for it are sent there.
+//
+// # Approval rules, trust and compaction (the README's "Agent definitions")
 //
 // A tool's policy may carry ApprovalRules: its calls need approval only when
 // a rule matches their input; the pending call, the event and the decision

@@ -16,7 +16,7 @@ type EditInput struct {
 
 // StartEdit supersedes every entry from the edited request's first entry on
 // (a range on the task; no entry is rewritten) and claims a new request
-// (kind edit) with the new user message (DESIGN §3 Edit).
+// (kind edit) with the new user message (docs/api.md Edit).
 func (e *Engine) StartEdit(ctx context.Context, in EditInput) (*Run, error) {
 	content, err := UserContent(in.Items)
 	if err != nil {

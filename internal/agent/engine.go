@@ -1,3 +1,8 @@
+// The engine, and a new message or edit: the claim of a new request
+// (createTask, claimFollowOn, claimNew), settling the task's previous
+// request first when its leg died (settleActive; docs/architecture.md,
+// "Dead legs"), and the write plumbing every path shares.
+
 package agent
 
 import (
@@ -23,7 +28,7 @@ type Engine struct {
 	Model  Model
 	Agents Agents
 	Log    *slog.Logger
-	// Metrics, when set, receives the moments operations watch (DESIGN §14).
+	// Metrics, when set, receives the moments operations watch (the README's "Observability").
 	Metrics Metrics
 	// Tracer, when set, makes the spans of a leg, its model and tool calls.
 	Tracer trace.Tracer
@@ -41,7 +46,7 @@ type Engine struct {
 	// ChainMinRemaining (HITCH_CHAIN_MIN_REMAINING; 0: 60 s): a leg that
 	// continues the chain of callers below it does so while more than this
 	// is left before its deadline, then hands the rest to the outbox
-	// (DESIGN §10).
+	// (docs/architecture.md).
 	ChainMinRemaining time.Duration
 
 	// Wake, when set (a Reaper runs in this process), asks the reaper to
@@ -55,7 +60,7 @@ type Engine struct {
 	NewID func() string
 }
 
-// LeaseDuration is a claim's lease (DESIGN §4 Lease and recovery): every
+// LeaseDuration is a claim's lease (docs/architecture.md Lease and recovery): every
 // write of the leg sets it anew, and the leg renews it when it has written
 // nothing for RenewAfter, so a process that died is taken over 10–15 s later,
 // whatever the leg's deadline.
@@ -96,9 +101,9 @@ type InvokeInput struct {
 	Metadata  map[string]string
 	// Deadline is the caller's deadline (the Lambda's), if any.
 	Deadline time.Time
-	// Idem, when set, makes the call idempotent (DESIGN §3 Idempotency-Key).
+	// Idem, when set, makes the call idempotent (docs/api.md Idempotency-Key).
 	Idem *Idempotency
-	// Waiter, when set, is told of the request's end (DESIGN §11).
+	// Waiter, when set, is told of the request's end (docs/architecture.md).
 	Waiter *Waiter
 }
 
@@ -198,7 +203,7 @@ func (e *Engine) LoadOwned(ctx context.Context, agentName, userID, taskID string
 	}
 	// Another agent's task (404) or another user's (401) comes back with
 	// the error, so that a call naming a request checks the request first
-	// (DESIGN §3 "Errors"; see access.go).
+	// (docs/api.md "Errors"; see access.go).
 	if err := owned(t, agentName, userID); err != nil {
 		return t, items, err
 	}
@@ -233,7 +238,7 @@ type newRequest struct {
 	idem              *Idempotency
 	waiter            *Waiter
 	// rid, parent, ancestors: a sub-agent call's child request, made
-	// with the call (DESIGN §10).
+	// with the call (docs/architecture.md).
 	rid       string
 	parent    *ParentRef
 	ancestors []TaskRequest
@@ -244,7 +249,7 @@ type newRequest struct {
 // shape changes next (the new request's id given) before it is written.
 func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item, nr newRequest, shape func(next *Task, rid string)) (*Run, error) {
 	now := e.now()
-	next := t.Clone()
+	next := e.nextOf(t)
 	var extra []Item
 	var records []RequestRecord
 	var decided []RequestDecision
@@ -262,7 +267,6 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	shape(next, rid)
 	user := Item{Seq: next.NextSeq, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: nr.content}
 	next.Status, next.UpdatedAt = StatusRunning, now
-	next.Version, next.WriteID = t.Version+1, e.newID()
 	next.NextSeq++
 	next.Active = &ActiveRequest{
 		ID: rid, Kind: nr.kind, Status: StatusRunning, ClaimToken: e.newID(), Epoch: 1,
@@ -276,12 +280,8 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	if err := e.clearRetention(ctx, t, next); err != nil {
 		return nil, err
 	}
-	if err := e.write(ctx, w); err != nil {
-		var ce *ConflictError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("claim task %s for a new %s: %w", t.ID, nr.kind, err)
+	if err := e.commit(ctx, w, "claim task %s for a new %s", t.ID, nr.kind); err != nil {
+		return nil, err
 	}
 	e.logSettled(ctx, t.ID, records)
 	e.observeSettled(ag.Name, records)
@@ -343,57 +343,6 @@ func cutLeg(a *ActiveRequest, last int64) {
 	a.LastEventID = max(a.LastEventID, last)
 }
 
-// roundExpired tells whether a paused round has passed its earliest expiry.
-func roundExpired(a *ActiveRequest, now time.Time) bool {
-	for _, p := range a.Pending {
-		if !p.ExpiresAt.IsZero() && !now.Before(p.ExpiresAt) {
-			return true
-		}
-	}
-	return false
-}
-
-// roundExpiry is when a paused round expires: its calls' earliest expiry.
-func roundExpiry(a *ActiveRequest) time.Time {
-	var at time.Time
-	for _, p := range a.Pending {
-		if !p.ExpiresAt.IsZero() && (at.IsZero() || p.ExpiresAt.Before(at)) {
-			at = p.ExpiresAt
-		}
-	}
-	return at
-}
-
-// expiryMessage is the error result of a call whose approval expired at at.
-func expiryMessage(at time.Time) string {
-	return "approval expired at " + at.UTC().Format(time.RFC3339)
-}
-
-// expireRound applies a paused round's expiry (docs/api.md, "Expiry"); at is
-// when the chain it belongs to expired (its own earliest expiry, or an
-// earlier one of another leaf of its chain, §10).
-func (e *Engine) expireRound(next *Task, items []Item, now, at time.Time) ([]Item, []RequestRecord, []RequestDecision, error) {
-	a := next.Active
-	msg := expiryMessage(at)
-	closing := danglingResults(items, a.ID, msg)
-	var extra []Item
-	if len(closing) > 0 {
-		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: now, Content: closing})
-		next.NextSeq++
-	}
-	d := Decision{Round: a.Round, Approver: "system:expiry", DecidedAt: now, Action: "reject"}
-	for _, p := range a.Pending {
-		d.Calls = append(d.Calls, CallDecision{ToolCallID: p.ToolCallID, Action: "reject", Reason: msg})
-	}
-	a.Decisions = append(a.Decisions, d)
-	a.LastEventID++ // the error event, logged once the expiry is written
-	rec := recordOf(a, StatusFailed, now)
-	rec.Error = &ErrorInfo{Code: CodeApprovalExpired, Message: msg}
-	next.Active = nil
-	next.Status = StatusFailed
-	return extra, []RequestRecord{rec}, []RequestDecision{{RequestID: a.ID, Decision: d}}, nil
-}
-
 // danglingResults returns error results for the request's tool calls that
 // have no result in items.
 func danglingResults(items []Item, requestID, msg string) []Block {
@@ -448,6 +397,25 @@ func deadLegResults(items []Item, a *ActiveRequest, notRun string) []Block {
 
 // outcomeUnknownMessage is the result of a call a dead leg may have run.
 var outcomeUnknownMessage = CodeOutcomeUnknown + ": the request was interrupted while this call ran; it may or may not have run, and it was not run again"
+
+// commit writes w. A conflict comes back as it is (the caller reads the
+// task again and decides anew); any other failure says what was written.
+func (e *Engine) commit(ctx context.Context, w *Write, format string, args ...any) error {
+	err := e.write(ctx, w)
+	var ce *ConflictError
+	if err == nil || errors.As(err, &ce) {
+		return err
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}
+
+// nextOf is the version of t a write puts: a copy whose write follows t's
+// (Version+1, a WriteID of its own), conditioned on t.Version.
+func (e *Engine) nextOf(t *Task) *Task {
+	next := t.Clone()
+	next.Version, next.WriteID = t.Version+1, e.newID()
+	return next
+}
 
 // recordOf makes the record of the active request ending with status.
 func recordOf(a *ActiveRequest, status Status, now time.Time) RequestRecord {

@@ -30,7 +30,7 @@ func (e *ConflictError) Error() string { return "conflict: the task changed" }
 // Unwrap lets errors.Is(err, ErrConflict) match.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
-// Error is an error a client may see: a stable snake_case code (DESIGN §3) and
+// Error is an error a client may see: a stable snake_case code (docs/api.md) and
 // a sentence that helps. Its text never carries an internal error's text.
 type Error struct {
 	Code    string
@@ -46,7 +46,7 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Codes of DESIGN §3. The HTTP status of each lives in one table at the edge
+// Codes of docs/api.md. The HTTP status of each lives in one table at the edge
 // (httpapi.StatusOf).
 const (
 	CodeInvalidJSON           = "invalid_json"
@@ -87,7 +87,7 @@ const (
 	CodeInternal              = "internal"
 	CodeModelError            = "model_error"
 	// CodeRemoteUnavailable: a decision for a remote A2A agent's call could
-	// not reach it; nothing changed (DESIGN §10, §13).
+	// not reach it; nothing changed (docs/architecture.md and docs/api.md).
 	CodeRemoteUnavailable     = "remote_unavailable"
 	CodeContextWindowExceeded = "context_window_exceeded"
 	CodeDeadlineExceeded      = "deadline_exceeded"

@@ -1,6 +1,6 @@
 package agent
 
-// Event names (DESIGN §3 Server-Sent Events). The event is spelled
+// Event names (docs/api.md Server-Sent Events). The event is spelled
 // "cancelled"; it is contract.
 const (
 	EventRequestStarted   = "request_started"
@@ -15,7 +15,7 @@ const (
 	EventError            = "error"
 	EventRequestComplete  = "request_complete"
 	// EventContextCompacted: a summary entry now stands in for older turns
-	// (DESIGN §12 Context compaction).
+	// (the README's "Agent definitions" Context compaction).
 	EventContextCompacted = "context_compacted"
 )
 
@@ -57,7 +57,7 @@ func (t teeSink) Emit(e Event) {
 	t.client.Emit(e)
 }
 
-// RequestResult is the outcome of a request (DESIGN §3).
+// RequestResult is the outcome of a request (docs/api.md).
 type RequestResult struct {
 	SessionID        string        `json:"session_id"`
 	TaskID           string        `json:"task_id"`
@@ -72,7 +72,7 @@ type RequestResult struct {
 	Usage            Usage         `json:"usage"`
 	Source           string        `json:"source"`
 	// OutputTruncated marks a result sent without its output, which was
-	// over the receiving service's limit (DESIGN §11): read it with a get.
+	// over the receiving service's limit (docs/architecture.md): read it with a get.
 	OutputTruncated bool `json:"output_truncated,omitempty"`
 	// RetryAfter (seconds) is the Retry-After of a throttled request.
 	RetryAfter int `json:"-"`
@@ -87,7 +87,7 @@ type PendingView struct {
 	Round      int    `json:"round"`
 	Expired    *bool  `json:"expired,omitempty"`
 	Rule       string `json:"rule,omitempty"`
-	// On a caller waiting on a sub-agent (DESIGN §10): the leaf request
+	// On a caller waiting on a sub-agent (docs/architecture.md): the leaf request
 	// that made the call, and where to decide it there.
 	Agent     string `json:"agent,omitempty"`
 	TaskID    string `json:"task_id,omitempty"`

@@ -13,13 +13,13 @@ type StoredEvent struct {
 	Name string          `json:"name"`
 	Data json.RawMessage `json:"data"`
 	// Epoch is the claim epoch of the leg that logged it (the batch's key
-	// holds it, DESIGN §4).
+	// holds it, docs/architecture.md).
 	Epoch int `json:"-"`
 }
 
 // EventCut ends a taken-over leg's events: readers drop those of its epoch
 // with an id past Last (its last commit's), which a stalled holder may
-// still flush late (DESIGN §4 After a lease expires).
+// still flush late (docs/architecture.md After a lease expires).
 type EventCut struct {
 	Epoch int   `json:"epoch"`
 	Last  int64 `json:"last"`
@@ -54,7 +54,7 @@ func cutOff(ev StoredEvent, cuts []EventCut) bool {
 const EventLogTTL = 24 * time.Hour
 
 // EventFlushInterval is the most often a streaming request's events are
-// written (DESIGN §4: at most every 250 ms, and once at the end).
+// written (docs/architecture.md: at most every 250 ms, and once at the end).
 var EventFlushInterval = 250 * time.Millisecond
 
 // eventLog buffers a leg's events and writes them in batches.
@@ -175,6 +175,15 @@ func (e *Engine) logEvents(ctx context.Context, taskID, rid string, epoch int, e
 	if err := e.Store.ExtendEvents(ctx, taskID, rid, expires); err != nil {
 		e.log().Warn("extending the event log failed", "task_id", taskID, "request_id", rid, "err", err)
 	}
+}
+
+// settled is what follows a write outside a leg that ended requests (an
+// expiry, a cancel's, a dead leg's): the finished task's retention, each
+// request's final event logged, and the requests counted.
+func (e *Engine) settled(ctx context.Context, agentName string, next *Task, recs []RequestRecord) {
+	e.retainFinished(ctx, next)
+	e.logSettled(ctx, next.ID, recs)
+	e.observeSettled(agentName, recs)
 }
 
 // logSettled logs the final event of requests a claim settled: an applied

@@ -16,7 +16,7 @@ var FollowPoll = 100 * time.Millisecond
 const terminalGrace = 2 * time.Second
 
 // Follower replays a request's events after an id, then follows them live
-// until the next request_complete or error (DESIGN §3 Server-Sent Events).
+// until the next request_complete or error (docs/api.md Server-Sent Events).
 type Follower struct {
 	e      *Engine
 	agent  *Agent

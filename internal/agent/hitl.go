@@ -1,3 +1,8 @@
+// Approvals: a model turn whose calls need a person's approval pauses
+// before anything of that turn runs (pause), with the round's pending
+// calls; a decided round runs what was approved and closes the rest
+// (runDecided; docs/api.md, "Resume").
+
 package agent
 
 import (
@@ -78,7 +83,7 @@ func inputOrEmpty(in json.RawMessage) json.RawMessage {
 
 // pause persists the round's pending calls before anything of the turn
 // runs, and ends the leg Paused. awaits, when a sub-agent paused, are the
-// leaf rounds the pending calls are copies of (DESIGN §10).
+// leaf rounds the pending calls are copies of (docs/architecture.md).
 func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, awaits []Await) {
 	a := r.task.Active
 	a.Round = round
@@ -216,3 +221,13 @@ const (
 	ActionReject  = "reject"
 	ActionEdit    = "edit"
 )
+
+// asInput is the decision of call id as a resume body states it: what a
+// caller sends its leaves, what a takeover sends again.
+func (c CallDecision) asInput(id string) DecisionInput {
+	di := DecisionInput{ToolCallID: id, Action: c.Action, Reason: c.Reason, Remember: c.Remember}
+	if c.Action == ActionEdit {
+		di.Input = c.Input
+	}
+	return di
+}

@@ -13,7 +13,7 @@ type InputItem struct {
 	Content     string `json:"content"`
 }
 
-// Limits of a UserMessage (DESIGN §3).
+// Limits of a UserMessage (docs/api.md).
 const (
 	MaxImageBytes    = 3_750_000 // 3.75 MB decoded
 	MaxMetadataKeys  = 64

@@ -8,7 +8,7 @@ import (
 
 // errLeaseLost is the cause of a leg's context when its lease could not be
 // kept: another invocation may hold the request now, so the leg starts
-// nothing more, commits nothing and logs no event (DESIGN §4).
+// nothing more, commits nothing and logs no event (docs/architecture.md).
 var errLeaseLost = errors.New("the request's lease was lost")
 
 // leaseGrace is how long before its end the holder stops trusting its lease

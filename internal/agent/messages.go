@@ -3,29 +3,17 @@ package agent
 import "strings"
 
 // BuildMessages maps the visible history to model messages so that Bedrock
-// accepts them, whatever happened before (DESIGN §6): superseded entries are
+// accepts them, whatever happened before (docs/architecture.md): superseded entries are
 // left out, tool entries are sent as user messages, a tool_use without a
 // result gets an error result before the next message, consecutive messages
 // of one role are merged, empty blocks are dropped, and the conversation
 // starts and ends with a user message.
 func BuildMessages(t *Task, items []Item) []Message {
-	var msgs []Message
-	var open []Block // tool_use blocks of the last assistant message still unanswered
-	closeOpen := func() {
-		if len(open) == 0 {
-			return
-		}
-		var res []Block
-		for _, u := range open {
-			res = append(res, ErrorResult(u.ID, "not run: the request ended before this call ran"))
-		}
-		msgs = appendMessage(msgs, Message{Role: RoleUser, Content: res})
-		open = nil
-	}
+	var m messageBuilder
 	if summary := summaryOf(t, items); summary != "" {
 		// A compacted context starts with the summary standing in for what
-		// came before (DESIGN §12).
-		msgs = appendMessage(msgs, Message{Role: RoleUser, Content: []Block{TextBlock(summaryLead + summary)}})
+		// came before (the README's "Agent definitions").
+		m.add(RoleUser, []Block{TextBlock(summaryLead + summary)})
 	}
 	for i := range items {
 		it := &items[i]
@@ -34,42 +22,24 @@ func BuildMessages(t *Task, items []Item) []Message {
 		}
 		switch it.Role {
 		case RoleTool:
-			var res []Block
-			for _, b := range it.Content {
-				if b.Type != BlockToolResult {
-					continue
-				}
-				if k := indexOfUse(open, b.ToolUseID); k >= 0 {
-					res = append(res, modelResult(b))
-					open = append(open[:k:k], open[k+1:]...)
-				}
-			}
-			if len(res) > 0 {
-				msgs = appendMessage(msgs, Message{Role: RoleUser, Content: res})
-			}
-			closeOpen()
+			m.results(it.Content)
+			m.closeOpen()
 		case RoleAssistant:
-			closeOpen()
+			m.closeOpen()
 			content := modelBlocks(it.Content)
-			if len(content) == 0 {
-				continue
-			}
-			msgs = appendMessage(msgs, Message{Role: RoleAssistant, Content: content})
+			m.add(RoleAssistant, content)
 			for _, b := range content {
 				if b.Type == BlockToolUse {
-					open = append(open, b)
+					m.open = append(m.open, b)
 				}
 			}
 		default:
-			closeOpen()
-			content := modelBlocks(it.Content)
-			if len(content) == 0 {
-				continue
-			}
-			msgs = appendMessage(msgs, Message{Role: RoleUser, Content: content})
+			m.closeOpen()
+			m.add(RoleUser, modelBlocks(it.Content))
 		}
 	}
-	closeOpen()
+	m.closeOpen()
+	msgs := m.msgs
 	if len(msgs) == 0 || msgs[0].Role != RoleUser {
 		msgs = append([]Message{{Role: RoleUser, Content: []Block{TextBlock("(the conversation continues)")}}}, msgs...)
 	}
@@ -77,6 +47,50 @@ func BuildMessages(t *Task, items []Item) []Message {
 		msgs = append(msgs, Message{Role: RoleUser, Content: []Block{TextBlock("(continue)")}})
 	}
 	return msgs
+}
+
+// messageBuilder gathers the model's messages; open holds the tool_use
+// blocks of the last assistant message still unanswered.
+type messageBuilder struct {
+	msgs []Message
+	open []Block
+}
+
+// add appends a message of role (merged into the last when it has the
+// same role); an empty one is left out.
+func (m *messageBuilder) add(role string, content []Block) {
+	if len(content) > 0 {
+		m.msgs = appendMessage(m.msgs, Message{Role: role, Content: content})
+	}
+}
+
+// results adds the results of open calls a tool entry holds.
+func (m *messageBuilder) results(content []Block) {
+	var res []Block
+	for _, b := range content {
+		if b.Type != BlockToolResult {
+			continue
+		}
+		if k := indexOfUse(m.open, b.ToolUseID); k >= 0 {
+			res = append(res, modelResult(b))
+			m.open = append(m.open[:k:k], m.open[k+1:]...)
+		}
+	}
+	m.add(RoleUser, res)
+}
+
+// closeOpen gives each call still open an error result: a tool_use is
+// answered before the next message.
+func (m *messageBuilder) closeOpen() {
+	if len(m.open) == 0 {
+		return
+	}
+	var res []Block
+	for _, u := range m.open {
+		res = append(res, ErrorResult(u.ID, "not run: the request ended before this call ran"))
+	}
+	m.add(RoleUser, res)
+	m.open = nil
 }
 
 func indexOfUse(open []Block, id string) int {

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Notification events (DESIGN §11 Webhooks): what a webhook subscribes to.
+// Notification events (docs/architecture.md Webhooks): what a webhook subscribes to.
 const (
 	EventRequestPaused    = "request.paused"
 	EventRequestCompleted = "request.completed"
@@ -22,7 +22,7 @@ const (
 // NotificationEvents are the event types a webhook may subscribe to.
 var NotificationEvents = []string{EventRequestPaused, EventRequestCompleted, EventRequestFailed, EventRequestCanceled}
 
-// Notification is a webhook an agent's definition configures (DESIGN §11):
+// Notification is a webhook an agent's definition configures (docs/architecture.md):
 // the operator's URL, never a caller's.
 type Notification struct {
 	URL string
@@ -43,7 +43,7 @@ func (n Notification) Wants(event string) bool {
 	return false
 }
 
-// Waiter kinds: how a direct caller waits on a request (DESIGN §11).
+// Waiter kinds: how a direct caller waits on a request (docs/architecture.md).
 const (
 	// WaiterTaskToken is a Step Functions task token ($$.Task.Token).
 	WaiterTaskToken = "task_token"
@@ -73,7 +73,7 @@ const (
 	OutboxTaskToken = WaiterTaskToken
 	OutboxCallback  = WaiterCallback
 	// OutboxContinue continues a caller after its sub-agent's pause or end
-	// (DESIGN §10 Durability): the item is the caller's (its task and
+	// (docs/architecture.md Durability): the item is the caller's (its task and
 	// request), written by the child's commit.
 	OutboxContinue = "continue"
 )
@@ -89,7 +89,7 @@ const EventPoll = "poll"
 // request's state changed (a pause it waits through, a new leg).
 const EventHeartbeat = "heartbeat"
 
-// OutboxItem is what a commit owes the outside world (DESIGN §11): put in
+// OutboxItem is what a commit owes the outside world (docs/architecture.md): put in
 // the commit's own transaction (OUT#<rid>#<epoch>#<event id>#<recipient>),
 // delivered at least once by the notifier, then deleted. It holds
 // references, resolved when it is delivered: the webhook by its index in
@@ -115,6 +115,28 @@ type OutboxItem struct {
 	Pending []PendingCall `json:"pending,omitempty"`
 	Usage   *Usage        `json:"usage,omitempty"`
 }
+
+// The recipients of outbox items. Items of one (request, recipient) are
+// delivered one at a time, in commit order; the names are stored in keys,
+// so they never change.
+
+// WebhookRecipient is the agent's i-th webhook.
+func WebhookRecipient(i int) string { return fmt.Sprintf("wh%d", i) }
+
+// WaiterRecipient is a waiter (a task token, a durable callback) by the
+// hash of its token.
+func WaiterRecipient(kind, hash string) string { return kind[:2] + "-" + hash }
+
+// ContinueRecipient is a caller's continuation once its child request
+// childRid ended.
+func ContinueRecipient(childRid string) string { return "ct-" + childRid }
+
+// HandoffRecipient is a caller's own continuation, handed off at the end
+// of a leg that ran out of time.
+const HandoffRecipient = "ct-handoff"
+
+// PollRecipient is a caller's poll of the remote agent it sent messageID.
+func PollRecipient(messageID string) string { return "po-" + messageID }
 
 // SK is the item's sort key under its task.
 func (o OutboxItem) SK() string {
@@ -184,7 +206,7 @@ func requestEvent(st Status) string {
 	return EventRequestFailed
 }
 
-// outbox adds to w the items its commit owes (DESIGN §11): for each request
+// outbox adds to w the items its commit owes (docs/architecture.md): for each request
 // it ends, the agent's webhooks subscribed and every waiter's answer; for a
 // pause, the webhooks and the waiters' (an answer with on_pause "return",
 // else a heartbeat); for a new leg of a request with waiters, heartbeats.
@@ -202,7 +224,7 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 		for i, n := range ag.Notifications {
 			if n.Wants(base.Event) {
 				it := base
-				it.Kind, it.Webhook, it.Recipient = OutboxWebhook, i, fmt.Sprintf("wh%d", i)
+				it.Kind, it.Webhook, it.Recipient = OutboxWebhook, i, WebhookRecipient(i)
 				w.Outbox = append(w.Outbox, it)
 			}
 		}
@@ -210,7 +232,7 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 	waiters := func(base OutboxItem, refs []WaiterRef, answer func(WaiterRef) bool) {
 		for _, ref := range refs {
 			it := base
-			it.Kind, it.Hash, it.Recipient = ref.Kind, ref.Hash, ref.Kind[:2]+"-"+ref.Hash
+			it.Kind, it.Hash, it.Recipient = ref.Kind, ref.Hash, WaiterRecipient(ref.Kind, ref.Hash)
 			if !answer(ref) {
 				it.Event = EventHeartbeat
 			}
@@ -223,7 +245,7 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 			return
 		}
 		w.Outbox = append(w.Outbox, OutboxItem{TaskID: p.TaskID, RequestID: p.RequestID, Epoch: epoch, EventID: eventID,
-			Agent: p.Agent, UserID: t.UserID, Kind: OutboxContinue, Event: EventContinue, Recipient: "ct-" + childRid, CreatedAt: now})
+			Agent: p.Agent, UserID: t.UserID, Kind: OutboxContinue, Event: EventContinue, Recipient: ContinueRecipient(childRid), CreatedAt: now})
 	}
 	for _, r := range w.Requests {
 		base := item(r.RequestID, r.Epoch, r.LastEventID, r.Round)
@@ -258,8 +280,8 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 	})
 }
 
-// OutboxResult resolves what an outbox item tells its recipient (DESIGN
-// §11: items hold references): an ended request's RequestResult from its
+// OutboxResult resolves what an outbox item tells its recipient
+// (docs/architecture.md: items hold references): an ended request's RequestResult from its
 // record; a pause's from META while the request still waits in that round,
 // else the Paused result without its pending calls (it has moved on). It
 // returns ErrNotFound when the task or the request is gone.

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Orchestration (DESIGN §10): an agent calls other agents as tools; a call
+// Orchestration (docs/architecture.md): an agent calls other agents as tools; a call
 // runs the sub-agent as a request in a child task; a child that pauses
 // pauses its callers up to the root; a decision at the leaf or at any caller
 // continues the chain.
@@ -33,7 +33,7 @@ type AgentTool struct {
 	// DefinedAt is where a definition names it (start-up errors).
 	DefinedAt string
 	// Remote, on an `a2a:` entry, is the remote A2A agent the tool calls
-	// (DESIGN §10, §13); nil: an agent of this deployment.
+	// (docs/architecture.md and docs/api.md); nil: an agent of this deployment.
 	Remote RemoteAgent
 }
 
@@ -148,7 +148,7 @@ type WaitingOn struct {
 
 // Join is a child's outcome put for its caller by the transaction that
 // ends the child (JOIN#<caller rid>#<tool call id>, in the caller's task,
-// DESIGN §10): the caller's next read of its task (LoadTask, LoadContext)
+// docs/architecture.md): the caller's next read of its task (LoadTask, LoadContext)
 // brings it along, so a continuation reads no child.
 type Join struct {
 	CallerTaskID string `json:"caller_task_id"`

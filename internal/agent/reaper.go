@@ -145,47 +145,18 @@ func (e *Engine) tryTakeover(ctx context.Context, taskID, rid string) (*Run, err
 // its open sub-agent calls (a cascade), so nothing is left running below it.
 func (e *Engine) endLost(ctx context.Context, ag *Agent, t *Task, items []Item, now time.Time) error {
 	e.log().Error("a request's takeovers died; it ends Failed", "task_id", t.ID, "request_id", t.Active.ID, "takeovers", t.Active.Takeovers)
-	next := t.Clone()
+	next := e.nextOf(t)
 	open := e.openCalls(t, items)
 	extra, rec := e.recordLost(ctx, next, items, now,
 		fmt.Sprintf("the request stopped without finishing %d times (its lease expired each time); it was recorded as failed", MaxTakeovers))
 	next.RetainUntil = e.retainUntil()
-	next.Version, next.WriteID, next.UpdatedAt = t.Version+1, e.newID(), now
+	next.UpdatedAt = now
 	if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{rec}}); err != nil {
 		return err
 	}
-	e.retainFinished(ctx, next)
-	e.logSettled(ctx, t.ID, []RequestRecord{rec})
-	e.observeSettled(ag.Name, []RequestRecord{rec})
+	e.settled(ctx, ag.Name, next, []RequestRecord{rec})
 	e.cancelCalls(ctx, t.Agent, open, cancelInfo{by: "system:reaper", reason: "its caller failed", at: now}, time.Now().Add(CancelWait))
 	return nil
-}
-
-// applyExpiry expires a paused round past its expiry (the lazy expiry of
-// docs/api.md, applied by a resume, a message or the reaper): each pending call
-// closed, the request Failed approval_expired, no model call. It returns
-// the record written.
-func (e *Engine) applyExpiry(ctx context.Context, ag *Agent, t *Task, items []Item, now time.Time) (*RequestRecord, error) {
-	return e.expireAt(ctx, ag, t, items, now, roundExpiry(t.Active))
-}
-
-// expireAt expires t's paused round as of at (an expiry of its chain).
-func (e *Engine) expireAt(ctx context.Context, ag *Agent, t *Task, items []Item, now, at time.Time) (*RequestRecord, error) {
-	next := t.Clone()
-	extra, recs, decided, _ := e.expireRound(next, items, now, at)
-	next.Version, next.WriteID, next.UpdatedAt = t.Version+1, e.newID(), now
-	next.RetainUntil = e.retainUntil()
-	if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: recs, Decisions: decided}); err != nil {
-		var ce *ConflictError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("expire round of %s: %w", t.ID, err)
-	}
-	e.retainFinished(ctx, next)
-	e.logSettled(ctx, t.ID, recs)
-	e.observeSettled(ag.Name, recs)
-	return &recs[0], nil
 }
 
 // wakeReaper asks the reaper, when one runs in this process, to look at a

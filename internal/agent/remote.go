@@ -1,3 +1,10 @@
+// Remote leaves: an `a2a:` tool's call goes to another system's agent
+// through RemoteAgent (internal/a2a owns the protocol). Its pause pauses
+// the caller like a local child's, with a poll item per open call in every
+// round; decisions for it are sent there (decideRemotes, awaitRemoteLeaf);
+// a poll notices what was decided on the remote system itself
+// (docs/architecture.md, "Orchestration"; docs/api.md, "Remote agents").
+
 package agent
 
 import (
@@ -12,7 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Remote agents as tools (DESIGN §10, §13): an `a2a:` entry calls an agent
+// Remote agents as tools (docs/architecture.md and docs/api.md): an `a2a:` entry calls an agent
 // of another system over A2A. Its task is the call's child; its
 // input-required pauses the caller like a local child's pause (the pending
 // calls it shows carry the remote leaf and its resume URL there); a
@@ -270,8 +277,7 @@ func (r *Run) emitRemote(cc ChildCall, rt *RemoteTask, depth int) {
 			data["error"] = rt.Error
 		}
 	}
-	r.emit(EventChild, map[string]any{"agent": cc.Agent, "task_id": rt.ContextID, "request_id": rt.ID, "depth": depth,
-		"remote": cc.Remote, "event": name, "data": data})
+	r.emit(EventChild, childEvent(cc.Agent, rt.ContextID, rt.ID, depth, cc.Remote, name, data))
 }
 
 // timeUp tells a leg stopped by its deadline (not a cancel, nor a lost
@@ -335,8 +341,7 @@ const sendAttempts = 3
 // caller's stream as child events.
 func (r *Run) sendRemote(ctx context.Context, ra RemoteAgent, call ChildCall, text string) (*RemoteTask, error) {
 	events := func(contextID, taskID, name string, data any) {
-		r.emit(EventChild, map[string]any{"agent": call.Agent, "task_id": contextID, "request_id": taskID, "depth": 1,
-			"remote": call.Remote, "event": name, "data": data})
+		r.emit(EventChild, childEvent(call.Agent, contextID, taskID, 1, call.Remote, name, data))
 	}
 	wait := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
@@ -443,12 +448,7 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 			order = append(order, w.Via)
 		}
 		for _, id := range w.ToolCallIDs {
-			c := byCall[id]
-			di := DecisionInput{ToolCallID: id, Action: c.Action, Reason: c.Reason, Remember: c.Remember}
-			if c.Action == ActionEdit {
-				di.Input = c.Input
-			}
-			g.body.Decisions = append(g.body.Decisions, di)
+			g.body.Decisions = append(g.body.Decisions, byCall[id].asInput(id))
 		}
 	}
 	var took []remoteDecided
@@ -479,8 +479,7 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 func (r *Run) awaitRemoteLeaf(ctx context.Context, l leafRun) {
 	// What the remote does with the decision, in this caller's stream.
 	events := func(contextID, taskID, name string, data any) {
-		r.emit(EventChild, map[string]any{"agent": l.call.Agent, "task_id": contextID, "request_id": taskID, "depth": 1,
-			"remote": l.call.Remote, "event": name, "data": data})
+		r.emit(EventChild, childEvent(l.call.Agent, contextID, taskID, 1, l.call.Remote, name, data))
 	}
 	fctx, cancel := context.WithDeadline(ctx, r.deadline.Add(-r.e.DeadlineMargin))
 	if err := l.follow(fctx, events); err != nil {

@@ -1,3 +1,9 @@
+// Resume: a decision on a paused request, read against the answer table
+// (docs/api.md, "Resume"): the round decided and claimed (claimResume), a
+// duplicate following the leg in flight or taking a dead one over, a past
+// round answered by its leg (pastLeg). A caller waiting on sub-agents is
+// decided from its leaves (caller.go); an expired round is expiry.go's.
+
 package agent
 
 import (
@@ -9,7 +15,7 @@ import (
 	"time"
 )
 
-// ResumeRequest is the resume body (DESIGN §3 ResumeRequest).
+// ResumeRequest is the resume body (docs/api.md ResumeRequest).
 type ResumeRequest struct {
 	Action    string          `json:"action"`
 	Round     *int            `json:"round"`
@@ -88,11 +94,11 @@ type ResumeInput struct {
 	Body                             ResumeRequest
 	Deadline                         time.Time
 	Idem                             *Idempotency
-	// Waiter, when set, is told of the request's end (DESIGN §11).
+	// Waiter, when set, is told of the request's end (docs/architecture.md).
 	Waiter *Waiter
 }
 
-// StartResume decides a paused request's round and claims it (DESIGN §3 the
+// StartResume decides a paused request's round and claims it (docs/api.md the
 // resume answer table). A duplicate of a decision in flight or done returns
 // a follower Run that answers the same outcome.
 func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (*Run, error) {
@@ -123,7 +129,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 	}
 	if denied == nil && (t.Active == nil || len(t.Active.Awaits) == 0) {
 		// (A caller's pending calls are its leaves': the leaves' own
-		// resumes read their inputs, DESIGN §9.)
+		// resumes read their inputs, the README's "Budgets".)
 		if err := e.pendingInputs(ctx, t, items); err != nil {
 			return nil, err
 		}
@@ -150,6 +156,12 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		}
 		return e.resumeEnded(ag, t, ended, in)
 	}
+	return e.resumeActive(ctx, ag, t, items, in, now)
+}
+
+// resumeActive answers a resume of the task's active request.
+func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
+	a := t.Active
 	if pastRound(a, in.Body) {
 		// Earlier rounds' decisions are DEC# items.
 		if err := e.loadDecisions(ctx, t.ID, a.ID, &a.Decisions); err != nil {
@@ -162,26 +174,10 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 			in.Body.Round = &r
 		}
 	}
-	if in.Body.Round != nil && a.Status == StatusRunning && *in.Body.Round < a.Round {
-		// A past round while a later one runs: the same decision follows
-		// the request; another is not_paused.
-		if past := decisionOf(a.Decisions, *in.Body.Round); past != nil {
-			if d, err := e.decide(ag, in, pendingOf(past), past.Round, now); err == nil && sameDecision(past, d) {
-				return e.pastLeg(e.follower(ag, t.ID, a.ID, past.Round, in.Deadline)), nil
-			}
-		}
-		return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; it is running round %d", *in.Body.Round, a.ID, a.Round)
+	if in.Body.Round != nil && *in.Body.Round < a.Round && (a.Status == StatusRunning || a.Status == StatusPaused) {
+		return e.resumePastRound(ag, t, in, now)
 	}
 	switch {
-	case a.Status == StatusPaused && in.Body.Round != nil && *in.Body.Round < a.Round:
-		// A past round: the same decision is a retry whose leg ended in
-		// this pause; another is not_paused.
-		if past := decisionOf(a.Decisions, *in.Body.Round); past != nil {
-			if d, err := e.decide(ag, in, pendingOf(past), *in.Body.Round, now); err == nil && sameDecision(past, d) {
-				return e.pastLeg(e.follower(ag, t.ID, a.ID, *in.Body.Round, in.Deadline)), nil
-			}
-		}
-		return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; it is paused in round %d", *in.Body.Round, a.ID, a.Round)
 	case a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested && roundExpired(a, now):
 		// A leaf of the chain expired: the whole chain ends, nothing runs
 		// and no model is called anywhere (docs/architecture.md).
@@ -192,7 +188,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 		}
 		return nil, Errorf(CodeApprovalExpired, "the approval of round %d expired at %s", a.Round, at.UTC().Format(time.RFC3339))
 	case a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested:
-		// A caller waiting on a sub-agent: the leaves decide (DESIGN §10).
+		// A caller waiting on a sub-agent: the leaves decide (caller.go).
 		return e.resumeAtCaller(ctx, ag, t, items, in, now)
 	case a.Status == StatusPaused && roundExpired(a, now):
 		if _, err := e.applyExpiry(ctx, ag, t, items, now); err != nil {
@@ -204,7 +200,31 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 	case a.Status == StatusPaused:
 		return e.claimResume(ctx, ag, t, items, in, now)
 	}
-	// Running.
+	return e.resumeRunning(ctx, ag, t, items, in, now)
+}
+
+// resumePastRound: a decision of a round the request moved past (paused
+// again, or running a later round). The same decision follows that
+// round's leg; another is not_paused.
+func (e *Engine) resumePastRound(ag *Agent, t *Task, in ResumeInput, now time.Time) (*Run, error) {
+	a := t.Active
+	if past := decisionOf(a.Decisions, *in.Body.Round); past != nil {
+		if d, err := e.decide(ag, in, pendingOf(past), past.Round, now); err == nil && sameDecision(past, d) {
+			return e.pastLeg(e.follower(ag, t.ID, a.ID, past.Round, in.Deadline)), nil
+		}
+	}
+	state := fmt.Sprintf("it is running round %d", a.Round)
+	if a.Status == StatusPaused {
+		state = fmt.Sprintf("it is paused in round %d", a.Round)
+	}
+	return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise; %s", *in.Body.Round, a.ID, state)
+}
+
+// resumeRunning: a decision sent again while its leg runs waits for the
+// leg (and takes the request over if the leg dies); once its lease ended,
+// it takes the request over at once. Another decision is a conflict.
+func (e *Engine) resumeRunning(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
+	a := t.Active
 	last := lastDecision(a)
 	if last == nil || (in.Body.Round != nil && *in.Body.Round != last.Round) {
 		return nil, Errorf(CodeNotPaused, "request %s is running and not awaiting a decision", a.ID)
@@ -492,7 +512,7 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	if err != nil {
 		return nil, err
 	}
-	next := t.Clone()
+	next := e.nextOf(t)
 	deadline, lease := e.legDeadline(in.Deadline)
 	na := next.Active
 	na.Status, na.ClaimToken, na.LeaseUntil, na.ClaimedAt = StatusRunning, e.newID(), lease, now
@@ -501,18 +521,13 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	remember(next, a, d)
 	na.Pending = nil
 	next.Status, next.UpdatedAt = StatusRunning, now
-	next.Version, next.WriteID = t.Version+1, e.newID()
 	edited := editItems(items, a.ID, d)
 	w := &Write{Task: next, PrevVersion: t.Version, Items: edited, Decisions: []RequestDecision{{RequestID: a.ID, Decision: *d}},
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
 	addWaiter(w, in.Waiter)
 	e.outbox(w, true) // a new leg: the waiters hear of it
-	if err := e.write(ctx, w); err != nil {
-		var ce *ConflictError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("claim resume of %s: %w", t.ID, err)
+	if err := e.commit(ctx, w, "claim resume of %s", t.ID); err != nil {
+		return nil, err
 	}
 	e.observeDecision(ag.Name, d, now.Sub(t.UpdatedAt))
 	history := replaceItems(items, edited)
@@ -525,21 +540,17 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 // takeOver claims a running resume whose lease expired.
 func (e *Engine) takeOver(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
 	e.log().Warn("taking over a resume whose lease expired", "task_id", t.ID, "request_id", t.Active.ID)
-	next := t.Clone()
+	next := e.nextOf(t)
 	deadline, lease := e.legDeadline(in.Deadline)
 	next.Active.ClaimToken, next.Active.LeaseUntil, next.Active.ClaimedAt = e.newID(), lease, now
 	cutLeg(next.Active, e.lastLogged(ctx, t.ID, t.Active))
 	next.Active.Takeovers++
-	next.UpdatedAt, next.Version, next.WriteID = now, t.Version+1, e.newID()
+	next.UpdatedAt = now
 	w := &Write{Task: next, PrevVersion: t.Version}
 	addWaiter(w, in.Waiter)
 	e.outbox(w, true) // a new leg: the waiters hear of it
-	if err := e.write(ctx, w); err != nil {
-		var ce *ConflictError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("take over %s: %w", t.ID, err)
+	if err := e.commit(ctx, w, "take over %s", t.ID); err != nil {
+		return nil, err
 	}
 	run := e.newRun(ag, next, items, deadline)
 	run.decided = lastDecision(next.Active)
@@ -653,7 +664,7 @@ func (e *Engine) boundFollower(ctx context.Context, ag *Agent, bound *IdemRecord
 }
 
 // DuplicatePoll is how often a waiting duplicate reads META: at most once a
-// second (DESIGN §4 Sizes), however many wait on one request.
+// second (docs/architecture.md Sizes), however many wait on one request.
 var DuplicatePoll = time.Second
 
 // waitOutcome polls until the request ends or pauses in a later round. It
@@ -754,7 +765,7 @@ func roundOfCalls(decided []Decision, ds []DecisionInput) int {
 }
 
 // pendingInputs fills in the inputs of a paused round's calls, which META
-// holds by reference (the ITEM#<seq> of their tool_use; DESIGN §4 Sizes):
+// holds by reference (the ITEM#<seq> of their tool_use; docs/architecture.md Sizes):
 // from items when they hold the tool_use, else with one read per entry.
 func (e *Engine) pendingInputs(ctx context.Context, t *Task, items []Item) error {
 	a := t.Active

@@ -1,3 +1,8 @@
+// A leg: one invocation's run of a request — the turn loop (model call,
+// tools, again) until the model ends its turn, a pause, a cancel, the
+// deadline or an error — and its commits: every write of a leg holds the
+// request's claim (docs/architecture.md, "Claims, leases, takeovers").
+
 package agent
 
 import (
@@ -30,7 +35,7 @@ type Run struct {
 	// takeover: the leg takes over a resume whose lease expired.
 	takeover bool
 	// continuing: the leg continues a caller after its sub-agents moved
-	// (DESIGN §10): the open sub-agent calls get their outcome first.
+	// (docs/architecture.md): the open sub-agent calls get their outcome first.
 	continuing bool
 	// leafRuns, on a decision sent to a caller, are the leaves' legs it
 	// runs first.
@@ -42,7 +47,7 @@ type Run struct {
 	committed bool
 	// handedOff: the leg hands the chain below it to the outbox (§10).
 	handedOff bool
-	// atCaller: the leg runs a decision sent to a caller (DESIGN §10).
+	// atCaller: the leg runs a decision sent to a caller (docs/architecture.md).
 	atCaller bool
 	// pollFirst: a leaf's leg claimed by a decision at a caller that
 	// moved on meanwhile (a cancel flagged it) reads its own cancel flag
@@ -193,7 +198,7 @@ func (r *Run) fail(code, msg string) {
 	r.failure = &ErrorInfo{Code: code, Message: msg}
 }
 
-// loop is the turn engine of DESIGN §6.
+// loop is the turn engine of docs/architecture.md.
 func (r *Run) loop(ctx context.Context) {
 	maxIter := r.agent.MaxIterations
 	if maxIter <= 0 {
@@ -424,29 +429,10 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 	if r.handedOff {
 		return r.handOff(ctx)
 	}
-	reason := "not run: the request ended (" + r.endReason() + ")"
-	ci := r.cancellation()
-	if r.status == StatusCanceled {
-		if ci == nil {
-			ci = &cancelInfo{by: "unknown", at: r.e.now()}
-		}
-		reason = cancelMessage(*ci)
-	}
 	// Sub-agent calls it closes without their child's result cancel the
-	// child (DESIGN §10), once the end is committed.
+	// child (docs/architecture.md), once the end is committed.
 	orphans := r.e.openCalls(r.task, r.history)
-	if closing := danglingResults(r.history, r.RequestID(), reason); len(closing) > 0 {
-		r.addResults(closing)
-	}
-	if r.status == StatusCanceled {
-		a := r.task.Active
-		a.CancelRequested, a.CanceledBy, a.CanceledAt, a.CancelReason = true, ci.by, ci.at, ci.reason
-		ev := map[string]string{"by": ci.by}
-		if ci.reason != "" {
-			ev["reason"] = ci.reason
-		}
-		r.emit(EventCancelled, ev)
-	}
+	ci := r.closeOut()
 	// The commit must land even if the leg's deadline passed.
 	cctx, cancel := writeContext(ctx)
 	defer cancel()
@@ -462,32 +448,66 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 		}()
 	}
 	if err := r.commit(cctx); err != nil {
-		if r.lost.Load() {
-			return r.abandon()
-		}
-		var ce *ConflictError
-		if errors.As(err, &ce) && ce.Current != nil && (ce.Current.Active == nil || ce.Current.Active.ID != r.reqID) {
-			// Another call ended the request meanwhile (a cancel of what it
-			// saw paused): its record is the outcome.
-			if res := r.e.endedResult(cctx, r.agent, r.taskID, r.reqID); res != nil {
-				r.e.log().WarnContext(ctx, "the request was ended by another call", "task_id", r.taskID, "request_id", r.reqID, "status", res.Status)
-				r.emit(terminalEvent(res))
-				return res
-			}
-		}
-		r.e.log().ErrorContext(ctx, "commit failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
-		r.fail(CodeInternal, "the request's outcome could not be saved")
-		// Best effort: save what the leg did and release the claim, so that
-		// a retry takes the request over at once (a resume continues it; a
-		// new message records it Failed). If this fails too, the lease's
-		// expiry recovers the task.
-		if err := r.release(cctx); err != nil {
-			r.e.log().ErrorContext(ctx, "release after a failed commit failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
+		if res := r.commitFailed(ctx, cctx, err); res != nil {
+			return res
 		}
 	}
 	res := r.result()
 	r.emit(terminalEvent(res))
 	return res
+}
+
+// closeOut closes the calls the request ends without a result and, for a
+// cancel, says so in the stream; it returns the cancel, if any.
+func (r *Run) closeOut() *cancelInfo {
+	reason := "not run: the request ended (" + r.endReason() + ")"
+	ci := r.cancellation()
+	if r.status == StatusCanceled {
+		if ci == nil {
+			ci = &cancelInfo{by: "unknown", at: r.e.now()}
+		}
+		reason = cancelMessage(*ci)
+	}
+	if closing := danglingResults(r.history, r.RequestID(), reason); len(closing) > 0 {
+		r.addResults(closing)
+	}
+	if r.status == StatusCanceled {
+		a := r.task.Active
+		a.CancelRequested, a.CanceledBy, a.CanceledAt, a.CancelReason = true, ci.by, ci.at, ci.reason
+		ev := map[string]string{"by": ci.by}
+		if ci.reason != "" {
+			ev["reason"] = ci.reason
+		}
+		r.emit(EventCancelled, ev)
+	}
+	return ci
+}
+
+// commitFailed: the commit of the request's end failed. A leg that lost
+// its lease abandons; a request another call ended meanwhile (a cancel of
+// what it saw paused) answers that record; else the request is Failed
+// internal, and what the leg did is saved and its claim released, so that
+// a retry takes it over at once (a resume continues it; a new message
+// records it Failed) — if that fails too, the lease's expiry recovers the
+// task. nil: the leg's own result answers.
+func (r *Run) commitFailed(ctx, cctx context.Context, err error) *RequestResult {
+	if r.lost.Load() {
+		return r.abandon()
+	}
+	var ce *ConflictError
+	if errors.As(err, &ce) && ce.Current != nil && (ce.Current.Active == nil || ce.Current.Active.ID != r.reqID) {
+		if res := r.e.endedResult(cctx, r.agent, r.taskID, r.reqID); res != nil {
+			r.e.log().WarnContext(ctx, "the request was ended by another call", "task_id", r.taskID, "request_id", r.reqID, "status", res.Status)
+			r.emit(terminalEvent(res))
+			return res
+		}
+	}
+	r.e.log().ErrorContext(ctx, "commit failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
+	r.fail(CodeInternal, "the request's outcome could not be saved")
+	if err := r.release(cctx); err != nil {
+		r.e.log().ErrorContext(ctx, "release after a failed commit failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
+	}
+	return nil
 }
 
 // terminalEvent is the event that ends a leg: error for a Failed request,

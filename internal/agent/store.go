@@ -28,12 +28,12 @@ type Store interface {
 	Write(ctx context.Context, w *Write) error
 
 	// LoadTask reads META and every history entry below NextSeq, in seq
-	// order (DESIGN §4: one Query while the history is under 1 MB).
+	// order (docs/architecture.md: one Query while the history is under 1 MB).
 	// A missing task returns ErrNotFound.
 	LoadTask(ctx context.Context, taskID string) (*Task, []Item, error)
 
 	// LoadContext reads META and the entries of the model's context: those
-	// from META's Context.Seq on, below NextSeq, in seq order (DESIGN §12:
+	// from META's Context.Seq on, below NextSeq, in seq order (the README's "Agent definitions":
 	// one page while the context holds at most MaxContextEntries entries,
 	// however long the history). A missing task returns ErrNotFound.
 	LoadContext(ctx context.Context, taskID string) (*Task, []Item, error)
@@ -43,7 +43,7 @@ type Store interface {
 
 	// RenewLease extends the lease of the claim claimToken to until, on the
 	// condition that the claim still holds and its lease has not ended at
-	// now (DESIGN §4 Lease and recovery). It bumps the version, so that any
+	// now (docs/architecture.md Lease and recovery). It bumps the version, so that any
 	// writer that read META before it meets a conflict and re-reads rather
 	// than write a stale lease back; it leaves the rest of META unchanged.
 	// It returns the META as renewed (with the cancel flag the leg polls
@@ -141,8 +141,8 @@ type Store interface {
 	FindRequest(ctx context.Context, requestID string) (*RequestLookup, error)
 }
 
-// RequestLookup finds a request by its id alone: the A2A binding (DESIGN
-// §13) names a request (an A2A task) without its Hitch task.
+// RequestLookup finds a request by its id alone: the A2A binding
+// (docs/api.md) names a request (an A2A task) without its Hitch task.
 type RequestLookup struct {
 	RequestID string `json:"request_id"`
 	TaskID    string `json:"task_id"`
@@ -195,7 +195,7 @@ type Write struct {
 	Lookup *RequestLookup
 	// Decisions are decided rounds to put (DEC#<rid>#<round>): META keeps
 	// only the current round's, so that it does not grow with the rounds
-	// (DESIGN §4 Sizes).
+	// (docs/architecture.md Sizes).
 	Decisions []RequestDecision
 	// Outbox items to put (OUT#…, ttl OutboxTTL): what the commit owes.
 	Outbox []OutboxItem
@@ -206,7 +206,7 @@ type Write struct {
 	// (its claim; a takeover finishes a leg that dies after it).
 	Consumed []string
 	// Joins are the outcomes of the child requests the write ends, put
-	// under their callers' tasks (JOIN#…, DESIGN §10), which read them
+	// under their callers' tasks (JOIN#…, docs/architecture.md), which read them
 	// with their history.
 	Joins []Join
 }
@@ -228,7 +228,7 @@ func (e *Engine) write(ctx context.Context, w *Write) error {
 		w = &cp
 	}
 	if len(w.Requests) > 0 {
-		// A record holds no decisions: they are DEC# items (DESIGN §4
+		// A record holds no decisions: they are DEC# items (docs/architecture.md
 		// Sizes), put when each round was decided.
 		cp := *w
 		cp.Requests = slices.Clone(w.Requests)

@@ -85,9 +85,9 @@ type Task struct {
 	// Trusted are the tools (and rules) a decision said to remember for
 	// the rest of the task.
 	Trusted []Trust `json:"trusted,omitempty"`
-	// Context is where the model's context starts (compaction, DESIGN §12).
+	// Context is where the model's context starts (compaction, the README's "Agent definitions").
 	Context ContextStart `json:"context,omitzero"`
-	// ParentTaskID, on a child task, is its caller's task (DESIGN §10).
+	// ParentTaskID, on a child task, is its caller's task (docs/architecture.md).
 	ParentTaskID string `json:"parent_task_id,omitempty"`
 	// Children maps each sub-agent this task called to its child task: the
 	// next call continues that task unless it asks for a new one.
@@ -142,10 +142,10 @@ type ActiveRequest struct {
 	// Cuts end the events of legs that were taken over.
 	Cuts []EventCut `json:"cuts,omitempty"`
 	// Waiters are the direct callers told of the request's end through the
-	// outbox (DESIGN §11); their tokens are TOK# items.
+	// outbox (docs/architecture.md); their tokens are TOK# items.
 	Waiters []WaiterRef `json:"waiters,omitempty"`
 	// Parent, on a child request, is its caller's call; Ancestors are its
-	// callers' (task, request) from the root down (DESIGN §10).
+	// callers' (task, request) from the root down (docs/architecture.md).
 	Parent    *ParentRef    `json:"parent,omitempty"`
 	Ancestors []TaskRequest `json:"ancestors,omitempty"`
 	// Calls are the request's sub-agent calls with their child requests,
@@ -162,7 +162,7 @@ type PendingCall struct {
 	Name       string `json:"name"`
 	// Input is the call's input: held in memory, never on META, which
 	// refers to the ITEM#<ItemSeq> holding the tool_use instead, so that
-	// META does not grow with the inputs (DESIGN §4 Sizes). Readers of META
+	// META does not grow with the inputs (docs/architecture.md Sizes). Readers of META
 	// fill it back (Engine.pendingInputs) where they need it.
 	Input   json.RawMessage `json:"-"`
 	ItemSeq int64           `json:"item_seq,omitempty"`
@@ -223,7 +223,7 @@ type RequestRecord struct {
 	Cuts  []EventCut `json:"cuts,omitempty"`
 	// Waiters the request's end answered.
 	Waiters []WaiterRef `json:"waiters,omitempty"`
-	// Calls are the request's sub-agent calls (DESIGN §10).
+	// Calls are the request's sub-agent calls (docs/architecture.md).
 	Calls []ChildCall `json:"calls,omitempty"`
 	// Cascade: canceled because its caller was.
 	Cascade bool `json:"cascade,omitempty"`

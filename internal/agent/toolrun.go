@@ -1,3 +1,7 @@
+// Tool calls: a turn's calls run in parallel, each with its timeout and
+// its result truncated to the agent's bound; agent tools are child calls
+// (child.go).
+
 package agent
 
 import (
@@ -20,7 +24,7 @@ const DefaultToolTimeout = 60 * time.Second
 // their results in the calls' order. It emits tool_result events in that order.
 // A call with a result in given is not run: that result is used.
 //
-// Sub-agent calls run their child requests (DESIGN §10), one sub-agent's
+// Sub-agent calls run their child requests (docs/architecture.md), one sub-agent's
 // one after the other. A child that pauses is returned in paused; its call,
 // and that sub-agent's later calls of the turn, have no result yet (a zero
 // Block).
@@ -72,18 +76,10 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, i := range bySub[name] {
-				start := time.Now()
-				b, p := r.runChild(ctx, uses[i])
-				if p != nil {
-					mu.Lock()
-					paused = append(paused, *p)
-					mu.Unlock()
-					return
-				}
-				// Counted as the tool it is, once it has its result.
-				r.e.metrics().ToolCalled(r.agent.Name, uses[i].Name, b.Status == ResultError, time.Since(start))
-				results[i] = b
+			if p := r.runSubCalls(ctx, uses, bySub[name], results); p != nil {
+				mu.Lock()
+				paused = append(paused, *p)
+				mu.Unlock()
 			}
 		}()
 	}
@@ -95,6 +91,22 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 		}
 	}
 	return results, paused
+}
+
+// runSubCalls runs one sub-agent's calls of a turn, one after another,
+// into results; the first that pauses stops them (its pause returned).
+func (r *Run) runSubCalls(ctx context.Context, uses []Block, idx []int, results []Block) *childPause {
+	for _, i := range idx {
+		start := time.Now()
+		b, p := r.runChild(ctx, uses[i])
+		if p != nil {
+			return p
+		}
+		// Counted as the tool it is, once it has its result.
+		r.e.metrics().ToolCalled(r.agent.Name, uses[i].Name, b.Status == ResultError, time.Since(start))
+		results[i] = b
+	}
+	return nil
 }
 
 // UnknownTool names, in metrics, a call of a tool the agent does not have.

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// Span names (DESIGN §14: a span per request leg, model call and tool call;
+// Span names (the README's "Observability": a span per request leg, model call and tool call;
 // store calls and deliveries are traced by their adapters).
 const (
 	SpanLeg   = "hitch.leg"

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TaskView is GET task's answer (DESIGN §3 Shapes).
+// TaskView is GET task's answer (docs/api.md Shapes).
 type TaskView struct {
 	TaskID           string            `json:"task_id"`
 	SessionID        string            `json:"session_id"`
@@ -93,11 +93,43 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 	if v.Metadata == nil {
 		v.Metadata = map[string]string{}
 	}
+	if err := e.viewItems(ctx, t, o, v); err != nil {
+		return nil, err
+	}
+	recs, err := e.viewRequests(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	var compactions []Compaction
+	for _, rec := range recs {
+		v.Requests = append(v.Requests, rec.RequestView)
+		compactions = append(compactions, rec.Compactions...)
+	}
+	if len(compactions) > 0 {
+		by := compactedBy(t, compactions)
+		for i := range v.Items {
+			if v.Items[i].SupersededBy == "" {
+				v.Items[i].CompactedBy = by(v.Items[i].Seq)
+			}
+		}
+	}
+	if t.Active != nil && t.Active.Status == StatusPaused {
+		if err := e.pendingInputs(ctx, t, nil); err != nil {
+			return nil, err
+		}
+		v.PendingApprovals = PendingViews(t.Active.Pending, e.now(), true)
+	}
+	return v, nil
+}
+
+// viewItems reads a page of the history into v, from o.AfterSeq, up to
+// o.Limit entries (superseded ones only when asked for).
+func (e *Engine) viewItems(ctx context.Context, t *Task, o ViewOptions, v *TaskView) error {
 	after := o.AfterSeq
 	for len(v.Items) < o.Limit {
 		page, err := e.Store.ListItems(ctx, t, after, o.Limit+1)
 		if err != nil {
-			return nil, fmt.Errorf("list items of %s: %w", t.ID, err)
+			return fmt.Errorf("list items of %s: %w", t.ID, err)
 		}
 		for _, it := range page {
 			after = it.Seq
@@ -115,9 +147,15 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 			v.Items = append(v.Items, iv)
 		}
 		if v.NextAfterSeq != nil || len(page) < o.Limit+1 {
-			break
+			return nil
 		}
 	}
+	return nil
+}
+
+// viewRequests reads the task's requests, the active one last, each with
+// its decisions and the request that superseded it.
+func (e *Engine) viewRequests(ctx context.Context, t *Task) ([]RequestRecord, error) {
 	recs, err := e.Store.ListRequests(ctx, t.ID)
 	if err != nil {
 		return nil, fmt.Errorf("list requests of %s: %w", t.ID, err)
@@ -148,26 +186,7 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 			recs[i].Decisions = []Decision{}
 		}
 	}
-	var compactions []Compaction
-	for _, rec := range recs {
-		v.Requests = append(v.Requests, rec.RequestView)
-		compactions = append(compactions, rec.Compactions...)
-	}
-	if len(compactions) > 0 {
-		by := compactedBy(t, compactions)
-		for i := range v.Items {
-			if v.Items[i].SupersededBy == "" {
-				v.Items[i].CompactedBy = by(v.Items[i].Seq)
-			}
-		}
-	}
-	if t.Active != nil && t.Active.Status == StatusPaused {
-		if err := e.pendingInputs(ctx, t, nil); err != nil {
-			return nil, err
-		}
-		v.PendingApprovals = PendingViews(t.Active.Pending, e.now(), true)
-	}
-	return v, nil
+	return recs, nil
 }
 
 // ownedMeta reads META and checks the agent and the owner.
@@ -268,7 +287,7 @@ func (e *Engine) ListSessionTasks(ctx context.Context, q ListQuery) ([]TaskSumma
 	return e.Store.ListSessionTasks(ctx, q)
 }
 
-// RequestView is a request as GET task shows it (DESIGN §3 Shapes).
+// RequestView is a request as GET task shows it (docs/api.md Shapes).
 type RequestView struct {
 	RequestID    string     `json:"request_id"`
 	Kind         string     `json:"kind"`

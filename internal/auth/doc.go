@@ -1,4 +1,4 @@
-// Package auth verifies the bearer tokens of Hitch's API (DESIGN §7).
+// Package auth verifies the bearer tokens of Hitch's API (docs/api.md).
 //
 // A Verifier accepts a JWT only when all of these hold, in this order:
 //

@@ -6,7 +6,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/agent"
 )
 
-// Normalize makes messages acceptable to Bedrock (DESIGN §6): tool entries
+// Normalize makes messages acceptable to Bedrock (docs/architecture.md): tool entries
 // are sent as user messages; consecutive messages of one role are merged,
 // their blocks concatenated in order; a tool_use left without a result gets
 // an error result ("not run: …") in the next user message, created if need

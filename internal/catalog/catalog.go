@@ -119,7 +119,7 @@ func load(fsys fs.FS, dir string, env Env, display func(string) string) (*Catalo
 	return c, nil
 }
 
-// link binds agents called as tools (DESIGN §10): each must be an agent of
+// link binds agents called as tools (docs/architecture.md): each must be an agent of
 // the deployment; its description is the tool's unless the entry gives
 // one; no agent may reach itself, and no chain of calls may be deeper than
 // agent.MaxAgentDepth. Errors name the file and the field.

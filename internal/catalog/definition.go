@@ -277,13 +277,13 @@ func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env E
 	return nil, at
 }
 
-// agentEntry binds another agent of the deployment as a tool (DESIGN §10):
+// agentEntry binds another agent of the deployment as a tool (docs/architecture.md):
 // `agent: NAME`, with an optional description (default: that agent's) and
 // requires_approval (approving the delegation itself; default false).
 // Whether the agent exists, cycles and depth are checked once every
 // definition is read (link).
 //
-// With `a2a: URL` the agent is a remote A2A agent (DESIGN §10, §13), NAME
+// With `a2a: URL` the agent is a remote A2A agent (docs/architecture.md and docs/api.md), NAME
 // the tool's name, with headers as an MCP entry's (secret references).
 func (d *decoder) agentEntry(f map[string]*yaml.Node, at string, policy agent.ToolPolicy, env Env) *agent.BoundTool {
 	for _, key := range []string{"builtin", "config", "lambda", "mcp", "name", "input_schema", "idempotent", "timeout", "allow", "optional"} {

@@ -1,5 +1,5 @@
 // Package catalog loads the agent definitions, agents/*.yaml in the
-// tealagents/v1alpha1 shape of DESIGN §5, into agents with their tools bound.
+// tealagents/v1alpha1 shape of the README's "Agent definitions", into agents with their tools bound.
 //
 // Definitions are read from an fs.FS: the binaries embed agents/ (package
 // agents), and `hitch serve --agents DIR` reads a directory (LoadDir). A
@@ -23,15 +23,15 @@
 // only to entries that say nothing. approval_ttl (a Go duration, default
 // DefaultApprovalTTL) applies to the tools that need approval.
 //
-// A requires_approval list may hold rules {tool, when: {field: glob}} (DESIGN
-// §12; rules.go, globs in internal/glob): the tool then needs approval only
+// A requires_approval list may hold rules {tool, when: {field: glob}}
+// (the README's "Agent definitions"; rules.go, globs in internal/glob): the tool then needs approval only
 // for the calls whose input matches; each when field must be in the tool's
 // input schema. spec.agent.context {max_input_tokens, keep_turns} turns on
 // context compaction. spec.agent.cache {ttl: 5m | 1h | off | auto} sets
 // prompt caching (cache.go); auto, the default, caches for 5 minutes on
 // Claude, Nova and the local model and not on other models.
 //
-// Beyond DESIGN §5, a tool entry may set timeout (a Go duration, default
+// Beyond the README's "Agent definitions", a tool entry may set timeout (a Go duration, default
 // DefaultToolTimeout): how long one call of its tools may run.
 //
 // # Environment

@@ -15,8 +15,8 @@ import (
 	"github.com/hitch-agents/hitch/internal/webhook"
 )
 
-// notifications reads spec.notifications: the agent's webhooks (DESIGN
-// §11), each with its URL (https; http only to a loopback host, and only
+// notifications reads spec.notifications: the agent's webhooks
+// (docs/architecture.md), each with its URL (https; http only to a loopback host, and only
 // where Env.LoopbackWebhooks allows it: `hitch serve`), the events it wants
 // and its secret, a reference (env: or ssm:) to a "whsec_" secret, resolved
 // now.

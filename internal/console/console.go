@@ -1,10 +1,10 @@
 // Package console serves Hitch's web console: a small single-page client of
-// the HTTP API (DESIGN §13) for people who approve tool calls. Its assets are
+// the HTTP API (docs/api.md) for people who approve tool calls. Its assets are
 // plain HTML, CSS and JavaScript modules embedded in the binary — no CDN, no
 // build step — so `hitch serve` serves it with nothing else installed.
 //
 // The console is a pure API client: everything it shows comes from the
-// routes of DESIGN §3 (GET /agents, the task lists, GET task, invoke, resume,
+// routes of docs/api.md (GET /agents, the task lists, GET task, invoke, resume,
 // GET events), called with fetch. It can point at the local server (dev auth:
 // a user name becomes "Bearer <user>") or at a deployed API with a bearer
 // token, which needs that API to allow the console's origin (CORS).

@@ -1,6 +1,6 @@
 // Package deploy describes how Hitch is deployed on AWS: the routes of
-// DESIGN §3 and the function serving each, the functions of template.yaml and
-// their build targets, and the gateway responses of DESIGN §7.
+// docs/api.md and the function serving each, the functions of template.yaml and
+// their build targets, and the gateway responses of docs/api.md.
 //
 // These values are the contract template.yaml is tested against (see
 // template_test.go): a route, a function, a streaming setting, an environment
@@ -22,7 +22,7 @@ type Route struct {
 	Public bool
 }
 
-// Functions of DESIGN §2, by directory under functions/.
+// Functions of docs/architecture.md, by directory under functions/.
 const (
 	Invoke     = "invoke"
 	Resume     = "resume"
@@ -31,7 +31,7 @@ const (
 	Notifier   = "notifier"
 )
 
-// Routes is the route table of DESIGN §3.
+// Routes is the route table of docs/api.md.
 var Routes = []Route{
 	{http.MethodPost, "/agents/{agent}/invoke", Invoke, false},
 	{http.MethodPost, "/agents/{agent}/tasks/{task_id}/requests/{request_id}/edit", Invoke, false},
@@ -70,13 +70,13 @@ const (
 )
 
 // GatewayResponse is what API Gateway answers itself, in the error body of
-// DESIGN §3.
+// docs/api.md.
 type GatewayResponse struct {
 	Status int
 	Code   string
 }
 
-// GatewayResponses of DESIGN §7, by API Gateway response type.
+// GatewayResponses of docs/api.md, by API Gateway response type.
 var GatewayResponses = map[string]GatewayResponse{
 	"UNAUTHORIZED":                 {401, "unauthenticated"},
 	"ACCESS_DENIED":                {403, "forbidden"},

@@ -11,7 +11,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/deploy"
 )
 
-// The notifier (DESIGN §11): fed by the table's stream (outbox inserts
+// The notifier (docs/architecture.md): fed by the table's stream (outbox inserts
 // only, partial batch responses, bisected and bounded retries, a DLQ), its
 // retry queue and a 5-minute sweep; allowed only what it delivers.
 func TestNotifier(t *testing.T) {

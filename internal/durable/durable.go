@@ -1,4 +1,4 @@
-// Package durable answers Lambda durable executions' callbacks (DESIGN §11):
+// Package durable answers Lambda durable executions' callbacks (docs/architecture.md):
 // a request's end (or a pause, with on_pause "return") through
 // SendDurableExecutionCallbackSuccess or SendDurableExecutionCallbackFailure,
 // a waiting request's state changes through

@@ -19,7 +19,7 @@ import (
 )
 
 const (
-	// eventItemBytes bounds an event-log item (DESIGN §4: 350 KB); its data
+	// eventItemBytes bounds an event-log item (docs/architecture.md: 350 KB); its data
 	// gets what the keys and other attributes leave.
 	eventItemBytes = 350_000
 	eventDataBytes = eventItemBytes - 1_000

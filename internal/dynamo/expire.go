@@ -24,7 +24,7 @@ const expireWorkers = 8
 //
 // Only live items get the ttl: an expired item is never brought back, nor is
 // an item deleted meanwhile recreated. Event-log items keep their own ttl
-// when it comes sooner (DESIGN §4: 24 h after the request's last event).
+// when it comes sooner (docs/architecture.md: 24 h after the request's last event).
 func (st *Store) ExpireTask(ctx context.Context, t *agent.Task, until time.Time) (err error) {
 	defer wrap(&err, "ExpireTask", t.ID)
 	ttl := int64(0) // zero: remove the ttl (a finished task takes a new request)

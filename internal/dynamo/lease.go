@@ -30,7 +30,7 @@ func (st *Store) RenewLease(ctx context.Context, taskID, claimToken string, unti
 	}
 	// A renewal that crosses a transaction on META (another process's
 	// cancel, say) meets TransactionConflict: it is tried again for up to
-	// about 200 ms (DESIGN §4).
+	// about 200 ms (docs/architecture.md).
 	out, err := st.client.UpdateItem(ctx, in)
 	for wait := 10 * time.Millisecond; isTransactionConflict(err) && wait <= 80*time.Millisecond; wait *= 2 {
 		select {

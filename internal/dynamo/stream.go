@@ -16,7 +16,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/agent"
 )
 
-// Stream reads the outbox items the table's stream carries (DESIGN §11:
+// Stream reads the outbox items the table's stream carries (docs/architecture.md:
 // `hitch serve` on DynamoDB runs the notifier's dispatcher in process, fed by
 // the stream; DynamoDB Local serves it). It follows every open shard from
 // its latest record (what was written before is the sweep's), and the
@@ -29,6 +29,11 @@ type Stream struct {
 	// (default 200 ms).
 	Poll time.Duration
 	Log  *slog.Logger
+	// Ready, when set, is closed once the stream's iterators are taken:
+	// every item inserted after that is sent. A dispatcher sweeps the
+	// outbox after it, so that nothing written before falls between the
+	// two.
+	Ready chan struct{}
 }
 
 // shard is a shard being followed.
@@ -84,6 +89,9 @@ func (s *Stream) Run(ctx context.Context, out chan<- agent.OutboxItem) error {
 	}
 	if err := discover(true); err != nil {
 		return fmt.Errorf("dynamo: read the stream of %s: %w", s.Table, err)
+	}
+	if s.Ready != nil {
+		close(s.Ready)
 	}
 	poll := s.Poll
 	if poll <= 0 {

@@ -66,7 +66,7 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	}
 	for _, o := range w.Outbox {
 		// Under the task the item is for: a child's commit writes its
-		// caller's continuation (DESIGN §10).
+		// caller's continuation (docs/architecture.md).
 		a, err := st.outboxPut(taskPK(o.TaskID), o, now)
 		if err != nil {
 			return err

@@ -41,6 +41,7 @@ func testCompaction(t *testing.T, env *Env) {
 	filler := strings.Repeat("word ", 30)
 	var reqs []*agent.RequestResult
 	taskID := ""
+	compacted := 0 // context_compacted events streamed
 	for i := 1; i <= 20; i++ {
 		res, rec := env.Invoke(t, taskID, fmt.Sprintf("turn%d %s", i, filler))
 		if res.Status != agent.StatusCompleted {
@@ -48,16 +49,19 @@ func testCompaction(t *testing.T, env *Env) {
 		}
 		taskID = res.TaskID
 		reqs = append(reqs, res)
-		if i == 20 && !contains(rec.Names(), agent.EventContextCompacted) {
-			// Every few turns compact; the last may or may not.
-			t.Logf("turn 20 did not compact")
+		for _, name := range rec.Names() {
+			if name == agent.EventContextCompacted {
+				compacted++
+			}
 		}
 	}
 	summaries := checkModelCalls(t, env, maxTokens, nil)
 	if summaries == 0 {
 		t.Fatal("no summarising call")
 	}
-	t.Logf("%d model calls, %d summarising", env.Model.NCalls(), summaries)
+	if compacted != summaries {
+		t.Errorf("%d context_compacted events for %d summarising calls: each compaction is streamed once", compacted, summaries)
+	}
 	last := texts(env.Model.Call(env.Model.NCalls() - 1).Messages)
 	if !strings.HasPrefix(last[0], "user:Summary of the earlier conversation:\nsummary: ") || strings.Contains(strings.Join(last, "\n"), "turn1 ") {
 		t.Errorf("the last call's context: %q", last)
@@ -122,15 +126,6 @@ func testCompaction(t *testing.T, env *Env) {
 	if after.Context.Summary == 0 || after.Context.Summary < v.Items[len(v.Items)-1].Seq {
 		t.Errorf("no new summary after the edit: %+v", after.Context)
 	}
-}
-
-func contains(xs []string, x string) bool {
-	for _, s := range xs {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }
 
 // toolTurn calls safe on the user's text (guarded when the text says

@@ -1,5 +1,5 @@
 // Package enginetest is the engine's behaviour suite over a real store: the
-// human-in-the-loop rules of DESIGN §3 and §4 (pause, resume exactly once,
+// human-in-the-loop rules of docs/api.md and docs/architecture.md (pause, resume exactly once,
 // decisions, rounds, expiry, takeover), run against the in-memory store and
 // DynamoDB Local with the same code.
 package enginetest

@@ -32,7 +32,7 @@ func dynamoStore(tb testing.TB) agent.Store {
 	return dynamo.New(client, table)
 }
 
-// Orchestration (DESIGN §10), in memory and on DynamoDB Local.
+// Orchestration (docs/architecture.md), in memory and on DynamoDB Local.
 func TestOrchestrationMemory(t *testing.T) {
 	enginetest.RunOrchestration(t, func(testing.TB) agent.Store { return memstore.New() })
 }

@@ -307,7 +307,7 @@ func testDeadLegEvents(t *testing.T, env *Env) {
 		t.Fatalf("after the dead leg's events: %v", sig(got))
 	}
 	// What the dead leg logged after its last commit (here: all of it) is
-	// cut off (DESIGN §4): the log shows the error that ended it.
+	// cut off (docs/architecture.md): the log shows the error that ended it.
 	if all := env.follow(t, dead, 0); len(all) != 1 || all[0].ID != 6 {
 		t.Errorf("the whole log: %v", sig(all))
 	}

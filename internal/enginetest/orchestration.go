@@ -19,7 +19,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/tools"
 )
 
-// Orch is an engine with agents calling agents (DESIGN §10), over one store,
+// Orch is an engine with agents calling agents (docs/architecture.md), over one store,
 // with the local model: leaf keeps files (append_file and delete_file need
 // approval), desk calls leaf, boss calls desk.
 type Orch struct {

@@ -426,7 +426,7 @@ func testTakeover(t *testing.T, env *Env) {
 }
 
 // testDuplicateTakesOver: a duplicate of a decision in flight waits for it;
-// when the invocation running it dies (its lease ends, DESIGN §4), the
+// when the invocation running it dies (its lease ends, docs/architecture.md), the
 // duplicate takes the request over and answers its outcome, and its stream
 // goes on without a request_lost.
 func testDuplicateTakesOver(t *testing.T, env *Env) {

@@ -1,4 +1,4 @@
-// Package glob compiles the path globs of approval rules (DESIGN §12
+// Package glob compiles the path globs of approval rules (the README's "Agent definitions"
 // Conditional approval). In a glob:
 //
 //	glob      matches

@@ -7,7 +7,7 @@ import (
 )
 
 // a2aRPC is POST /a2a/{agent}: 413, then the agent (404), then the JSON-RPC
-// call (DESIGN §13).
+// call (docs/api.md).
 func (s *Server) a2aRPC(w http.ResponseWriter, r *http.Request) {
 	if s.A2A == nil {
 		writeError(w, r, s.log(), agent.Errorf(agent.CodeRouteNotFound, "A2A is not served here"))

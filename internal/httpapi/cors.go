@@ -3,7 +3,7 @@ package httpapi
 import "net/http"
 
 // CORS lets a browser page on origin call the API (the console pointed at
-// another server, DESIGN §13). An empty origin turns CORS off: next is
+// another server, docs/api.md). An empty origin turns CORS off: next is
 // returned as it is. A preflight (OPTIONS with Access-Control-Request-Method)
 // from that origin is answered 204 here; every other answer to that origin
 // carries Access-Control-Allow-Origin. On AWS, API Gateway answers the

@@ -10,7 +10,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/agent"
 )
 
-// statusOf is the one table mapping error codes to HTTP statuses (DESIGN §3).
+// statusOf is the one table mapping error codes to HTTP statuses (docs/api.md).
 var statusOf = map[string]int{
 	agent.CodeInvalidJSON:           http.StatusBadRequest,
 	agent.CodeUnknownField:          http.StatusBadRequest,
@@ -72,7 +72,7 @@ type errorBody struct {
 	Error agent.ErrorInfo `json:"error"`
 }
 
-// writeError answers err as the error body of DESIGN §3. An error that is not
+// writeError answers err as the error body of docs/api.md. An error that is not
 // an *agent.Error is internal: it is logged, and its text never shown.
 // writeError answers err as the error body; an internal error is logged with
 // the request's context (its trace and ids) and never shown.

@@ -25,7 +25,7 @@ import (
 // httptest.ResponseRecorder) with what a client controls: the bodies of
 // invoke, edit, resume and cancel, Last-Event-ID and ?after=, and list
 // cursors. The property: no panic, never a 5xx, and every refusal is the
-// error body of DESIGN §3 with the status of its code. Seeds live in
+// error body of docs/api.md with the status of its code. Seeds live in
 // testdata/fuzz/<target>/ and in f.Add; `go test` runs them, `make fuzz`
 // fuzzes.
 

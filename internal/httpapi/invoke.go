@@ -32,7 +32,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The request outlives its connection: nothing below is canceled by the
-	// client going away (DESIGN §2).
+	// client going away (docs/architecture.md).
 	ctx := context.WithoutCancel(r.Context())
 	deadline, _ := r.Context().Deadline()
 	run, err := s.Engine.StartInvoke(ctx, agent.InvokeInput{
@@ -119,7 +119,7 @@ func (s *Server) execute(ctx context.Context, w http.ResponseWriter, r *http.Req
 func writeResult(w http.ResponseWriter, res *agent.RequestResult) {
 	status := http.StatusOK
 	if res.Status == agent.StatusRunning {
-		// A chain handed to the outbox (DESIGN §10): follow it with GET events.
+		// A chain handed to the outbox (docs/architecture.md): follow it with GET events.
 		status = http.StatusAccepted
 	}
 	if res.Status == agent.StatusFailed && res.Error != nil {

@@ -19,7 +19,7 @@ func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Codes lists the error codes of the status table (DESIGN §3): what the
+// Codes lists the error codes of the status table (docs/api.md): what the
 // OpenAPI document's error schemas are checked against.
 func Codes() []string {
 	out := make([]string, 0, len(statusOf))

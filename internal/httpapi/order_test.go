@@ -19,7 +19,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/memstore"
 )
 
-// The order tests pin DESIGN §3 "Errors": route / method → 413 → body and
+// The order tests pin docs/api.md "Errors": route / method → 413 → body and
 // path validation (400) → agent (404) → task / request (404) → the task
 // belongs to this agent (404) → owner (401) → state (409 / 410). Every case
 // makes a call with two faults (or more) and expects the answer of the one

@@ -48,7 +48,7 @@ type taskList struct {
 	NextCursor *string             `json:"next_cursor"`
 }
 
-// List limits (DESIGN §3).
+// List limits (docs/api.md).
 const (
 	defaultListLimit = 20
 	maxListLimit     = 100

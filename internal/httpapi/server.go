@@ -1,4 +1,4 @@
-// Package httpapi is Hitch's HTTP API (DESIGN §3) as plain net/http
+// Package httpapi is Hitch's HTTP API (docs/api.md) as plain net/http
 // handlers. The same handlers serve `hitch serve` locally and every Lambda
 // function through internal/lambdahttp, so local and Lambda behaviour cannot
 // drift.
@@ -28,7 +28,7 @@ var (
 // / ErrForbidden.
 type Authenticator func(r *http.Request) (string, error)
 
-// DevAuth is the local development mode of DESIGN §7: "Authorization: Bearer
+// DevAuth is the local development mode of docs/api.md: "Authorization: Bearer
 // <user-id>"; no header is user "dev".
 func DevAuth(r *http.Request) (string, error) {
 	h := r.Header.Get("Authorization")
@@ -53,11 +53,11 @@ type Server struct {
 	// ("invoke", "resume", "gettask"); empty serves every route.
 	Functions []string
 	// JSONWait is how long a JSON-mode answer waits before committing 200 and
-	// writing spaces (DESIGN §3: 15 s).
+	// writing spaces (docs/api.md: 15 s).
 	JSONWait time.Duration
 	// Keepalive is the SSE silence before ": keepalive" (15 s).
 	Keepalive time.Duration
-	// A2A, when set, answers the A2A routes (DESIGN §13); without it they
+	// A2A, when set, answers the A2A routes (docs/api.md); without it they
 	// are 404 route_not_found.
 	A2A A2AServer
 	// A2ADefaultAgent names the agent of the host's root Agent Card; empty:
@@ -77,7 +77,7 @@ type Route struct {
 	Method, Pattern, Function string
 }
 
-// Routes is the route table of DESIGN §3; template.yaml must match it.
+// Routes is the route table of docs/api.md; template.yaml must match it.
 var Routes = []Route{
 	{"POST", "/agents/{agent}/invoke", "invoke"},
 	{"POST", "/agents/{agent}/tasks/{task_id}/requests/{request_id}/edit", "invoke"},

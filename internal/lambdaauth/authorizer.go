@@ -1,5 +1,5 @@
-// Package lambdaauth is the API Gateway Lambda REQUEST authorizer of DESIGN
-// §7, on top of an auth.Verifier.
+// Package lambdaauth is the API Gateway Lambda REQUEST authorizer of
+// docs/api.md, on top of an auth.Verifier.
 //
 // API Gateway reads the authorizer's answer this way:
 //

@@ -71,11 +71,11 @@ func lambdaTags(tb testing.TB) string {
 	return ""
 }
 
-// MaxBinary is DESIGN §9's budget for a function's binary.
+// MaxBinary is the budget for a function's binary (the README's "Budgets").
 const MaxBinary = 30 << 20
 
 // TestBinarySizes: every function's binary, built as for Lambda, is within
-// DESIGN §9's 30 MB.
+// the 30 MB of the README's "Budgets".
 func TestBinarySizes(t *testing.T) {
 	for _, name := range []string{"invoke", "resume", "gettask", "authorizer", "notifier"} {
 		st, err := os.Stat(buildFunction(t, name))

@@ -17,7 +17,7 @@ import (
 )
 
 // DirectPayload is a direct invocation of the invoke function by Step
-// Functions, a durable function or another Lambda (DESIGN §11): Op is
+// Functions, a durable function or another Lambda (docs/architecture.md): Op is
 // invoke (the default), resume, cancel or get.
 type DirectPayload struct {
 	Op             string            `json:"op,omitempty"`
@@ -35,7 +35,7 @@ type DirectPayload struct {
 	Reason    string                `json:"reason,omitempty"`
 	Decisions []agent.DecisionInput `json:"decisions,omitempty"`
 	Remember  string                `json:"remember,omitempty"`
-	// invoke and resume: who waits for the end (DESIGN §11).
+	// invoke and resume: who waits for the end (docs/architecture.md).
 	TaskToken  *string `json:"task_token,omitempty"`
 	CallbackID *string `json:"callback_id,omitempty"`
 	OnPause    *string `json:"on_pause,omitempty"`
@@ -84,7 +84,7 @@ func Direct(e *agent.Engine) lambdahttp.DirectFunc {
 		}
 		deadline, _ := ctx.Deadline()
 		// The request outlives its caller: the commit happens even if the
-		// invocation's context ends (DESIGN §2).
+		// invocation's context ends (docs/architecture.md).
 		wctx := context.WithoutCancel(ctx)
 		var run *agent.Run
 		switch p.Op {
@@ -202,7 +202,7 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// checkWaiter checks task_token, callback_id and on_pause (DESIGN §11).
+// checkWaiter checks task_token, callback_id and on_pause (docs/architecture.md).
 func (p *DirectPayload) checkWaiter() error {
 	switch {
 	case p.TaskToken != nil && p.CallbackID != nil:

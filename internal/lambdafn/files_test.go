@@ -136,7 +136,7 @@ func TestDeployedAgentDeletesS3Object(t *testing.T) {
 	if _, ok := s3srv.get(t, "hitch-files", "assistant/reports/q1.txt"); ok {
 		t.Error("the object is still there after the approval")
 	}
-	// The same decision again: 200 with the stored outcome (DESIGN §3, the
+	// The same decision again: 200 with the stored outcome (docs/api.md, the
 	// answer table); nothing runs.
 	r = serve(t, fns["resume"], approve)
 	if r.status != 200 || !strings.Contains(string(r.body), "deleted reports/q1.txt") {

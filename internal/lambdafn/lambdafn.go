@@ -65,7 +65,7 @@ type Config struct {
 	Log *slog.Logger
 	// ChainMinRemaining (HITCH_CHAIN_MIN_REMAINING, a Go duration; ""
 	// means 60 s): a decision sent to a caller continues the chain below it
-	// while more than this is left of the invocation (DESIGN §10).
+	// while more than this is left of the invocation (docs/architecture.md).
 	ChainMinRemaining string
 	// A2ADefaultAgent (HITCH_A2A_DEFAULT_AGENT) is the agent whose Agent
 	// Card is served at /.well-known/agent-card.json ("": the only agent).
@@ -189,7 +189,7 @@ func NewWith(c Config, cl Clients) (*App, error) {
 	case "invoke":
 		direct = Direct(engine)
 	case "resume":
-		direct = Continue(engine) // continuations of callers (DESIGN §10)
+		direct = Continue(engine) // continuations of callers (docs/architecture.md)
 	}
 	h := lambdahttp.New(opentelemetry.Handler(tracer, httpapi.CORS(c.CORSOrigin, api.Handler())), direct)
 	h.Log = log

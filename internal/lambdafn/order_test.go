@@ -22,7 +22,7 @@ func (o withOther) Get(name string) (*agent.Agent, bool) {
 	return o.Agents.Get(name)
 }
 
-// A direct invocation checks in the order of DESIGN §3 "Errors", like the
+// A direct invocation checks in the order of docs/api.md "Errors", like the
 // HTTP route it stands for (payload → agent → task → the task's agent →
 // owner → state); the user_id the payload must name comes first, as the
 // authorizer does over HTTP. Each case has two faults or more and expects

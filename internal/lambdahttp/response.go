@@ -22,7 +22,7 @@ var ErrHandlerPanic = errors.New("lambdahttp: the handler panicked after the res
 // reading the body (the client or the Runtime API went away).
 var errBodyClosed = errors.New("lambdahttp: response body closed")
 
-// Bodies written when a handler fails; the shapes are the HTTP API's (DESIGN §3).
+// Bodies written when a handler fails; the shapes are the HTTP API's (docs/api.md).
 const (
 	internalJSON = `{"error":{"code":"internal","message":"The server failed to answer; try again later."}}`
 	internalSSE  = "event: error\ndata: {\"code\":\"internal\",\"message\":\"The server failed while streaming; the stream has ended.\"}\n\n"

@@ -156,7 +156,7 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	}
 	outTTL := ttlOf(s.now().Add(agent.OutboxTTL))
 	// Outbox items go under the task they are for: a child's commit writes
-	// its caller's continuation (DESIGN §10).
+	// its caller's continuation (docs/architecture.md).
 	elsewhere := map[string]map[string]record{}
 	for _, o := range w.Outbox {
 		b, err := json.Marshal(o)

@@ -15,7 +15,7 @@ import (
 // tokenSK is a waiter's token item's key.
 func tokenSK(rid, hash string) string { return "TOK#" + rid + "#" + hash }
 
-// Feed is the memory store's outbox queue (DESIGN §11: under `hitch serve`
+// Feed is the memory store's outbox queue (docs/architecture.md: under `hitch serve`
 // on memory, the dispatcher reads a queue): every outbox item a write puts
 // is sent on it once the write has landed. When the queue is full the item
 // waits for the sweep (ListOutbox), like a lost stream record.

@@ -40,7 +40,7 @@ type Config struct {
 	// MetricsNamespace is HITCH_METRICS_NAMESPACE ("": Hitch).
 	MetricsNamespace string
 	// ResumeFunction (HITCH_RESUME_FUNCTION) is the resume function that
-	// continues callers (DESIGN §10).
+	// continues callers (docs/architecture.md).
 	ResumeFunction string
 	// PollEvery is how often a caller paused on a remote A2A agent has
 	// the resume function poll it (DefaultPollEvery when 0).
@@ -137,7 +137,7 @@ func Main(c Config) {
 	})
 }
 
-// ResumeInvoker delivers continuations (DESIGN §10 Durability): it invokes
+// ResumeInvoker delivers continuations (docs/architecture.md Durability): it invokes
 // the resume function asynchronously with {"op": "continue", task_id,
 // request_id, outbox, poll?}; the resume function continues the caller and
 // deletes the item (notify.ErrKept). A failed continuation is retried by

@@ -1,4 +1,4 @@
-// Package notifier is the notifier Lambda function (DESIGN §11): it
+// Package notifier is the notifier Lambda function (docs/architecture.md): it
 // delivers the outbox items the table's stream carries, re-queues a failed
 // delivery on an SQS retry queue with a delay (so that no dead receiver
 // blocks the shard), consumes that queue, and sweeps, every 5 minutes, the

@@ -232,7 +232,7 @@ func TestDurableRefusedNotRetried(t *testing.T) {
 }
 
 // TestDurableResultTruncated: an output past the Lambda API's 256 KB result
-// limit is sent in the truncated form (DESIGN §11: output null,
+// limit is sent in the truncated form (docs/architecture.md: output null,
 // output_truncated true; GET task has the output), never a failed delivery.
 func TestDurableResultTruncated(t *testing.T) {
 	a := startAnswering(t)

@@ -1,4 +1,4 @@
-// Package notify delivers the outbox (DESIGN §11): each OUT# item a commit
+// Package notify delivers the outbox (docs/architecture.md): each OUT# item a commit
 // put is resolved (its webhook, its waiter's token, its request's result)
 // and delivered at least once — a webhook POST, a Step Functions task token
 // or a durable execution callback answered — then deleted. A recipient
@@ -56,7 +56,7 @@ type Dispatcher struct {
 	Webhooks WebhookSender
 	// Answerers by waiter kind (agent.WaiterTaskToken, agent.WaiterCallback).
 	Answerers map[string]Answerer
-	// Continuer continues callers (DESIGN §10); nil: in this process,
+	// Continuer continues callers (docs/architecture.md); nil: in this process,
 	// through Engine.ContinueCaller.
 	Continuer Continuer
 	// PollEvery is how often a caller paused on a remote agent polls it
@@ -113,8 +113,8 @@ func (c continueHere) Continue(ctx context.Context, o agent.OutboxItem) error {
 const DefaultPollEvery = 5 * time.Second
 
 // RetryAfter is a delivery to try again after a set wait rather than the
-// backoff: a caller's poll of a remote agent that has not moved (DESIGN
-// §10). It is an ErrRetry.
+// backoff: a caller's poll of a remote agent that has not moved
+// (docs/architecture.md). It is an ErrRetry.
 type RetryAfter struct {
 	After time.Duration
 	Err   error
@@ -294,7 +294,7 @@ func (d *Dispatcher) webhook(ctx context.Context, o agent.OutboxItem) error {
 }
 
 // webhookData is a webhook's data: the agent, the user and the
-// RequestResult (DESIGN §11).
+// RequestResult (docs/architecture.md).
 type webhookData struct {
 	Agent  string `json:"agent"`
 	UserID string `json:"user_id"`
@@ -348,7 +348,7 @@ func (d *Dispatcher) answer(ctx context.Context, o agent.OutboxItem) error {
 
 // ResultJSON is res as JSON of at most limit bytes (Step Functions' and the
 // durable callbacks' 256 KB): whole when it fits, else with "output": null
-// and "output_truncated": true (DESIGN §11), and, if that is still too big,
+// and "output_truncated": true (docs/architecture.md), and, if that is still too big,
 // without the pending calls' inputs either.
 func ResultJSON(res *agent.RequestResult, limit int) ([]byte, error) {
 	b, err := json.Marshal(res)
@@ -386,5 +386,5 @@ func withNullOutput(res *agent.RequestResult) ([]byte, error) {
 }
 
 // MaxResultBytes is the largest result Step Functions (output) and the
-// durable callbacks (Result, ErrorData) take, as DESIGN §11 counts it.
+// durable callbacks (Result, ErrorData) take, as docs/architecture.md counts it.
 const MaxResultBytes = 256 * 1024

@@ -13,7 +13,7 @@ import (
 )
 
 // Backoff is the wait before a delivery's attempt+1-th retry: exponential
-// from 1 s with ±20 % jitter, at most 24 h (DESIGN §11).
+// from 1 s with ±20 % jitter, at most 24 h (docs/architecture.md).
 func Backoff(attempt int) time.Duration {
 	d := time.Second
 	for i := 0; i < attempt && d < 24*time.Hour; i++ {

@@ -76,7 +76,7 @@ func seed(tb testing.TB, s agent.Store, taskID string, n, size int) {
 func TestCallsPerTurn(t *testing.T) {
 	t.Run("plain", func(t *testing.T) { testCallsPerTurn(t, false) })
 	// With webhooks and a waiter, the outbox items and the token ride in
-	// the transactions the turn makes anyway (DESIGN §11): not a call more.
+	// the transactions the turn makes anyway (docs/architecture.md): not a call more.
 	t.Run("notified", func(t *testing.T) { testCallsPerTurn(t, true) })
 }
 

@@ -117,7 +117,7 @@ func TestCompactionReadsOnePage(t *testing.T) {
 		calls, read := count()
 		// A turn that takes over a second on a loaded machine also polls
 		// for a cancel (GetItem), and past 5 s renews its lease (UpdateItem):
-		// neither is on the success path nor counted (DESIGN §4).
+		// neither is on the success path nor counted (docs/architecture.md).
 		delete(calls, "GetItem")
 		delete(calls, "UpdateItem")
 		if i > 1 {

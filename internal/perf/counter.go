@@ -61,7 +61,7 @@ func (c *Counter) Reset() {
 }
 
 // Calls returns the calls by operation, less the event log's BatchWriteItem
-// (not counted, DESIGN §4), and their total.
+// (not counted, docs/architecture.md), and their total.
 func (c *Counter) Calls() (map[string]int, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

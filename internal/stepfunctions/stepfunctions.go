@@ -1,4 +1,4 @@
-// Package stepfunctions answers Step Functions task tokens (DESIGN §11): a
+// Package stepfunctions answers Step Functions task tokens (docs/architecture.md): a
 // request's end (or a pause, with on_pause "return") through SendTaskSuccess
 // or SendTaskFailure, a waiting request's state changes through
 // SendTaskHeartbeat. It is the notifier's notify.Answerer for task tokens.

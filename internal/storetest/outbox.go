@@ -59,7 +59,7 @@ func testRequestOutbox(t *testing.T, s agent.Store) {
 	// A child's commit puts its caller's continuation under the caller.
 	child := newTask("u1", "leaf", id())
 	create(t, s, child)
-	cont := agent.OutboxItem{TaskID: task.ID, RequestID: rid, Epoch: 1, EventID: 3, Recipient: "ct-" + child.Active.ID,
+	cont := agent.OutboxItem{TaskID: task.ID, RequestID: rid, Epoch: 1, EventID: 3, Recipient: agent.ContinueRecipient(child.Active.ID),
 		Kind: agent.OutboxContinue, Event: agent.EventContinue, Agent: "acc", UserID: "u1", CreatedAt: base}
 	own := item(rid, 1, 1, "wh0")
 	own.TaskID = child.ID

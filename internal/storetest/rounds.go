@@ -104,7 +104,7 @@ func testEventsEpochs(t *testing.T, s agent.Store) {
 }
 
 // testOutboxElsewhere: an outbox item for another task (a child's commit
-// owes its caller a continuation, DESIGN §10) is put under that task: read
+// owes its caller a continuation, docs/architecture.md) is put under that task: read
 // and deleted there, listed, and deleted with it.
 func testOutboxElsewhere(t *testing.T, s agent.Store) {
 	ctx := context.Background()
@@ -112,7 +112,7 @@ func testOutboxElsewhere(t *testing.T, s agent.Store) {
 	create(t, s, parent)
 	child := newTask("u1", "leaf", id())
 	create(t, s, child)
-	o := agent.OutboxItem{TaskID: parent.ID, RequestID: parent.Active.ID, Epoch: 1, EventID: 7, Recipient: "ct-" + child.Active.ID,
+	o := agent.OutboxItem{TaskID: parent.ID, RequestID: parent.Active.ID, Epoch: 1, EventID: 7, Recipient: agent.ContinueRecipient(child.Active.ID),
 		Kind: agent.OutboxContinue, Event: agent.EventContinue, Agent: "desk", UserID: "u1", CreatedAt: base}
 	update(t, s, &agent.Write{Task: next(child), PrevVersion: 1, Outbox: []agent.OutboxItem{o}})
 	if _, err := s.GetOutbox(ctx, child.ID, o.SK()); !errors.Is(err, agent.ErrNotFound) {
@@ -138,7 +138,7 @@ func testOutboxElsewhere(t *testing.T, s agent.Store) {
 	}
 }
 
-// testJoins: a child's outcome put for its caller (JOIN#, DESIGN §10) is
+// testJoins: a child's outcome put for its caller (JOIN#, docs/architecture.md) is
 // read with the caller's task by LoadTask and LoadContext, and deleted
 // with it.
 func testJoins(t *testing.T, s agent.Store) {

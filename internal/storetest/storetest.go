@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite of agent.Store: one set of tests
 // that every store (memstore, dynamo) must pass, so that memory and DynamoDB
-// keep exactly the same semantics (DESIGN §4).
+// keep exactly the same semantics (docs/architecture.md).
 //
 // A store's test calls Run with a constructor that returns a fresh, empty
 // store for each subtest.

@@ -3,6 +3,7 @@ package torture
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,8 +27,10 @@ type Run struct {
 // flight when it struck or last seen Running before it, and the roots of
 // their chains; the next outcome is the first status other than Running
 // that an answer or a read showed after the fault's end. lost lists the
-// requests never seen at rest again.
-func Recovery(in Input, w *World) (times []time.Duration, lost []string) {
+// requests never seen at rest again. clean holds the times of the
+// recoveries no later fault (on either process) struck before they ended:
+// a recovery another fault interrupted measures both.
+func Recovery(in Input, w *World) (times, clean []time.Duration, lost []string) {
 	byKey := map[string]string{}
 	for _, op := range in.Ops {
 		if r := op.Result(); r != nil && op.Key != "" {
@@ -82,6 +85,9 @@ func Recovery(in Input, w *World) (times []time.Duration, lost []string) {
 			for _, o := range obs {
 				if o.RequestID == rid && !o.At.Before(f.End) && o.Status != "Running" {
 					times = append(times, o.At.Sub(f.End))
+					if !faultBetween(in.Faults, f.End, o.At) {
+						clean = append(clean, o.At.Sub(f.End))
+					}
 					found = true
 					break
 				}
@@ -91,8 +97,19 @@ func Recovery(in Input, w *World) (times []time.Duration, lost []string) {
 			}
 		}
 	}
-	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-	return times, lost
+	slices.Sort(times)
+	slices.Sort(clean)
+	return times, clean, lost
+}
+
+// faultBetween is whether a fault struck after from and before to.
+func faultBetween(faults []Fault, from, to time.Time) bool {
+	for _, f := range faults {
+		if f.Start.After(from) && f.Start.Before(to) {
+			return true
+		}
+	}
+	return false
 }
 
 // Anomalies are answers the API contract does not allow for what was
@@ -209,9 +226,11 @@ func Report(w io.Writer, run Run, in Input, res *Result) {
 	} else {
 		fmt.Fprintf(w, "  quiet period: every request at rest %s after the load stopped\n", run.Settled.Sub(run.LoadEnd).Round(100*time.Millisecond))
 	}
-	times, lost := Recovery(in, res.World)
+	times, clean, lost := Recovery(in, res.World)
 	fmt.Fprintf(w, "  recovery (a fault's end → the next outcome of the requests it hit): %d requests, p50 %s, p99 %s, max %s; never at rest again: %d\n",
 		len(times), pct(times, 0.5).Round(time.Millisecond), pct(times, 0.99).Round(time.Millisecond), pct(times, 1).Round(time.Millisecond), len(lost))
+	fmt.Fprintf(w, "  recovery with no later fault before it ended: %d requests, p50 %s, p99 %s, max %s\n",
+		len(clean), pct(clean, 0.5).Round(time.Millisecond), pct(clean, 0.99).Round(time.Millisecond), pct(clean, 1).Round(time.Millisecond))
 	by := res.ByInvariant()
 	var inv []string
 	for i := 1; i <= 7; i++ {

@@ -1,6 +1,7 @@
 package torture
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,15 +24,26 @@ func TestRecovery(t *testing.T) {
 		{At: at(14), RequestID: rTop, Status: "Completed"},
 	}
 	w := NewWorld(in.Tasks)
-	times, lost := Recovery(in, w)
+	times, clean, lost := Recovery(in, w)
 	if diff := cmp.Diff([]time.Duration{2500 * time.Millisecond, 3 * time.Second}, times); diff != "" {
 		t.Errorf("recovery times (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(times, clean); diff != "" {
+		t.Errorf("recoveries no fault interrupted (-want +got):\n%s", diff)
 	}
 	if len(lost) != 0 {
 		t.Errorf("lost %v", lost)
 	}
+	// A second fault (on the other process) at 13 s interrupts both
+	// recoveries of the first; the root it hits (last seen Running on A)
+	// recovers 0.8 s after it, uninterrupted.
+	in.Faults = append(in.Faults, Fault{Kind: FaultKill, Proc: ProcA, Start: at(13), End: at(13.2)})
+	if _, clean, _ = Recovery(in, w); !slices.Equal(clean, []time.Duration{800 * time.Millisecond}) {
+		t.Errorf("recoveries no later fault interrupted: %v, want the second fault's 800ms only", clean)
+	}
+	in.Faults = in.Faults[:1]
 	in.Observations = in.Observations[:2]
-	_, lost = Recovery(in, w)
+	_, _, lost = Recovery(in, w)
 	if len(lost) != 2 {
 		t.Errorf("lost %v, want both", lost)
 	}

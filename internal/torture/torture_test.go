@@ -126,8 +126,8 @@ func atRest(tasks []*Task) bool {
 	return true
 }
 
-// save writes the history, the ledger, the deliveries, the faults and the
-// final state as JSON lines, for a closer look.
+// save writes the history, the ledger, the deliveries, the faults, the
+// statuses seen and the final state as JSON lines, for a closer look.
 func save(t *testing.T, dir string, in Input) {
 	write := func(name string, items func(enc *json.Encoder) error) {
 		f, err := os.Create(filepath.Join(dir, name))
@@ -167,6 +167,14 @@ func save(t *testing.T, dir string, in Input) {
 	write("faults.jsonl", func(enc *json.Encoder) error {
 		for _, f := range in.Faults {
 			if err := enc.Encode(f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	write("observations.jsonl", func(enc *json.Encoder) error {
+		for _, o := range in.Observations {
+			if err := enc.Encode(o); err != nil {
 				return err
 			}
 		}

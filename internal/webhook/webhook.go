@@ -1,5 +1,5 @@
 // Package webhook sends and verifies webhooks in the Standard Webhooks
-// format (https://www.standardwebhooks.com; DESIGN §11): a JSON POST with
+// format (https://www.standardwebhooks.com; docs/architecture.md): a JSON POST with
 // the headers webhook-id (stable across attempts: receivers deduplicate on
 // it), webhook-timestamp (each attempt's, in epoch seconds) and
 // webhook-signature ("v1,<base64 HMAC-SHA256(key, id.timestamp.body)>",
@@ -97,7 +97,7 @@ func Verify(key []byte, h http.Header, body []byte, now time.Time) error {
 	return ErrSignature
 }
 
-// Payload is a webhook's body (DESIGN §11).
+// Payload is a webhook's body (docs/architecture.md).
 type Payload struct {
 	Type      string `json:"type"`
 	Timestamp string `json:"timestamp"`

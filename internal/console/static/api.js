@@ -1,4 +1,4 @@
-// The console's client of the Hitch HTTP API (DESIGN §3): settings, JSON
+// The console's client of the Hitch HTTP API (docs/api.md): settings, JSON
 // calls, and streams that reconnect with Last-Event-ID.
 
 import { events } from './sse.js';

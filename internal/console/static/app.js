@@ -1,5 +1,5 @@
 // The Hitch console: agents, a streaming chat, approval cards, the inbox of
-// paused tasks and a task's history, all from the HTTP API of DESIGN §3.
+// paused tasks and a task's history, all from the HTTP API of docs/api.md.
 
 import { API, APIError, enc, loadSettings, saveSettings } from './api.js';
 import { validate } from './schema.js';

@@ -1,0 +1,261 @@
+// Decisions at a caller: a caller paused on sub-agents is decided from its
+// leaves (docs/architecture.md, "Orchestration"). A decision sent to the
+// caller names leaf calls; resumeAtCaller claims every leaf it decides,
+// runs them (runLeaves), and the caller goes on in the same invocation
+// while time is left; a decision whose leaf is remote goes to that system
+// (remote.go), one behind a local caller through that caller.
+
+package agent
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// bodyOf is the resume body that decides a round as d did.
+func bodyOf(d *Decision) ResumeRequest {
+	round := d.Round
+	b := ResumeRequest{Round: &round}
+	for _, c := range d.Calls {
+		b.Decisions = append(b.Decisions, c.asInput(c.ToolCallID))
+	}
+	return b
+}
+
+// leafRun is a leaf's resume that a caller's leg runs first (a decision
+// sent to the caller).
+type leafRun struct {
+	run   *Run
+	leaf  LeafRef
+	depth int
+	via   string // the caller's call it is reached through
+	// remote, for a remote task the decision was sent to, is its agent
+	// (run is nil): the leg waits for the remote task's end or pause.
+	remote RemoteAgent
+	call   ChildCall
+	follow RemoteFollow
+}
+
+// resumeAtCaller decides a caller's round (docs/architecture.md): its decisions name
+// the leaves' calls it shows. Each leaf's resume is started first, with the
+// decisions of its calls — the leaf's answer table applies: a refusal there
+// changes nothing here — then the caller is claimed; its leg runs the
+// leaves' legs, continues the chain below it, and goes on.
+func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
+	a := t.Active
+	d, err := e.decide(ag, in, a.Pending, a.Round, now)
+	if err != nil {
+		return nil, err
+	}
+	byCall := map[string]CallDecision{}
+	for _, c := range d.Calls {
+		byCall[c.ToolCallID] = c
+	}
+	remote := func(w Await) bool { return remoteVia(a, w) != nil }
+	// A leaf on another system reached through a local child (a caller
+	// itself): the decision goes to that child, which carries it there.
+	awaits := viaLocalCallers(a)
+	for _, w := range awaits {
+		if _, ok := e.Agents.Get(w.Agent); !ok && !remote(w) {
+			return nil, Errorf(CodeAgentNotFound, "task %s waits on the agent %s, which is not deployed here any more: the decision cannot reach it; cancel the task", t.ID, w.Agent)
+		}
+	}
+	leaves, err := e.claimLocalLeaves(ctx, t, awaits, byCall, in)
+	if err != nil {
+		return nil, err
+	}
+	took, err := e.decideRemotes(ctx, t, byCall, in.Body.Reason, len(leaves) > 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range took {
+		cc := d.call
+		leaves = append(leaves, leafRun{remote: e.remoteOf(t.Agent, cc), call: cc, follow: d.follow,
+			leaf: LeafRef{Agent: cc.Agent, TaskID: cc.TaskID, RequestID: cc.RequestID}, depth: 1, via: cc.ToolCallID})
+	}
+	next := e.nextOf(t)
+	deadline, lease := e.legDeadline(in.Deadline)
+	na := next.Active
+	na.Status, na.ClaimToken, na.LeaseUntil, na.ClaimedAt = StatusRunning, e.newID(), lease, now
+	na.Epoch++
+	na.Decisions = []Decision{*d}
+	na.Pending, na.Awaits = nil, nil
+	next.Status, next.UpdatedAt = StatusRunning, now
+	w := &Write{Task: next, PrevVersion: t.Version, Decisions: []RequestDecision{{RequestID: a.ID, Decision: *d}},
+		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
+	addWaiter(w, in.Waiter)
+	e.outbox(w, true)
+	if err := e.write(ctx, w); err != nil {
+		// Another call moved the caller on (a continuation): the leaves
+		// still run their legs; the caller's outcome is followed.
+		e.log().Warn("a caller moved on while its leaves were decided", "task_id", t.ID, "err", err)
+		return e.followMovedCaller(ag, t, in, leaves), nil
+	}
+	e.observeDecision(ag.Name, d, now.Sub(t.UpdatedAt))
+	run := e.newRun(ag, next, items, deadline)
+	run.kind = KindResume
+	run.continuing = true
+	run.leafRuns = leaves
+	run.atCaller = true
+	return run, nil
+}
+
+// claimLocalLeaves claims the local leaves of a decision at the caller t,
+// each with its part of the decision; a leaf that refuses its part after
+// an earlier one took its own is left paused (the caller pauses on it
+// again), the first one's refusal is the answer.
+func (e *Engine) claimLocalLeaves(ctx context.Context, t *Task, awaits []Await, byCall map[string]CallDecision, in ResumeInput) ([]leafRun, error) {
+	var leaves []leafRun
+	for _, w := range awaits {
+		if remoteVia(t.Active, w) != nil {
+			continue
+		}
+		round := w.Round
+		body := ResumeRequest{Round: &round, Reason: in.Body.Reason}
+		if w.Round == 0 {
+			body.Round = nil // a local caller: the decisions name its round by their calls
+		}
+		for _, id := range w.ToolCallIDs {
+			body.Decisions = append(body.Decisions, byCall[id].asInput(id))
+		}
+		run, err := e.StartResume(ctx, ResumeInput{Agent: w.Agent, UserID: t.UserID, TaskID: w.TaskID, RequestID: w.RequestID,
+			Body: body, Deadline: in.Deadline})
+		if err != nil {
+			if len(leaves) == 0 {
+				return nil, err
+			}
+			// An earlier leaf took its decision: the caller goes on and
+			// pauses again on this one.
+			e.log().Warn("a leaf refused its part of a caller's decision", "task_id", t.ID, "leaf_task_id", w.TaskID, "err", err)
+			continue
+		}
+		leaves = append(leaves, leafRun{run: run, leaf: LeafRef{Agent: w.Agent, TaskID: w.TaskID, RequestID: w.RequestID}, depth: depthBelow(run, t.ID), via: w.Via})
+	}
+	return leaves, nil
+}
+
+// followMovedCaller: the caller's claim lost to another call that moved
+// it on (a continuation, a cancel). The leaves claimed for it still run
+// their legs — each reads its cancel flag before it runs anything — and
+// the caller's outcome is followed.
+func (e *Engine) followMovedCaller(ag *Agent, t *Task, in ResumeInput, leaves []leafRun) *Run {
+	a := t.Active
+	f := e.follower(ag, t.ID, a.ID, a.Round, in.Deadline)
+	follow := f.follow
+	f.follow = func(ctx context.Context, sink Sink) *RequestResult {
+		for _, l := range leaves {
+			if l.run != nil {
+				l.run.pollFirst = true
+				l.run.Execute(ctx, Discard)
+			}
+			if l.follow != nil {
+				_ = l.follow(ctx, nil) // the remote's stream, let go of
+			}
+		}
+		return follow(ctx, sink)
+	}
+	return f
+}
+
+// viaLocalCallers is what a decision at the caller a sends where: each
+// await of a leaf on this system, or reached through a remote call, as it
+// is; an await of a leaf on another system reached through a local child
+// (that child is a caller of a remote agent: the pending copies carry the
+// remote's inputs) becomes one await of that child, Round 0 (its own
+// round, which the decisions name by their calls), with the leaf's calls.
+func viaLocalCallers(a *ActiveRequest) []Await {
+	remoteLeaf := map[string]bool{}
+	for _, p := range a.Pending {
+		if p.Leaf != nil && p.RemoteInput != nil {
+			remoteLeaf[p.Leaf.RequestID] = true
+		}
+	}
+	var out []Await
+	byChild := map[string]int{}
+	for _, w := range a.Awaits {
+		cc := findCall(a, w.Via)
+		if !remoteLeaf[w.RequestID] || cc == nil || cc.Remote != "" || cc.TaskID == w.TaskID {
+			out = append(out, w)
+			continue
+		}
+		if i, ok := byChild[cc.RequestID]; ok {
+			out[i].ToolCallIDs = append(out[i].ToolCallIDs, w.ToolCallIDs...)
+			continue
+		}
+		byChild[cc.RequestID] = len(out)
+		out = append(out, Await{Agent: cc.Agent, TaskID: cc.TaskID, RequestID: cc.RequestID, Via: w.Via,
+			ToolCallIDs: slices.Clone(w.ToolCallIDs)})
+	}
+	return out
+}
+
+// depthBelow is how many levels below the caller task a leaf's request is.
+func depthBelow(leaf *Run, callerTaskID string) int {
+	if leaf.task == nil || leaf.task.Active == nil {
+		return 1
+	}
+	anc := leaf.task.Active.Ancestors
+	for i := len(anc) - 1; i >= 0; i-- {
+		if anc[i].TaskID == callerTaskID {
+			return len(anc) - i
+		}
+	}
+	return 1
+}
+
+// runLeaves runs the leaves' legs a decision at this caller started, their
+// events in this caller's stream at their depth.
+func (r *Run) runLeaves(ctx context.Context) {
+	for _, l := range r.leafRuns {
+		if l.remote != nil {
+			r.awaitRemoteLeaf(ctx, l)
+			continue
+		}
+		sink := &childSink{parent: r, agent: l.leaf.Agent, taskID: l.leaf.TaskID, rid: l.leaf.RequestID, depth: l.depth}
+		res := l.run.Execute(context.WithoutCancel(ctx), sink)
+		cc := r.childCall(l.via)
+		if l.depth != 1 || cc == nil || cc.RequestID != res.RequestID || (res.Status != StatusCompleted && res.Status != StatusFailed) {
+			continue // paused again, canceled, or deeper: read when continued
+		}
+		// A direct child that ended: its outcome is known here.
+		r.emitMu.Lock()
+		r.joins = append(r.joins, Join{RequestID: r.reqID, ToolCallID: cc.ToolCallID, Agent: cc.Agent, TaskID: cc.TaskID,
+			ChildRequestID: cc.RequestID, Status: res.Status, Output: res.Output, Error: res.Error})
+		r.emitMu.Unlock()
+	}
+	r.leafRuns = nil
+}
+
+// joinOf is the ended child of the call, when its outcome is known
+// without a read.
+func (r *Run) joinOf(cc ChildCall) *Join {
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	return findJoin(r.joins, r.reqID, cc)
+}
+
+func findJoin(js []Join, rid string, cc ChildCall) *Join {
+	for i := range js {
+		if js[i].RequestID == rid && js[i].ToolCallID == cc.ToolCallID && js[i].ChildRequestID == cc.RequestID {
+			return &js[i]
+		}
+	}
+	return nil
+}
+
+// outcome is the child's outcome as its join tells it.
+func (j *Join) outcome() childOutcome {
+	return childOutcome{res: &RequestResult{TaskID: j.TaskID, RequestID: j.ChildRequestID, Status: j.Status, Output: j.Output, Error: j.Error},
+		canceledBy: j.CanceledBy, reason: j.CancelReason}
+}
+
+// coversCalls tells whether the decision decides the calls.
+func coversCalls(d *Decision, ids []string) bool {
+	for _, id := range ids {
+		if !slices.ContainsFunc(d.Calls, func(c CallDecision) bool { return c.ToolCallID == id }) {
+			return false
+		}
+	}
+	return true
+}
