@@ -75,5 +75,6 @@ func TestTurnCost(t *testing.T) {
 		float64(calls)*k, u.Calls, u.WriteUnits*k, u.ReadUnits*k, float64(u.BytesSent)*k/1e6, float64(u.BytesReceived)*k/1e6, ddb*k)
 	t.Logf("per 1,000 turns: Lambda %.0f invocations, Hitch's own work %.1f ms wall, %.1f ms CPU a turn (this process, the local model in it) + %.0f s model wait a turn = %.0f GB-s: $%.4f; API Gateway $%.4f",
 		invocations*k, wall.Seconds()*1000/cacheTurns, cpu.Seconds()*1000/cacheTurns, modelSeconds/cacheTurns, gbSeconds*k, lambda*k, api*k)
-	t.Logf("per 1,000 turns: model %+v ×%.0f: $%.2f (caching off: $%.2f)", r.model.usage, k, model*k, func() float64 { off, _ := cacheTask(t, 0); return dollars(off) * k }())
+	off, _ := cacheTask(t, 0)
+	t.Logf("per 1,000 turns: model %+v ×%.0f: $%.2f (caching off: $%.2f)", r.model.usage, k, model*k, dollars(off)*k)
 }
