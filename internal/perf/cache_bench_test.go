@@ -76,12 +76,13 @@ func (t *ticketTool) Run(_ context.Context, c agent.ToolCall) (agent.ToolOutput,
 	return agent.ToolOutput{Content: []agent.Block{agent.TextBlock(out)}}, nil
 }
 
-// usageModel sums the usage of every model call.
+// usageModel sums the usage of every model call and keeps each.
 type usageModel struct {
 	agent.Model
-	mu    sync.Mutex
-	usage agent.Usage
-	calls int
+	mu      sync.Mutex
+	usage   agent.Usage
+	calls   int
+	perCall []agent.Usage
 }
 
 func (m *usageModel) Converse(ctx context.Context, req *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
@@ -89,6 +90,7 @@ func (m *usageModel) Converse(ctx context.Context, req *agent.ModelRequest, on f
 	if resp != nil {
 		m.mu.Lock()
 		m.usage, m.calls = m.usage.Add(resp.Usage), m.calls+1
+		m.perCall = append(m.perCall, resp.Usage)
 		m.mu.Unlock()
 	}
 	return resp, err
@@ -186,11 +188,17 @@ func (r *cacheRun) next() {
 // usage summed over its model calls, and how many there were.
 func cacheTask(tb testing.TB, ttl time.Duration) (agent.Usage, int) {
 	tb.Helper()
+	r := cacheTaskRun(tb, ttl)
+	return r.model.usage, r.model.calls
+}
+
+func cacheTaskRun(tb testing.TB, ttl time.Duration) *cacheRun {
+	tb.Helper()
 	r := newCacheRun(tb, ttl)
 	for range cacheTurns {
 		r.next()
 	}
-	return r.model.usage, r.model.calls
+	return r
 }
 
 // dollars is what u costs at the prices above.
@@ -201,10 +209,20 @@ func dollars(u agent.Usage) float64 {
 
 // TestPromptCacheSaving: on the benchmark's task, caching bills at least
 // 70 % fewer input tokens at the full price and costs less, with the same
-// output; every model call but the first reads the cache.
+// output; every model call but the first reads the whole prompt of the call
+// before it from the cache — the next step of a tool loop, the next turn,
+// and the leg after an approval alike.
 func TestPromptCacheSaving(t *testing.T) {
 	off, calls := cacheTask(t, 0)
-	on, callsOn := cacheTask(t, 5*time.Minute)
+	run := cacheTaskRun(t, 5*time.Minute)
+	on, callsOn := run.model.usage, run.model.calls
+	for i := 1; i < len(run.model.perCall); i++ {
+		prev, cur := run.model.perCall[i-1], run.model.perCall[i]
+		if want := prev.InputTokens + prev.CacheReadInputTokens + prev.CacheWriteInputTokens; cur.CacheReadInputTokens != want {
+			t.Errorf("model call %d read %d tokens from the cache, want the previous call's whole prompt, %d (%+v after %+v)",
+				i+1, cur.CacheReadInputTokens, want, cur, prev)
+		}
+	}
 	if want := cacheTurns * 3; calls != want || callsOn != want {
 		t.Fatalf("%d and %d model calls, want %d each", calls, callsOn, want)
 	}
