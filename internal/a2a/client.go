@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +29,8 @@ type Remote struct {
 	url     string
 	headers map[string]string
 	hc      *http.Client
+	// Log hears of sends and reads tried again (slog.Default when nil).
+	Log *slog.Logger
 
 	once   sync.Once
 	client *a2aclient.Client
@@ -82,6 +86,79 @@ func (r *Remote) conn(ctx context.Context) (*a2aclient.Client, error) {
 // ended (the stream's last word is not needed: a stream cut short leaves
 // the task working, which the engine reads again until it moves).
 func (r *Remote) Send(ctx context.Context, contextID, messageID, text string, events agent.RemoteEvents) (*agent.RemoteTask, error) {
+	wait := sendWait
+	for attempt := 1; ; attempt++ {
+		rt, err := r.send(ctx, contextID, messageID, text, events)
+		var ae *agent.Error
+		if err == nil || errors.As(err, &ae) || attempt == sendAttempts || ctx.Err() != nil {
+			return rt, err
+		}
+		r.log().WarnContext(ctx, "sending to a remote agent failed; sending again with the same id", "url", r.url, "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// sendAttempts bounds the sends of a message whose answer did not come,
+// each with the same id (a Hitch remote takes it once), sendWait apart,
+// the wait doubling.
+const (
+	sendAttempts = 3
+	sendWait     = 250 * time.Millisecond
+)
+
+// Await implements agent.RemoteAgent: reads 50 ms apart at first,
+// the wait doubling up to awaitMax.
+func (r *Remote) Await(ctx context.Context, contextID, taskID string, until time.Time) (*agent.RemoteTask, error) {
+	wait := 50 * time.Millisecond
+	for {
+		rt, err := r.Get(ctx, contextID, taskID)
+		var ae *agent.Error
+		switch {
+		case err == nil && rt.Status != agent.StatusRunning:
+			return rt, nil
+		case errors.As(err, &ae):
+			return nil, err // the remote's own answer (task_not_found, …)
+		case err != nil:
+			r.log().DebugContext(ctx, "reading a remote task failed; read again", "url", r.url, "remote_task_id", taskID, "err", err)
+		}
+		if ctx.Err() != nil || (!until.IsZero() && time.Until(until) < wait) {
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", agent.ErrRemoteUnknown, err)
+			}
+			return rt, nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, awaitMax)
+	}
+}
+
+// awaitMax bounds the wait between two reads of a working remote task.
+const awaitMax = 2 * time.Second
+
+func (r *Remote) log() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.Default()
+}
+
+// DecisionMessageID is the id of the message carrying a caller's
+// decision to a remote leaf: the same for the same decision, so that a
+// re-sent one is taken once.
+func DecisionMessageID(k agent.DecisionKey) string {
+	return "hitch-" + k.RequestID + "-r" + strconv.Itoa(k.Round) + "-" + k.ToolCallID
+}
+
+// send sends the message once.
+func (r *Remote) send(ctx context.Context, contextID, messageID, text string, events agent.RemoteEvents) (*agent.RemoteTask, error) {
 	c, err := r.conn(ctx)
 	if err != nil {
 		return nil, err
@@ -144,7 +221,8 @@ func (r *Remote) Send(ctx context.Context, contextID, messageID, text string, ev
 // first event (the working task) says the remote took it, the rest is
 // what it does with it — live, for follow. A remote that does not stream
 // gets SendMessage with returnImmediately, and follow passes nothing.
-func (r *Remote) Decide(ctx context.Context, contextID, taskID, messageID string, body agent.ResumeRequest) (agent.RemoteFollow, error) {
+func (r *Remote) Decide(ctx context.Context, contextID, taskID string, key agent.DecisionKey, body agent.ResumeRequest) (agent.RemoteFollow, error) {
+	messageID := DecisionMessageID(key)
 	c, err := r.conn(ctx)
 	if err != nil {
 		return nil, err

@@ -219,10 +219,10 @@ func (r *Run) runLeaves(ctx context.Context) {
 			continue // paused again, canceled, or deeper: read when continued
 		}
 		// A direct child that ended: its outcome is known here.
-		r.emitMu.Lock()
+		r.childMu.Lock()
 		r.joins = append(r.joins, Join{RequestID: r.reqID, ToolCallID: cc.ToolCallID, Agent: cc.Agent, TaskID: cc.TaskID,
 			ChildRequestID: cc.RequestID, Status: res.Status, Output: res.Output, Error: res.Error})
-		r.emitMu.Unlock()
+		r.childMu.Unlock()
 	}
 	r.leafRuns = nil
 }
@@ -230,8 +230,8 @@ func (r *Run) runLeaves(ctx context.Context) {
 // joinOf is the ended child of the call, when its outcome is known
 // without a read.
 func (r *Run) joinOf(cc ChildCall) *Join {
-	r.emitMu.Lock()
-	defer r.emitMu.Unlock()
+	r.childMu.Lock()
+	defer r.childMu.Unlock()
 	return findJoin(r.joins, r.reqID, cc)
 }
 

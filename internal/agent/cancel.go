@@ -67,9 +67,9 @@ func (r *Run) watchCancel(ctx context.Context) (context.Context, func()) {
 	var once sync.Once
 	stop := func(ci cancelInfo) {
 		once.Do(func() {
-			r.mu.Lock()
+			r.cancelMu.Lock()
 			r.canceled = &ci
-			r.mu.Unlock()
+			r.cancelMu.Unlock()
 			cancel(errCanceled)
 		})
 	}
@@ -131,8 +131,8 @@ func (r *Run) interrupted(ctx context.Context) bool {
 
 // cancellation returns the cancel that stopped the leg.
 func (r *Run) cancellation() *cancelInfo {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.cancelMu.Lock()
+	defer r.cancelMu.Unlock()
 	return r.canceled
 }
 
@@ -162,14 +162,7 @@ func (e *Engine) Cancel(ctx context.Context, in CancelInput) (*CancelOutcome, er
 	if !ok {
 		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", in.Agent)
 	}
-	for attempt := 0; ; attempt++ {
-		out, err := e.tryCancel(ctx, ag, in)
-		var ce *ConflictError
-		if errors.As(err, &ce) && attempt < 5 {
-			continue
-		}
-		return out, err
-	}
+	return again(false, func() (*CancelOutcome, error) { return e.tryCancel(ctx, ag, in) })
 }
 
 func (e *Engine) tryCancel(ctx context.Context, ag *Agent, in CancelInput) (*CancelOutcome, error) {
@@ -325,33 +318,35 @@ func (e *Engine) cancelCalls(ctx context.Context, callerAgent string, calls []Ch
 		if !ok {
 			continue
 		}
-		for attempt := 0; attempt < 5; attempt++ {
-			ct, citems, err := e.loadFor(ctx, sub, cc.TaskID)
-			if err != nil {
-				break // never started, or deleted
-			}
-			ca := ct.Active
-			if ca == nil || ca.ID != cc.RequestID {
-				break // ended, or never started
-			}
-			if ca.Status == StatusPaused || !e.now().Before(ca.LeaseUntil) {
-				_, err = e.cancelTree(ctx, sub, ct, citems, ci, until)
-			} else {
-				var ok bool
-				if ok, err = e.flagCancel(ctx, ct, citems, ci); err == nil && !ok {
-					confirmed = false
-				}
-			}
-			var ce *ConflictError
-			if !errors.As(err, &ce) {
-				if err != nil {
-					e.log().Warn("canceling a sub-agent's request failed", "task_id", ct.ID, "request_id", cc.RequestID, "err", err)
-				}
-				break
-			}
+		ok, err := again(false, func() (bool, error) { return e.cancelCall(ctx, sub, cc, ci, until) })
+		if err != nil {
+			e.log().Warn("canceling a sub-agent's request failed", "task_id", cc.TaskID, "request_id", cc.RequestID, "err", err)
+		}
+		if !ok {
+			confirmed = false
 		}
 	}
 	return confirmed
+}
+
+// cancelCall cancels a local sub-agent call's request: a running one is
+// flagged (ok false when a remote below it did not confirm), a paused or
+// dead one canceled with its tree; one that ended, or never started, is
+// left alone.
+func (e *Engine) cancelCall(ctx context.Context, sub *Agent, cc ChildCall, ci cancelInfo, until time.Time) (ok bool, err error) {
+	ct, citems, err := e.loadFor(ctx, sub, cc.TaskID)
+	if err != nil {
+		return true, nil // never started, or deleted
+	}
+	ca := ct.Active
+	if ca == nil || ca.ID != cc.RequestID {
+		return true, nil // ended, or never started
+	}
+	if ca.Status == StatusPaused || !e.now().Before(ca.LeaseUntil) {
+		_, err = e.cancelTree(ctx, sub, ct, citems, ci, until)
+		return true, err
+	}
+	return e.flagCancel(ctx, ct, citems, ci)
 }
 
 // endedResult is the request's result once it has ended, else nil.

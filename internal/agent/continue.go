@@ -16,6 +16,10 @@ import (
 	"time"
 )
 
+// ErrBusy says a caller is held by a live invocation: a continuation of it
+// is tried again later.
+var ErrBusy = errors.New("agent: the request is held by a live invocation")
+
 // StartContinue claims a caller whose sub-agent ended or paused again, or
 // whose leg died while it waited on one, for the leg that goes on
 // (docs/architecture.md); nil when there is nothing to do (the caller moved on, or its
@@ -42,15 +46,11 @@ func (e *Engine) StartPoll(ctx context.Context, taskID, rid string) (*Run, error
 }
 
 func (e *Engine) startContinue(ctx context.Context, taskID, rid string, poll bool, consumed string) (*Run, error) {
-	for attempt := 0; attempt < 5; attempt++ {
-		run, err := e.tryContinue(ctx, taskID, rid, poll, consumed)
-		var ce *ConflictError
-		if errors.As(err, &ce) {
-			continue
-		}
-		return run, err
+	run, err := again(false, func() (*Run, error) { return e.tryContinue(ctx, taskID, rid, poll, consumed) })
+	if ce := (*ConflictError)(nil); errors.As(err, &ce) {
+		return nil, ErrBusy // others keep moving it: they carry it on
 	}
-	return nil, ErrBusy
+	return run, err
 }
 
 func (e *Engine) tryContinue(ctx context.Context, taskID, rid string, poll bool, consumed string) (*Run, error) {
@@ -409,7 +409,3 @@ func (e *Engine) PollCaller(ctx context.Context, taskID, rid string) error {
 	run.Execute(ctx, Discard)
 	return nil
 }
-
-// ErrBusy says a caller is held by a live invocation: a continuation of it
-// is tried again later.
-var ErrBusy = errors.New("agent: the request is held by a live invocation")

@@ -398,6 +398,27 @@ func deadLegResults(items []Item, a *ActiveRequest, notRun string) []Block {
 // outcomeUnknownMessage is the result of a call a dead leg may have run.
 var outcomeUnknownMessage = CodeOutcomeUnknown + ": the request was interrupted while this call ran; it may or may not have run, and it was not run again"
 
+// conflictRetries is how many times a path reads the task again and
+// decides anew after its write lost to another (a conflict: the task
+// moved under it), the one retry policy of the engine's paths.
+const conflictRetries = 5
+
+// again runs try until it ends in something other than a conflict, or
+// (an ErrIdemExists too when idem) after conflictRetries retries, with
+// the last conflict then.
+func again[T any](idem bool, try func() (T, error)) (T, error) {
+	var v T
+	var err error
+	for range conflictRetries + 1 {
+		v, err = try()
+		var ce *ConflictError
+		if !errors.As(err, &ce) && !(idem && errors.Is(err, ErrIdemExists)) {
+			return v, err
+		}
+	}
+	return v, err
+}
+
 // commit writes w. A conflict comes back as it is (the caller reads the
 // task again and decides anew); any other failure says what was written.
 func (e *Engine) commit(ctx context.Context, w *Write, format string, args ...any) error {

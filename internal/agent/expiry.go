@@ -8,7 +8,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -69,25 +68,24 @@ func (e *Engine) expireLeaves(ctx context.Context, callerAgent string, a *Active
 		if !ok {
 			continue
 		}
-		for attempt := 0; attempt < 5; attempt++ {
-			lt, litems, err := e.loadFor(ctx, sub, w.TaskID)
-			if err != nil {
-				break
-			}
-			la := lt.Active
-			if la == nil || la.ID != w.RequestID || la.Status != StatusPaused || la.Round != w.Round || len(la.Awaits) > 0 {
-				break
-			}
-			_, err = e.expireAt(ctx, sub, lt, litems, e.now(), at)
-			var ce *ConflictError
-			if !errors.As(err, &ce) {
-				if err != nil {
-					e.log().Warn("expiring a leaf of an expired chain failed", "task_id", w.TaskID, "request_id", w.RequestID, "err", err)
-				}
-				break
-			}
+		if _, err := again(false, func() (*RequestRecord, error) { return e.expireLeaf(ctx, sub, w, at) }); err != nil {
+			e.log().Warn("expiring a leaf of an expired chain failed", "task_id", w.TaskID, "request_id", w.RequestID, "err", err)
 		}
 	}
+}
+
+// expireLeaf expires a leaf round a caller awaited, as of at, while it is
+// still paused in that round.
+func (e *Engine) expireLeaf(ctx context.Context, sub *Agent, w Await, at time.Time) (*RequestRecord, error) {
+	lt, litems, err := e.loadFor(ctx, sub, w.TaskID)
+	if err != nil {
+		return nil, nil
+	}
+	la := lt.Active
+	if la == nil || la.ID != w.RequestID || la.Status != StatusPaused || la.Round != w.Round || len(la.Awaits) > 0 {
+		return nil, nil
+	}
+	return e.expireAt(ctx, sub, lt, litems, e.now(), at)
 }
 
 // roundExpired tells whether a paused round has passed its earliest expiry.

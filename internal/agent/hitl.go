@@ -108,9 +108,9 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 	if na := r.task.Active; na.CancelRequested {
 		// A cancel landed while the pause was written (the write rebased on
 		// its flag): the request ends Canceled now instead of waiting.
-		r.mu.Lock()
+		r.cancelMu.Lock()
 		r.canceled = &cancelInfo{by: na.CanceledBy, reason: na.CancelReason, at: na.CanceledAt}
-		r.mu.Unlock()
+		r.cancelMu.Unlock()
 		na.Status, na.Pending, na.Awaits = StatusRunning, nil, nil
 		r.task.Status = StatusRunning
 		r.status = StatusCanceled

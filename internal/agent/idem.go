@@ -122,16 +122,11 @@ func (e *Engine) startLoop(ctx context.Context, user, agentName, route string, i
 	if !ok {
 		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", agentName)
 	}
-	for attempt := 0; ; attempt++ {
+	return again(true, func() (*Run, error) {
 		bound, err := e.lookupIdem(ctx, user, ag.Name, route, id)
 		if err != nil {
 			return nil, err
 		}
-		run, err := try(ag, bound)
-		var ce *ConflictError
-		if (errors.As(err, &ce) || errors.Is(err, ErrIdemExists)) && attempt < 5 {
-			continue
-		}
-		return run, err
-	}
+		return try(ag, bound)
+	})
 }

@@ -87,15 +87,11 @@ func (e *Engine) callerRuns(ctx context.Context, a *ActiveRequest) bool {
 // holds it. At MaxTakeovers dead takeovers the request ends Failed
 // lease_expired, its open sub-agent calls canceled.
 func (e *Engine) StartTakeover(ctx context.Context, taskID, rid string) (*Run, error) {
-	for attempt := 0; attempt < 5; attempt++ {
-		run, err := e.tryTakeover(ctx, taskID, rid)
-		var ce *ConflictError
-		if errors.As(err, &ce) {
-			continue
-		}
-		return run, err
+	run, err := again(false, func() (*Run, error) { return e.tryTakeover(ctx, taskID, rid) })
+	if ce := (*ConflictError)(nil); errors.As(err, &ce) {
+		return nil, ErrBusy // others keep moving it: they carry it on
 	}
-	return nil, ErrBusy
+	return run, err
 }
 
 func (e *Engine) tryTakeover(ctx context.Context, taskID, rid string) (*Run, error) {

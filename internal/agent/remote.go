@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -40,17 +39,36 @@ type RemoteAgent interface {
 	// that the remote takes it once (Hitch does). It answers when the
 	// remote task ended or asks for input, passing what the remote
 	// streams meanwhile to events.
+	// A send whose answer did not come is sent again, with the same id,
+	// a few times: the transport's policy, not the engine's.
 	Send(ctx context.Context, contextID, messageID, text string, events RemoteEvents) (*RemoteTask, error)
 	// Decide sends a decision to a remote task that awaits one and returns
 	// once the remote took it (an error: it refused it, or could not be
-	// reached). follow then passes what the remote streams about it to
-	// events (nil: none) until the task ends or asks for input again, or
-	// ctx ends; it must be called once.
-	Decide(ctx context.Context, contextID, taskID, messageID string, body ResumeRequest) (follow RemoteFollow, err error)
+	// reached). key names the decision: the message carrying it has an id
+	// of its own derived from it, the same when it is sent again. follow
+	// then passes what the remote streams about it to events (nil: none)
+	// until the task ends or asks for input again, or ctx ends; it must be
+	// called once.
+	Decide(ctx context.Context, contextID, taskID string, key DecisionKey, body ResumeRequest) (follow RemoteFollow, err error)
 	// Get reads a remote task.
 	Get(ctx context.Context, contextID, taskID string) (*RemoteTask, error)
+	// Await reads a working remote task until it ends or asks for input,
+	// or until (it answers the task working then). A read that fails
+	// without the remote's answer (the network, the remote restarting) is
+	// tried again: the task was sent, and the remote owns its outcome.
+	// ErrRemoteUnknown: none could be read in the time there was.
+	Await(ctx context.Context, contextID, taskID string, until time.Time) (*RemoteTask, error)
 	// Cancel cancels a remote task.
 	Cancel(ctx context.Context, contextID, taskID string) error
+}
+
+// DecisionKey names a caller's decision sent to a remote leaf: the
+// caller's request, its round, and the awaited call (the tool call of the
+// caller's `a2a:` tool).
+type DecisionKey struct {
+	RequestID  string
+	Round      int
+	ToolCallID string
 }
 
 // RemoteFollow follows what a remote task does with a decision (Decide).
@@ -126,18 +144,18 @@ func (e *Engine) remoteOf(callerAgent string, cc ChildCall) RemoteAgent {
 // caller's META (applied once the turn's calls are done: calls of several
 // sub-agents run side by side).
 func (r *Run) learn(cc ChildCall) {
-	r.emitMu.Lock()
+	r.childMu.Lock()
 	r.learned = append(r.learned, cc)
-	r.emitMu.Unlock()
+	r.childMu.Unlock()
 }
 
 // applyLearned records the remote ids learned in the caller's calls and
 // its child map (the remote context continued by later calls).
 func (r *Run) applyLearned() {
-	r.emitMu.Lock()
+	r.childMu.Lock()
 	learned := r.learned
 	r.learned = nil
-	r.emitMu.Unlock()
+	r.childMu.Unlock()
 	a := r.task.Active
 	for _, l := range learned {
 		for i := range a.Calls {
@@ -179,7 +197,7 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 	if call.RequestID != "" && (rt == nil || rt.Status == StatusRunning) {
 		rt, err = r.e.awaitRemote(ctx, at.Remote, call, r.deadline)
 	}
-	if errors.Is(err, errRemoteUnknown) && !errors.Is(context.Cause(ctx), errCanceled) {
+	if errors.Is(err, ErrRemoteUnknown) && !errors.Is(context.Cause(ctx), errCanceled) {
 		// Sent, and not readable as this leg's time ran out: a new leg
 		// reads it again (the remote owns its outcome; a cancel ends it).
 		return Block{}, &childPause{call: call, handoff: true}
@@ -286,42 +304,14 @@ func timeUp(ctx context.Context) bool {
 	return ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded)
 }
 
-// remotePollMax bounds the wait between two reads of a working remote task.
-const remotePollMax = 2 * time.Second
-
 // awaitRemote reads a working remote task until it ends or asks for
 // input, or until the leg's deadline is near (it answers it working then).
-//
-// A read that fails without the remote's answer (the network, the remote
-// down or restarting) is tried again: the task was sent, and the remote
-// owns its outcome. errRemoteUnknown: none could be read before the leg's
-// time ran out.
 func (e *Engine) awaitRemote(ctx context.Context, ra RemoteAgent, cc ChildCall, deadline time.Time) (*RemoteTask, error) {
-	wait := 50 * time.Millisecond
-	stop := deadline.Add(-e.DeadlineMargin)
-	for {
-		rt, err := ra.Get(ctx, cc.TaskID, cc.RequestID)
-		var ae *Error
-		switch {
-		case err == nil && rt.Status != StatusRunning:
-			return rt, nil
-		case errors.As(err, &ae):
-			return nil, err // the remote's own answer (task_not_found, …)
-		case err != nil:
-			e.log().Debug("reading a remote task failed; read again", "agent", cc.Agent, "url", cc.Remote, "remote_task_id", cc.RequestID, "err", err)
-		}
-		if ctx.Err() != nil || (!deadline.IsZero() && time.Until(stop) < wait) {
-			if err != nil {
-				return nil, fmt.Errorf("%w: %v", errRemoteUnknown, err)
-			}
-			return rt, nil
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, remotePollMax)
+	var until time.Time
+	if !deadline.IsZero() {
+		until = deadline.Add(-e.DeadlineMargin)
 	}
+	return ra.Await(ctx, cc.TaskID, cc.RequestID, until)
 }
 
 // ErrNotSent says a message surely did not reach a remote agent (there was
@@ -329,35 +319,17 @@ func (e *Engine) awaitRemote(ctx context.Context, ra RemoteAgent, cc ChildCall, 
 // of a send may hide a message that landed.
 var ErrNotSent = errors.New("not sent: no connection to the remote agent")
 
-// errRemoteUnknown: a remote task could not be read in the time there was.
-var errRemoteUnknown = errors.New("the remote task could not be read")
+// ErrRemoteUnknown: a remote task could not be read in the time there
+// was (RemoteAgent.Await).
+var ErrRemoteUnknown = errors.New("the remote task could not be read")
 
-// sendAttempts bounds the sends of a message whose answer did not come
-// (each with the same id: the remote takes it once).
-const sendAttempts = 3
-
-// sendRemote sends a call's message, again with the same id when the
-// answer did not come (the network), its streamed events passed to the
+// sendRemote sends a call's message, its streamed events passed to the
 // caller's stream as child events.
 func (r *Run) sendRemote(ctx context.Context, ra RemoteAgent, call ChildCall, text string) (*RemoteTask, error) {
 	events := func(contextID, taskID, name string, data any) {
 		r.emit(EventChild, childEvent(call.Agent, contextID, taskID, 1, call.Remote, name, data))
 	}
-	wait := 250 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		rt, err := ra.Send(ctx, call.TaskID, call.MessageID, text, events)
-		var ae *Error
-		if err == nil || errors.As(err, &ae) || attempt == sendAttempts || ctx.Err() != nil {
-			return rt, err
-		}
-		r.e.log().WarnContext(ctx, "sending to a remote agent failed; sending again with the same id", "agent", call.Agent, "url", call.Remote, "attempt", attempt, "err", err)
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(wait):
-		}
-		wait *= 2
-	}
+	return ra.Send(ctx, call.TaskID, call.MessageID, text, events)
 }
 
 // remoteMoved tells whether a paused caller's remote call is no longer
@@ -454,8 +426,7 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 	var took []remoteDecided
 	for _, via := range order {
 		g := groups[via]
-		mid := "hitch-" + a.ID + "-r" + strconv.Itoa(a.Round) + "-" + via
-		follow, err := g.ra.Decide(ctx, g.call.TaskID, g.call.RequestID, mid, g.body)
+		follow, err := g.ra.Decide(ctx, g.call.TaskID, g.call.RequestID, DecisionKey{RequestID: a.ID, Round: a.Round, ToolCallID: via}, g.body)
 		if err != nil {
 			var ae *Error
 			if !errors.As(err, &ae) {
@@ -498,10 +469,10 @@ func (r *Run) awaitRemoteLeaf(ctx context.Context, l leafRun) {
 	}
 	r.emitRemote(l.call, rt, 1)
 	cc := l.call
-	r.emitMu.Lock()
+	r.childMu.Lock()
 	r.joins = append(r.joins, Join{RequestID: r.reqID, ToolCallID: cc.ToolCallID, Agent: cc.Agent, TaskID: cc.TaskID,
 		ChildRequestID: cc.RequestID, Status: rt.Status, Output: rt.Output, Error: rt.Error})
-	r.emitMu.Unlock()
+	r.childMu.Unlock()
 }
 
 // pollIdle is a poll's first look, at META alone: done when there is

@@ -615,7 +615,7 @@ func replaceItems(items, repl []Item) []Item {
 // request (a duplicate in flight) and answers it.
 func (e *Engine) follower(ag *Agent, taskID, rid string, round int, callerDeadline time.Time) *Run {
 	deadline, _ := e.legDeadline(callerDeadline)
-	r := &Run{e: e, agent: ag, reqID: rid, taskID: taskID, legRound: round}
+	r := &Run{e: e, agent: ag, reqID: rid, taskID: taskID, followSpec: followSpec{legRound: round}}
 	r.follow = func(ctx context.Context, sink Sink) *RequestResult {
 		// A follower stops with its caller's deadline, like a leg.
 		ctx, cancel := context.WithDeadline(ctx, deadline)

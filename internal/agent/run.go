@@ -29,49 +29,30 @@ type Run struct {
 	sink     Sink
 	reqID    string
 	taskID   string
-	kind     string // the leg's kind: invoke, edit or resume
-	// decided, on a resume, is the round's decision to carry out first.
-	decided *Decision
-	// takeover: the leg takes over a resume whose lease expired.
-	takeover bool
-	// continuing: the leg continues a caller after its sub-agents moved
-	// (docs/architecture.md): the open sub-agent calls get their outcome first.
-	continuing bool
-	// leafRuns, on a decision sent to a caller, are the leaves' legs it
-	// runs first.
-	leafRuns []leafRun
+	legStart
 	// fresh are the sub-agent calls this leg planned: their children are
 	// started without being looked up first.
 	fresh map[string]bool
 	// committed: the request's end landed.
 	committed bool
-	// handedOff: the leg hands the chain below it to the outbox (§10).
+	// handedOff: the leg hands the chain below it to the outbox
+	// (docs/architecture.md, "Orchestration").
 	handedOff bool
-	// atCaller: the leg runs a decision sent to a caller (docs/architecture.md).
-	atCaller bool
-	// pollFirst: a leaf's leg claimed by a decision at a caller that
-	// moved on meanwhile (a cancel flagged it) reads its own cancel flag
-	// before it runs anything (one read).
-	pollFirst bool
 	// extraOutbox are items the next write puts besides what it owes.
 	extraOutbox []OutboxItem
-	// joins are the outcomes of the request's children known without a
-	// read: put for it by their ends (JOIN#), or run by this leg.
-	joins []Join
-	// learned are the ids remote agents gave this leg's calls (remote.go).
-	learned []ChildCall
 	// emitMu orders the events of sub-agents that run side by side.
-	emitMu   sync.Mutex
-	mu       sync.Mutex
+	emitMu sync.Mutex
+	// childMu guards what calls of several sub-agents learn side by side:
+	// joins, the outcomes of the request's children known without a read
+	// (put for it by their ends, JOIN#, or run by this leg), and learned,
+	// the ids remote agents gave this leg's calls (remote.go).
+	childMu sync.Mutex
+	joins   []Join
+	learned []ChildCall
+	// cancelMu guards canceled, the cancel that stopped the leg.
+	cancelMu sync.Mutex
 	canceled *cancelInfo
-	// follow, when set, makes the run a follower: it waits for another
-	// invocation's outcome instead of running (duplicates in flight).
-	follow func(ctx context.Context, sink Sink) *RequestResult
-	// legRound, on a follower, is the round whose decision it follows.
-	legRound int
-	// retake, on a follower of a decision in flight, takes the request over
-	// when the invocation running it died.
-	retake   func(ctx context.Context) (*Run, error)
+	followSpec
 	eventID  int64          // the last event id of the request
 	started  time.Time      // when the leg started (metrics)
 	firstOut bool           // the leg's first model output was seen
@@ -99,6 +80,38 @@ type Run struct {
 func (e *Engine) newRun(ag *Agent, t *Task, history []Item, deadline time.Time) *Run {
 	return &Run{e: e, agent: ag, task: t, taskID: t.ID, history: history, deadline: deadline, joins: t.Joins,
 		reqID: t.Active.ID, eventID: t.Active.LastEventID, leaseSent: t.Active.LeaseUntil.Add(-LeaseDuration)}
+}
+
+// legStart is what a leg does first, by its kind: a new message's or an
+// edit's leg leaves all but kind zero.
+type legStart struct {
+	kind string // the leg's kind: invoke, edit or resume
+	// decided, on a resume, is the round's decision to carry out first.
+	decided *Decision
+	// takeover: the leg takes over a resume whose lease expired.
+	takeover bool
+	// continuing: the leg continues a caller after its sub-agents moved
+	// (continue.go): the open sub-agent calls get their outcome first.
+	continuing bool
+	// atCaller: the leg runs a decision sent to a caller (caller.go), and
+	// leafRuns are the leaves' legs it runs first.
+	atCaller bool
+	leafRuns []leafRun
+	// pollFirst: a leaf's leg claimed by a decision at a caller that
+	// moved on meanwhile (a cancel flagged it) reads its own cancel flag
+	// before it runs anything (one read).
+	pollFirst bool
+}
+
+// followSpec makes a Run a follower: it waits for another invocation's
+// outcome instead of running (a duplicate in flight, a past round).
+type followSpec struct {
+	follow func(ctx context.Context, sink Sink) *RequestResult
+	// legRound is the round whose decision it follows.
+	legRound int
+	// retake, on a follower of a decision in flight, takes the request
+	// over when the invocation running it died.
+	retake func(ctx context.Context) (*Run, error)
 }
 
 // Task returns the task as the run was claimed; read it before Execute.

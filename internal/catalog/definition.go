@@ -328,7 +328,9 @@ func (d *decoder) agentEntry(f map[string]*yaml.Node, at string, policy agent.To
 		if !ok {
 			return nil
 		}
-		t.Remote = a2a.NewRemote(raw, headers, env.MCP.HTTPClient)
+		rem := a2a.NewRemote(raw, headers, env.MCP.HTTPClient)
+		rem.Log = env.MCP.Log
+		t.Remote = rem
 		t.Description = "The remote agent " + name + " (A2A)."
 	}
 	if n := f["description"]; n != nil {

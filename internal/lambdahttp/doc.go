@@ -42,4 +42,17 @@
 // results), error (with Lambda-Runtime-Function-Error-Type, set by a
 // *FunctionError), and init/error. Handler.Handle still works with
 // lambda.Start for anyone who prefers it.
+//
+// Tried (2026-11): a function serving an event stream (one SSE line, a
+// second's pause, another line) built once with lambda.Start(ServeEvent)
+// and once with Start, each run under AWS's Runtime Interface Emulator
+// (aws-lambda-runtime-interface-emulator at bef5c4b, invoked with
+// Lambda-Runtime-Function-Response-Mode: streaming). Both answered 200
+// with the same prelude and body (the library's prelude without
+// "cookies"), and the emulator buffered both (a Content-Length, the whole
+// body after the pause): it cannot show whether a runtime streams. The
+// library's Runtime API client sets only User-Agent, Content-Type and the
+// X-Ray cause on its response (lambda/runtime_api_client.go, post), never
+// the response-mode header the custom-runtime contract asks for a
+// streamed response; Start sends it. So Start stays.
 package lambdahttp

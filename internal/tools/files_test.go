@@ -98,6 +98,15 @@ func TestFilesGroup(t *testing.T) {
 	}
 }
 
+// TestListAFileIsNotDir: listing a file is the tools' own ErrNotDir, not
+// the operating system's error (whose text reads alike).
+func TestListAFileIsNotDir(t *testing.T) {
+	e := newFilesEnv(t)
+	if _, err := e.run(t, "list_files", `{"path":"a.txt"}`); !errors.Is(err, tools.ErrNotDir) {
+		t.Errorf("list_files a.txt: %v, want tools.ErrNotDir", err)
+	}
+}
+
 func TestFilesRead(t *testing.T) {
 	e := newFilesEnv(t)
 	tests := []struct {

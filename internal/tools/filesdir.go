@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // dirStore keeps the files in a directory on disk (hitch serve), through
@@ -50,7 +51,7 @@ func (d dirStore) List(_ context.Context, dir string) (names []string, err error
 		defer f.Close()
 		entries, err := f.ReadDir(-1)
 		if err != nil {
-			if errors.Is(err, fs.ErrInvalid) || strings.Contains(err.Error(), "not a directory") {
+			if errors.Is(err, fs.ErrInvalid) || errors.Is(err, syscall.ENOTDIR) {
 				return PathError(dir, ErrNotDir)
 			}
 			return err
