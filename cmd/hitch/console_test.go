@@ -246,7 +246,9 @@ func (p *browserPage) newTask() {
 	p.wait("an empty chat", `document.querySelectorAll('#transcript li').length === 0`)
 }
 
-const quickAgent = `apiVersion: tealagents/v1alpha1
+// quickAgent's system prompt is over the 1,024 tokens a cached prefix needs,
+// so its model calls write to the prompt cache.
+var quickAgent = `apiVersion: tealagents/v1alpha1
 kind: Agent
 name: quick
 version: 0.1
@@ -255,7 +257,7 @@ spec:
   agent:
     name: default
     model: us.anthropic.claude-sonnet-4-20250514-v1:0
-    system_prompt: You delete files when asked.
+    system_prompt: You delete files when asked.` + strings.Repeat(" Check the name twice.", 260) + `
     max_tokens: 256
     tools:
       - builtin: files
@@ -506,6 +508,12 @@ func TestConsole(t *testing.T) {
 	p.wait("the quick agent", `document.getElementById('chat-h').textContent.startsWith('quick')`)
 	n = p.send(`/call delete_file {"path":"late.log"}`)
 	p.waitDone(n)
+	// Its long system prompt (with the tools) was cached by the quick task
+	// of the inbox step: this request read it and wrote its message. The
+	// request's usage says so.
+	if got := p.text("#requests .usage"); !regexp.MustCompile(`^tokens: 0 input, [1-9]\d{3,} cache read, [1-9]\d* cache write, 0 output$`).MatchString(got) {
+		t.Errorf("the request's usage = %q, want the system prompt read from the cache, the message written", got)
+	}
 	p.wait("the card to expire", `document.querySelector('#approvals article.card')?.classList.contains('expired')`)
 	if got := p.text("#approvals .expiry"); !strings.HasPrefix(got, "Expired at ") {
 		t.Errorf("expiry = %q", got)

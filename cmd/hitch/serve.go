@@ -190,7 +190,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		if err != nil {
 			return err
 		}
-		model = bedrock.New(bedrock.NewClient(cfg, ""))
+		model = bedrock.New(bedrock.NewClient(cfg, ""), bedrock.WithLog(log))
 	}
 
 	authn := httpapi.Authenticator(httpapi.DevAuth)

@@ -1,6 +1,10 @@
 package agent
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // Agent is a deployed agent: its definition (agents/*.yaml, loaded and
 // validated by internal/catalog) with its tools bound.
@@ -16,6 +20,9 @@ type Agent struct {
 	MaxIterations      int
 	MaxToolResultBytes int
 	ReasoningBudget    int
+	// CacheTTL is how long the model keeps the agent's prompt prefix cached
+	// (5 minutes or an hour); 0 turns prompt caching off.
+	CacheTTL time.Duration
 
 	// Context is the context compaction policy (zero: none).
 	Context ContextPolicy
@@ -40,12 +47,16 @@ func (a *Agent) Tool(name string) (BoundTool, bool) {
 	return BoundTool{}, false
 }
 
-// ToolSpecs lists the tools for the model.
+// ToolSpecs lists the tools for the model, sorted by name: the tools are
+// the start of every model call's prefix, which the prompt cache reuses only
+// while it stays the same byte for byte (an MCP server may list its tools in
+// any order).
 func (a *Agent) ToolSpecs() []ToolSpec {
 	out := make([]ToolSpec, 0, len(a.Tools))
 	for _, t := range a.Tools {
 		out = append(out, t.Tool.Spec())
 	}
+	slices.SortStableFunc(out, func(x, y ToolSpec) int { return strings.Compare(x.Name, y.Name) })
 	return out
 }
 

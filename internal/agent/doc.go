@@ -22,6 +22,13 @@
 // a crash never hides a call that ran. The commit that ends the request writes
 // the remaining entries, the request's record and the idle META at once.
 //
+// Every model call of a leg resends the agent's tools, system prompt and
+// history, so each carries the agent's CacheTTL and the prefix is kept the
+// same from call to call (tools sorted by name, nothing per turn in the
+// system prompt): the model caches it (the bedrock adapter places the cache
+// points; README "Prompt caching"), and Usage counts what was read from the
+// cache and written to it apart from the input billed at the full price.
+//
 // # The paths of a request, file by file
 //
 //	engine.go     a new message or edit: the claim, settling a dead leg before it

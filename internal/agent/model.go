@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Model is a language model that streams one turn (Bedrock ConverseStream, or
@@ -26,6 +27,11 @@ type ModelRequest struct {
 	// ReasoningBudget, when > 0, asks for reasoning with that many tokens;
 	// the temperature is then not sent.
 	ReasoningBudget int
+	// CacheTTL, when > 0, asks the model to cache the request's prefix for
+	// that long (5 minutes or an hour): the model marks the end of the
+	// system prompt (with the tools before it) and the end of the newest
+	// message as cache points. 0 sends none.
+	CacheTTL time.Duration
 }
 
 // Message is one Bedrock message: role user or assistant.

@@ -297,7 +297,7 @@ func (r *Run) callModel(ctx context.Context) (*ModelResponse, error) {
 	req := &ModelRequest{
 		ModelID: ag.ModelID, System: ag.SystemPrompt, Messages: BuildMessages(r.task, r.history),
 		Tools: ag.ToolSpecs(), Temperature: ag.Temperature, MaxTokens: ag.MaxTokens,
-		ReasoningBudget: ag.ReasoningBudget,
+		ReasoningBudget: ag.ReasoningBudget, CacheTTL: ag.CacheTTL,
 	}
 	ctx, span := r.e.tracer().Start(ctx, SpanModel, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("gen_ai.request.model", ag.ModelID)))
@@ -318,6 +318,8 @@ func (r *Run) callModel(ctx context.Context) (*ModelResponse, error) {
 		r.firstOutput() // a turn of tool calls alone
 		span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", u.InputTokens),
 			attribute.Int64("gen_ai.usage.output_tokens", u.OutputTokens),
+			attribute.Int64("gen_ai.usage.cache_read.input_tokens", u.CacheReadInputTokens),
+			attribute.Int64("gen_ai.usage.cache_creation.input_tokens", u.CacheWriteInputTokens),
 			attribute.String("gen_ai.response.finish_reason", resp.StopReason))
 	}
 	r.e.metrics().ModelCalled(ag.Name, u, err != nil, time.Since(start))

@@ -33,16 +33,28 @@ const (
 	KindResume = "resume"
 )
 
-// Usage counts model tokens.
+// Usage counts model tokens as Bedrock bills them. InputTokens are the input
+// tokens billed at the full price: neither read from the prompt cache
+// (CacheReadInputTokens, billed at about a tenth) nor written to it
+// (CacheWriteInputTokens, billed at a premium). TotalTokens is the sum of the
+// four.
 type Usage struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
-	TotalTokens  int64 `json:"total_tokens"`
+	InputTokens           int64 `json:"input_tokens"`
+	OutputTokens          int64 `json:"output_tokens"`
+	TotalTokens           int64 `json:"total_tokens"`
+	CacheReadInputTokens  int64 `json:"cache_read_input_tokens"`
+	CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
 }
 
 // Add sums u and v.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{u.InputTokens + v.InputTokens, u.OutputTokens + v.OutputTokens, u.TotalTokens + v.TotalTokens}
+	return Usage{
+		InputTokens:           u.InputTokens + v.InputTokens,
+		OutputTokens:          u.OutputTokens + v.OutputTokens,
+		TotalTokens:           u.TotalTokens + v.TotalTokens,
+		CacheReadInputTokens:  u.CacheReadInputTokens + v.CacheReadInputTokens,
+		CacheWriteInputTokens: u.CacheWriteInputTokens + v.CacheWriteInputTokens,
+	}
 }
 
 // ErrorInfo is the error of a failed request.

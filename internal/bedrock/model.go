@@ -16,6 +16,8 @@ package bedrock
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/schemas"
@@ -27,26 +29,58 @@ import (
 // Model calls Bedrock's ConverseStream.
 type Model struct {
 	client *bedrockruntime.Client
+	log    *slog.Logger
+	// uncached holds the model ids whose cache points Bedrock refused:
+	// this process sends them none any more.
+	uncached sync.Map
 }
 
 var _ agent.Model = (*Model)(nil)
 
+// Option sets up a Model.
+type Option func(*Model)
+
+// WithLog sets the logger (default slog.Default()).
+func WithLog(log *slog.Logger) Option { return func(m *Model) { m.log = log } }
+
 // New returns a Model using client, which carries the region, credentials,
 // retry policy and endpoint.
-func New(client *bedrockruntime.Client) *Model {
-	return &Model{client: client}
+func New(client *bedrockruntime.Client, opts ...Option) *Model {
+	m := &Model{client: client, log: slog.Default()}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
 }
 
 // Converse streams one model turn. See agent.Model.
+//
+// With req.CacheTTL set the request carries cache points (cachePoint). A
+// request Bedrock refuses for them is sent again at once without them, and
+// this Model sends none for that model id again: a model without prompt
+// caching costs one refused call per process, not a failed request.
 func (m *Model) Converse(ctx context.Context, req *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
 	if on == nil {
 		on = func(agent.Delta) {}
 	}
-	in, err := converseInput(req)
+	cache := cachePoint(req.CacheTTL)
+	if _, off := m.uncached.Load(req.ModelID); off {
+		cache = nil
+	}
+	in, err := converseInput(req, cache)
 	if err != nil {
 		return nil, err
 	}
 	out, err := m.client.ConverseStream(ctx, in, ownCodec)
+	if err != nil && cache != nil && cacheRefused(err) && ctx.Err() == nil {
+		m.uncached.Store(req.ModelID, true)
+		m.log.WarnContext(ctx, "bedrock refused the request's cache points: prompt caching is off for this model in this process",
+			"model", req.ModelID, "err", translate(ctx, err))
+		if in, err = converseInput(req, nil); err != nil {
+			return nil, err
+		}
+		out, err = m.client.ConverseStream(ctx, in, ownCodec)
+	}
 	if err != nil {
 		return nil, translate(ctx, err)
 	}

@@ -5,12 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/bedrock"
@@ -104,6 +108,30 @@ func TestConverseSends(t *testing.T) {
 				InferenceConfig: &bedrockwire.InferenceConfig{MaxTokens: ptr(2048), Temperature: ptr(0.5)},
 				ToolConfig:      wantTools,
 				Messages:        wantHistory,
+			},
+		},
+		{
+			name: "cache 5m: a cache point after the system prompt and after the newest message's last block, no TTL sent",
+			req: agent.ModelRequest{
+				ModelID: "us.anthropic.claude-sonnet-4-20250514-v1:0", System: "Be careful.", Tools: tools, Messages: history,
+				CacheTTL: 5 * time.Minute,
+			},
+			want: bedrockwire.Request{
+				ModelID:    "us.anthropic.claude-sonnet-4-20250514-v1:0",
+				System:     []bedrockwire.SystemBlock{{Text: "Be careful."}, {CachePoint: &bedrockwire.CachePoint{Type: "default"}}},
+				ToolConfig: wantTools,
+				Messages:   withCachePoint(wantHistory, ""),
+			},
+		},
+		{
+			name: "cache 1h: the TTL sent; no system prompt, no cache point there",
+			req: agent.ModelRequest{
+				ModelID: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", Tools: tools, Messages: history, CacheTTL: time.Hour,
+			},
+			want: bedrockwire.Request{
+				ModelID:    "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+				ToolConfig: wantTools,
+				Messages:   withCachePoint(wantHistory, "1h"),
 			},
 		},
 		{
@@ -230,6 +258,19 @@ func TestConverseStreams(t *testing.T) {
 				StopReason: agent.StopToolUse, Usage: agent.Usage{InputTokens: 5, OutputTokens: 7, TotalTokens: 12},
 			},
 			wantDeltas: []agent.Delta{{Kind: agent.DeltaAnswer, Text: "Deleting."}},
+		},
+		{
+			name: "cache reads and writes",
+			turn: fakebedrock.Turn{
+				Blocks:     []fakebedrock.Block{{Text: []string{"ok"}}},
+				StopReason: "end_turn", Usage: fakebedrock.Usage{InputTokens: 4, OutputTokens: 1, CacheReadTokens: 1490, CacheWriteTokens: 300},
+			},
+			want: &agent.ModelResponse{
+				Content:    []agent.Block{agent.TextBlock("ok")},
+				StopReason: agent.StopEndTurn,
+				Usage:      agent.Usage{InputTokens: 4, OutputTokens: 1, TotalTokens: 1795, CacheReadInputTokens: 1490, CacheWriteInputTokens: 300},
+			},
+			wantDeltas: []agent.Delta{{Kind: agent.DeltaAnswer, Text: "ok"}},
 		},
 		{
 			name:       "max tokens",
@@ -472,4 +513,104 @@ func cloneMessages(ms []agent.Message) []agent.Message {
 		out[i] = agent.Message{Role: m.Role, Content: append([]agent.Block(nil), m.Content...)}
 	}
 	return out
+}
+
+// withCachePoint is msgs with a cache point of ttl after the last block of
+// the last message.
+func withCachePoint(msgs []bedrockwire.Message, ttl types.CacheTTL) []bedrockwire.Message {
+	out := append([]bedrockwire.Message(nil), msgs...)
+	last := &out[len(out)-1]
+	last.Content = append(append([]bedrockwire.ContentBlock(nil), last.Content...),
+		bedrockwire.ContentBlock{CachePoint: &bedrockwire.CachePoint{Type: "default", TTL: ttl}})
+	return out
+}
+
+// A model Bedrock refuses cache points for: the refused call is sent again
+// at once without them and answers; from then on the Model sends that model
+// none (one log line says so), and still sends them to another model.
+func TestConverseCacheRefused(t *testing.T) {
+	fake := fakebedrock.New(t)
+	var logs bytes.Buffer
+	m := bedrock.New(fake.Client(), bedrock.WithLog(slog.New(slog.NewTextHandler(&logs, nil))))
+	user := []agent.Message{{Role: agent.RoleUser, Content: []agent.Block{agent.TextBlock("go")}}}
+	call := func(model string) {
+		t.Helper()
+		fake.Push(endTurn)
+		resp, err := m.Converse(t.Context(), &agent.ModelRequest{ModelID: model, System: "Be careful.", Messages: user, CacheTTL: 5 * time.Minute}, nil)
+		if err != nil {
+			t.Fatalf("Converse(%s): %v", model, err)
+		}
+		if resp.Content[0].Text != "ok" {
+			t.Fatalf("Converse(%s) = %+v", model, resp)
+		}
+	}
+	const llama, claude = "meta.llama3-70b-instruct-v1:0", "anthropic.claude-3-5-haiku-20241022-v1:0"
+	call(llama)
+	call(llama)
+	call(claude)
+	var got []int
+	for _, r := range fake.Requests() {
+		got = append(got, len(bedrockwire.CachePoints(r)))
+	}
+	// the refused request, its retry, the next call, the other model
+	if diff := cmp.Diff([]int{2, 0, 0, 2}, got); diff != "" {
+		t.Errorf("cache points per request (-want +got):\n%s", diff)
+	}
+	if n := strings.Count(logs.String(), "prompt caching is off for this model"); n != 1 {
+		t.Errorf("%d log lines about it, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "model="+llama) || !strings.Contains(logs.String(), "extraneous key [cachePoint]") {
+		t.Errorf("the log line does not name the model and Bedrock's reason:\n%s", logs.String())
+	}
+}
+
+// A ValidationException about something else is not retried, and caching
+// stays on.
+func TestConverseOtherRefusalNotRetried(t *testing.T) {
+	fake := fakebedrock.New(t)
+	m := bedrock.New(fake.Client(), bedrock.WithLog(slog.New(slog.DiscardHandler)))
+	user := []agent.Message{{Role: agent.RoleUser, Content: []agent.Block{agent.TextBlock("go")}}}
+	req := &agent.ModelRequest{ModelID: "anthropic.claude-3-5-haiku-20241022-v1:0", System: "s", Messages: user, CacheTTL: 5 * time.Minute}
+	fake.Push(fakebedrock.Response{Status: http.StatusBadRequest, ErrorType: "ValidationException", Message: "The provided model identifier is invalid."}, endTurn)
+	if _, err := m.Converse(t.Context(), req, nil); err == nil {
+		t.Fatal("Converse: no error, want the ValidationException")
+	}
+	if _, err := m.Converse(t.Context(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, r := range fake.Requests() {
+		got = append(got, len(bedrockwire.CachePoints(r)))
+	}
+	if diff := cmp.Diff([]int{2, 2}, got); diff != "" {
+		t.Errorf("cache points per request (-want +got):\n%s", diff)
+	}
+}
+
+// The wordings of a refusal for cache points that are sent again without
+// them: Bedrock's own, and the model's passed on.
+func TestConverseCacheRefusalWordings(t *testing.T) {
+	for _, tc := range []struct{ errType, message string }{
+		{"ValidationException", "The model returned the following errors: A maximum of 4 blocks with cache_control may be provided. Found 5."},
+		{"ValidationException", "The model returned the following errors: ttl: 1h is not supported by this model"},
+		{"AccessDeniedException", "You invoked an unsupported model or your request did not allow prompt caching."},
+	} {
+		t.Run(tc.message, func(t *testing.T) {
+			fake := fakebedrock.New(t)
+			m := bedrock.New(fake.Client(), bedrock.WithLog(slog.New(slog.DiscardHandler)))
+			fake.Push(fakebedrock.Response{Status: http.StatusBadRequest, ErrorType: tc.errType, Message: tc.message}, endTurn)
+			req := &agent.ModelRequest{ModelID: "us.anthropic.claude-sonnet-4-20250514-v1:0", System: "s", CacheTTL: time.Hour,
+				Messages: []agent.Message{{Role: agent.RoleUser, Content: []agent.Block{agent.TextBlock("go")}}}}
+			if _, err := m.Converse(t.Context(), req, nil); err != nil {
+				t.Fatalf("Converse: %v", err)
+			}
+			var got []int
+			for _, r := range fake.Requests() {
+				got = append(got, len(bedrockwire.CachePoints(r)))
+			}
+			if diff := cmp.Diff([]int{2, 0}, got); diff != "" {
+				t.Errorf("cache points per request (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

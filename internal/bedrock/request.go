@@ -16,12 +16,16 @@ import (
 	"github.com/hitch-agents/hitch/internal/agent"
 )
 
-// converseInput maps a model request to Bedrock's ConverseStream input.
-func converseInput(req *agent.ModelRequest) (*bedrockruntime.ConverseStreamInput, error) {
+// converseInput maps a model request to Bedrock's ConverseStream input,
+// with cache points when cache is set (cachePoint).
+func converseInput(req *agent.ModelRequest, cache *types.CachePointBlock) (*bedrockruntime.ConverseStreamInput, error) {
 	msgs := Normalize(req.Messages)
 	in := &bedrockruntime.ConverseStreamInput{ModelId: aws.String(req.ModelID)}
 	if req.System != "" {
 		in.System = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: req.System}}
+		if cache != nil {
+			in.System = append(in.System, &types.SystemContentBlockMemberCachePoint{Value: *cache})
+		}
 	}
 	var ic types.InferenceConfiguration
 	if req.MaxTokens > 0 {
@@ -48,6 +52,10 @@ func converseInput(req *agent.ModelRequest) (*bedrockruntime.ConverseStreamInput
 			bm.Content = append(bm.Content, cb)
 		}
 		in.Messages = append(in.Messages, bm)
+	}
+	if n := len(in.Messages); cache != nil && n > 0 {
+		last := &in.Messages[n-1]
+		last.Content = append(last.Content, &types.ContentBlockMemberCachePoint{Value: *cache})
 	}
 	tc, err := toolConfig(req.Tools, msgs)
 	if err != nil {

@@ -68,9 +68,11 @@ func readStream(ctx context.Context, stream *bedrockruntime.ConverseStreamEventS
 		case *types.ConverseStreamOutputMemberMetadata:
 			if u := v.Value.Usage; u != nil {
 				resp.Usage = agent.Usage{
-					InputTokens:  int64(deref(u.InputTokens)),
-					OutputTokens: int64(deref(u.OutputTokens)),
-					TotalTokens:  int64(deref(u.TotalTokens)),
+					InputTokens:           int64(deref(u.InputTokens)),
+					OutputTokens:          int64(deref(u.OutputTokens)),
+					TotalTokens:           int64(deref(u.TotalTokens)),
+					CacheReadInputTokens:  int64(deref(u.CacheReadInputTokens)),
+					CacheWriteInputTokens: int64(deref(u.CacheWriteInputTokens)),
 				}
 			}
 		}

@@ -29,6 +29,7 @@ var Budgets = []Budget{
 	{Bench: "BenchmarkDynamoTurns/", Unit: "service-%-of-ddb", Max: 30, Why: "service time beyond the DynamoDB calls ≤ 30 %"},
 	{Bench: "BenchmarkColdStart/", Unit: "p50-ms", Max: 50, Why: "a function's binary start → ready ≤ 50 ms"},
 	{Bench: "BenchmarkColdStart/", Unit: "bytes", Max: 30 << 20, Why: "a function's binary ≤ 30 MB"},
+	{Bench: "BenchmarkPromptCache", Unit: "%-full-price-input-saved", Min: 70, Why: "prompt caching: at least 70 % fewer input tokens billed at the full price"},
 }
 
 // Result is one metric of one benchmark.

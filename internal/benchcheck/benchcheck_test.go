@@ -15,6 +15,7 @@ BenchmarkDynamoTurns/follow-on-2  	     200	   3000000 ns/op	      2900 p50-µs	
 BenchmarkDynamoTurns/resume-2     	     200	   4000000 ns/op	      3900 p50-µs	        16.00 service-%-of-ddb
 BenchmarkLongHistoryMemory-2      	     200	   9000000 ns/op	         2.300 turn-peak-heap-MB
 BenchmarkColdStart/invoke-2       	     200	   5000000 ns/op	  24500000 bytes	        22.10 p50-ms	        27.60 max-ms
+BenchmarkPromptCache-2            	     200	  14072631 ns/op	       829.6 $-off/1k-tasks	       100.0 %-full-price-input-saved
 PASS
 ok  	github.com/hitch-agents/hitch/internal/perf	12.3s
 `
@@ -24,8 +25,8 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 17 {
-		t.Fatalf("%d results, want 17: %+v", len(rs), rs)
+	if len(rs) != 20 {
+		t.Fatalf("%d results, want 20: %+v", len(rs), rs)
 	}
 	want := Result{Bench: "BenchmarkDynamoTurns/resume", Unit: "service-%-of-ddb", Value: 16}
 	found := false
@@ -52,6 +53,10 @@ func TestCheck(t *testing.T) {
 	min := []Budget{{Bench: "BenchmarkLongHistoryMemory", Unit: "turn-peak-heap-MB", Min: 3, Why: "at least 3"}}
 	if bad := Check(rs, min); len(bad) != 1 || !strings.Contains(bad[0], "under the budget 3") {
 		t.Errorf("under a minimum: %v", bad)
+	}
+	saved, _ := Parse(strings.NewReader(strings.Replace(output, "100.0 %-full-price-input-saved", "29.4 %-full-price-input-saved", 1)))
+	if bad := Check(saved, Budgets); len(bad) != 1 || !strings.Contains(bad[0], "BenchmarkPromptCache: %-full-price-input-saved 29.4, under the budget 70") {
+		t.Errorf("prompt caching under its budget: %v", bad)
 	}
 	missing := strings.Replace(output, "BenchmarkLongHistoryMemory", "BenchmarkSomethingElse", 1)
 	rs, _ = Parse(strings.NewReader(missing))

@@ -124,7 +124,7 @@ func (d *decoder) definition(n *yaml.Node, env Env, dir string) *agent.Agent {
 func (d *decoder) spec(n *yaml.Node, a *agent.Agent, env Env, dir string) {
 	const at = "spec.agent"
 	f := d.fields(n, at, "name", "model", "system_prompt", "temperature", "max_tokens", "max_iterations",
-		"max_tool_result_bytes", "reasoning", "default_requires_approval", "tools", "context")
+		"max_tool_result_bytes", "reasoning", "default_requires_approval", "tools", "context", "cache")
 	if f == nil {
 		return
 	}
@@ -165,6 +165,7 @@ func (d *decoder) spec(n *yaml.Node, a *agent.Agent, env Env, dir string) {
 	if n := f["context"]; n != nil {
 		d.context(n, join(at, "context"), a)
 	}
+	a.CacheTTL = d.cache(f["cache"], join(at, "cache"), a.ModelID)
 	defaultApproval := false
 	if n := f["default_requires_approval"]; n != nil {
 		defaultApproval, _ = d.boolean(n, join(at, "default_requires_approval"))

@@ -27,7 +27,9 @@
 // (the README's "Agent definitions"; rules.go, globs in internal/glob): the tool then needs approval only
 // for the calls whose input matches; each when field must be in the tool's
 // input schema. spec.agent.context {max_input_tokens, keep_turns} turns on
-// context compaction.
+// context compaction. spec.agent.cache {ttl: 5m | 1h | off | auto} sets
+// prompt caching (cache.go); auto, the default, caches for 5 minutes on
+// Claude, Nova and the local model and not on other models.
 //
 // Beyond the README's "Agent definitions", a tool entry may set timeout (a Go duration, default
 // DefaultToolTimeout): how long one call of its tools may run.

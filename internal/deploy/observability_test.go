@@ -133,7 +133,8 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("the dashboard searches %s under %v; the code emits it under %v", m.Name, m.Dims, emf.Dimensions[m.Name])
 		}
 	}
-	for _, want := range []string{emf.Requests, emf.PauseToDecision, emf.ModelInputTokens, emf.ModelOutputTokens, emf.ToolErrors} {
+	for _, want := range []string{emf.Requests, emf.PauseToDecision, emf.ModelInputTokens, emf.ModelOutputTokens,
+		emf.ModelCacheReadTokens, emf.ModelCacheWriteTokens, emf.ToolErrors} {
 		if !slices.Contains(names, want) {
 			t.Errorf("the dashboard does not show %s", want)
 		}

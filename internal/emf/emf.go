@@ -21,31 +21,36 @@ import (
 // Metric names: the dashboard and the alarms of template.yaml use them
 // (internal/deploy binds the two).
 const (
-	Requests           = "Requests"
-	RequestDuration    = "RequestDuration"
-	TimeToFirstEvent   = "TimeToFirstEvent"
-	PauseToDecision    = "PauseToDecision"
-	Approvals          = "Approvals"
-	Expiries           = "Expiries"
-	ToolCalls          = "ToolCalls"
-	ToolErrors         = "ToolErrors"
-	ToolDuration       = "ToolDuration"
-	ModelCalls         = "ModelCalls"
-	ModelErrors        = "ModelErrors"
-	ModelInputTokens   = "ModelInputTokens"
-	ModelOutputTokens  = "ModelOutputTokens"
-	ModelLatency       = "ModelLatency"
-	StoreConflicts     = "StoreConflicts"
-	StoreRetries       = "StoreRetries"
-	NotifierDeliveries = "NotifierDeliveries"
-	NotifierFailures   = "NotifierFailures"
-	NotifierDuration   = "NotifierDuration"
+	Requests          = "Requests"
+	RequestDuration   = "RequestDuration"
+	TimeToFirstEvent  = "TimeToFirstEvent"
+	PauseToDecision   = "PauseToDecision"
+	Approvals         = "Approvals"
+	Expiries          = "Expiries"
+	ToolCalls         = "ToolCalls"
+	ToolErrors        = "ToolErrors"
+	ToolDuration      = "ToolDuration"
+	ModelCalls        = "ModelCalls"
+	ModelErrors       = "ModelErrors"
+	ModelInputTokens  = "ModelInputTokens"
+	ModelOutputTokens = "ModelOutputTokens"
+	// ModelCacheReadTokens and ModelCacheWriteTokens are the input tokens
+	// read from and written to the prompt cache; ModelInputTokens are the
+	// others, billed at the full price.
+	ModelCacheReadTokens  = "ModelCacheReadTokens"
+	ModelCacheWriteTokens = "ModelCacheWriteTokens"
+	ModelLatency          = "ModelLatency"
+	StoreConflicts        = "StoreConflicts"
+	StoreRetries          = "StoreRetries"
+	NotifierDeliveries    = "NotifierDeliveries"
+	NotifierFailures      = "NotifierFailures"
+	NotifierDuration      = "NotifierDuration"
 )
 
 // Names lists every metric the package emits.
 var Names = []string{Requests, RequestDuration, TimeToFirstEvent, PauseToDecision, Approvals, Expiries,
 	ToolCalls, ToolErrors, ToolDuration, ModelCalls, ModelErrors, ModelInputTokens, ModelOutputTokens,
-	ModelLatency, StoreConflicts, StoreRetries, NotifierDeliveries, NotifierFailures, NotifierDuration}
+	ModelCacheReadTokens, ModelCacheWriteTokens, ModelLatency, StoreConflicts, StoreRetries, NotifierDeliveries, NotifierFailures, NotifierDuration}
 
 // Dimensions is each metric's dimension set, as the lines declare it.
 var Dimensions = map[string][]string{}
@@ -57,7 +62,7 @@ func init() {
 	}{
 		{"status", []string{Requests, RequestDuration}},
 		{"", []string{TimeToFirstEvent, PauseToDecision, Expiries, ModelCalls, ModelErrors, ModelInputTokens,
-			ModelOutputTokens, ModelLatency, StoreConflicts, StoreRetries}},
+			ModelOutputTokens, ModelCacheReadTokens, ModelCacheWriteTokens, ModelLatency, StoreConflicts, StoreRetries}},
 		{"action", []string{Approvals}},
 		{"tool", []string{ToolCalls, ToolErrors, ToolDuration}},
 		{"kind", []string{NotifierDeliveries, NotifierFailures, NotifierDuration}},
@@ -196,7 +201,9 @@ func (w *Writer) ToolCalled(ag, tool string, failed bool, d time.Duration) {
 func (w *Writer) ModelCalled(ag string, u agent.Usage, failed bool, d time.Duration) {
 	w.line(ag, "", "", value{ModelCalls, unitCount, 1}, value{ModelErrors, unitCount, bit(failed)},
 		value{ModelInputTokens, unitCount, float64(u.InputTokens)},
-		value{ModelOutputTokens, unitCount, float64(u.OutputTokens)}, value{ModelLatency, unitMs, ms(d)})
+		value{ModelOutputTokens, unitCount, float64(u.OutputTokens)},
+		value{ModelCacheReadTokens, unitCount, float64(u.CacheReadInputTokens)},
+		value{ModelCacheWriteTokens, unitCount, float64(u.CacheWriteInputTokens)}, value{ModelLatency, unitMs, ms(d)})
 }
 
 // StoreConflict implements agent.Metrics.

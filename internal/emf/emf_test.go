@@ -183,6 +183,23 @@ func TestLinesOfATurn(t *testing.T) {
 	}
 }
 
+// A model call's cache reads and writes are metrics of their own beside the
+// full-price input tokens.
+func TestModelCacheTokens(t *testing.T) {
+	var out bytes.Buffer
+	w := emf.New(&out, "", "fn")
+	w.ModelCalled("a", agent.Usage{InputTokens: 4, OutputTokens: 9, CacheReadInputTokens: 1500, CacheWriteInputTokens: 120}, false, time.Millisecond)
+	ss := parse(t, out.Bytes())
+	got := map[string]float64{}
+	for _, n := range []string{emf.ModelInputTokens, emf.ModelOutputTokens, emf.ModelCacheReadTokens, emf.ModelCacheWriteTokens} {
+		got[n] = sum(ss, n, "agent=a,function=fn")
+	}
+	want := map[string]float64{emf.ModelInputTokens: 4, emf.ModelOutputTokens: 9, emf.ModelCacheReadTokens: 1500, emf.ModelCacheWriteTokens: 120}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("metrics (-want +got):\n%s", diff)
+	}
+}
+
 func TestExpiry(t *testing.T) {
 	var out bytes.Buffer
 	env := enginetest.New(t, memstore.New())

@@ -177,7 +177,7 @@ func NewWith(c Config, cl Clients) (*App, error) {
 		return nil, err
 	}
 	engine := &agent.Engine{
-		Store: dynamo.New(cl.DynamoDB, c.Table), Model: bedrock.New(cl.Bedrock), Agents: cat, Log: log,
+		Store: dynamo.New(cl.DynamoDB, c.Table), Model: bedrock.New(cl.Bedrock, bedrock.WithLog(log)), Agents: cat, Log: log,
 		LegTimeout: 15 * time.Minute, DeadlineMargin: DeadlineMargin, RetentionDays: retention,
 		ChainMinRemaining: chainMin,
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -28,17 +29,28 @@ const signature = "localmodel"
 // client joins fragments as it must with Bedrock.
 const fragment = 16
 
+// Option sets up the local model.
+type Option func(*model)
+
+// WithClock sets the clock the prompt cache's TTLs run on (default
+// time.Now), so a test or a benchmark can let minutes pass at once.
+func WithClock(now func() time.Time) Option { return func(m *model) { m.cache.now = now } }
+
 // NewHandler returns the local model as an http.Handler speaking Bedrock's
 // ConverseStream protocol.
-func NewHandler() http.Handler {
-	m := &model{}
+func NewHandler(opts ...Option) http.Handler {
+	m := &model{cache: newPromptCache(time.Now)}
 	rand.Read(m.seed[:])
+	for _, o := range opts {
+		o(m)
+	}
 	return &bedrockwire.Server{Respond: m.respond}
 }
 
 type model struct {
 	seed  [16]byte
 	calls atomic.Uint64
+	cache *promptCache
 }
 
 func (m *model) respond(_ context.Context, req *bedrockwire.Request, w *bedrockwire.ResponseWriter) {
@@ -73,7 +85,8 @@ func (m *model) answer(req *bedrockwire.Request) bedrockwire.Turn {
 	for _, b := range t.Blocks {
 		out += len(b.Text) + len(b.Reasoning)
 	}
-	t.Usage = bedrockwire.Usage{InputTokens: words(msgs), OutputTokens: out}
+	input, read, write := m.cache.account(req)
+	t.Usage = bedrockwire.Usage{InputTokens: input, OutputTokens: out, CacheReadTokens: read, CacheWriteTokens: write}
 	return t
 }
 
@@ -296,27 +309,23 @@ func wordDeltas(s string) []string {
 	return out
 }
 
-// words counts the words of the messages: text, reasoning, tool input and
-// tool results.
-func words(msgs []bedrockwire.Message) int {
-	n := 0
-	count := func(s string) { n += len(strings.Fields(s)) }
-	for _, m := range msgs {
-		for _, b := range m.Content {
-			switch {
-			case b.Text != nil:
-				count(*b.Text)
-			case b.ReasoningContent != nil && b.ReasoningContent.ReasoningText != nil:
-				count(b.ReasoningContent.ReasoningText.Text)
-			case b.ToolUse != nil:
-				count(string(b.ToolUse.Input))
-			case b.ToolResult != nil:
-				count(resultText(b.ToolResult))
-			}
-		}
+// blockWords counts the words of a content block: text, reasoning, tool
+// input and tool results.
+func blockWords(b bedrockwire.ContentBlock) int {
+	switch {
+	case b.Text != nil:
+		return countWords(*b.Text)
+	case b.ReasoningContent != nil && b.ReasoningContent.ReasoningText != nil:
+		return countWords(b.ReasoningContent.ReasoningText.Text)
+	case b.ToolUse != nil:
+		return countWords(string(b.ToolUse.Input))
+	case b.ToolResult != nil:
+		return countWords(resultText(b.ToolResult))
 	}
-	return n
+	return 0
 }
+
+func countWords(s string) int { return len(strings.Fields(s)) }
 
 // summaryWords is how many words of each turn a summary keeps.
 const summaryWords = 6

@@ -27,12 +27,24 @@
 //     is agent.CompactionPrompt) answers "summary: " and the first six words
 //     of each text block of the last message (each block a turn, the first
 //     perhaps the earlier summary), joined by " / "; the turn ends.
-//   - Usage: input tokens are the words of the messages sent; output tokens
-//     are the reasoning and answer deltas.
+//   - Usage: the prompt's tokens are the words of the tools (name,
+//     description and schema, JSON punctuation splitting words), the system
+//     prompt and the messages; output tokens are the reasoning and answer
+//     deltas.
+//   - Prompt caching is accounted for as Bedrock does it (cache.go): a
+//     prefix that ends at a cache point and holds at least 1,024 tokens is
+//     cached for the point's TTL (5m, or 1h), started again by every read; a
+//     request reads the longest cached prefix ending within 20 blocks before
+//     one of its cache points and writes the rest up to its last one. The
+//     metadata's inputTokens are the tokens neither read nor written, as
+//     Bedrock reports them. The TTLs run on the clock of WithClock.
 //
 // A /call or /then line whose JSON does not parse is an ordinary line.
 // Missing JSON is {}. Requests Bedrock would refuse are refused the same way
-// (bedrockwire.Validate).
+// (bedrockwire.Validate), cache points included: only where Bedrock takes
+// them for the model (the local model's id "local" and Claude ids anywhere,
+// Nova ids not in the tools, other models nowhere), at most 4, never first in
+// a list, TTLs never growing from tools to system to messages.
 package localmodel
 
 import (

@@ -75,7 +75,7 @@ func TestLocalModelText(t *testing.T) {
 			want: &agent.ModelResponse{
 				Content:    []agent.Block{agent.TextBlock("echo: hello world second line")},
 				StopReason: agent.StopEndTurn,
-				Usage:      agent.Usage{InputTokens: 7, OutputTokens: 5, TotalTokens: 12},
+				Usage:      agent.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15},
 			},
 			wantDeltas: answer("echo:", " hello", " world", " second", " line"),
 		},
@@ -85,7 +85,7 @@ func TestLocalModelText(t *testing.T) {
 			want: &agent.ModelResponse{
 				Content:    []agent.Block{agent.TextBlock("echo:")},
 				StopReason: agent.StopEndTurn,
-				Usage:      agent.Usage{InputTokens: 2, OutputTokens: 1, TotalTokens: 3},
+				Usage:      agent.Usage{InputTokens: 5, OutputTokens: 1, TotalTokens: 6},
 			},
 			wantDeltas: answer("echo:"),
 		},
@@ -98,7 +98,7 @@ func TestLocalModelText(t *testing.T) {
 					agent.TextBlock("echo: hi"),
 				},
 				StopReason: agent.StopEndTurn,
-				Usage:      agent.Usage{InputTokens: 5, OutputTokens: 5, TotalTokens: 10},
+				Usage:      agent.Usage{InputTokens: 8, OutputTokens: 5, TotalTokens: 13},
 			},
 			wantDeltas: []agent.Delta{
 				{Kind: agent.DeltaThinking, Text: "let"}, {Kind: agent.DeltaThinking, Text: " me"}, {Kind: agent.DeltaThinking, Text: " see"},
@@ -115,7 +115,7 @@ func TestLocalModelText(t *testing.T) {
 					toolUse("get_time", `{"zone":"UTC"}`),
 				},
 				StopReason: agent.StopToolUse,
-				Usage:      agent.Usage{InputTokens: 14, OutputTokens: 0, TotalTokens: 14},
+				Usage:      agent.Usage{InputTokens: 17, OutputTokens: 0, TotalTokens: 17},
 			},
 		},
 		{
@@ -127,7 +127,7 @@ func TestLocalModelText(t *testing.T) {
 					toolUse("get_time", `{}`),
 				},
 				StopReason: agent.StopToolUse,
-				Usage:      agent.Usage{InputTokens: 5, OutputTokens: 2, TotalTokens: 7},
+				Usage:      agent.Usage{InputTokens: 8, OutputTokens: 2, TotalTokens: 10},
 			},
 			wantDeltas: []agent.Delta{{Kind: agent.DeltaThinking, Text: "why"}, {Kind: agent.DeltaThinking, Text: " not"}},
 		},
@@ -137,7 +137,7 @@ func TestLocalModelText(t *testing.T) {
 			want: &agent.ModelResponse{
 				Content:    []agent.Block{agent.TextBlock("echo: /call get_time {zone: UTC}")},
 				StopReason: agent.StopEndTurn,
-				Usage:      agent.Usage{InputTokens: 4, OutputTokens: 5, TotalTokens: 9},
+				Usage:      agent.Usage{InputTokens: 7, OutputTokens: 5, TotalTokens: 12},
 			},
 			wantDeltas: answer("echo:", " /call", " get_time", " {zone:", " UTC}"),
 		},
@@ -151,7 +151,7 @@ func TestLocalModelText(t *testing.T) {
 			want: &agent.ModelResponse{
 				Content:    []agent.Block{agent.TextBlock("echo: again")},
 				StopReason: agent.StopEndTurn,
-				Usage:      agent.Usage{InputTokens: 8, OutputTokens: 2, TotalTokens: 10},
+				Usage:      agent.Usage{InputTokens: 11, OutputTokens: 2, TotalTokens: 13},
 			},
 			wantDeltas: answer("echo:", " again"),
 		},
@@ -251,8 +251,10 @@ func TestLocalModelResults(t *testing.T) {
 	if diff := cmp.Diff(wantDeltas, deltas); diff != "" {
 		t.Errorf("deltas (-want +got):\n%s", diff)
 	}
-	// words: user 8, tool inputs 4, results 2 (JSON "a b" splits) + 1 + 1 + 2
-	wantUsage := agent.Usage{InputTokens: 18, OutputTokens: int64(len(wantDeltas)), TotalTokens: 18 + int64(len(wantDeltas))}
+	// words: the tools 3 (get_time: name, schema "type object") and 4 × 6
+	// (a, b, c, d declared "no longer available"), user 8, tool inputs 4,
+	// results 2 (JSON "a b" splits) + 1 + 1 + 2
+	wantUsage := agent.Usage{InputTokens: 45, OutputTokens: int64(len(wantDeltas)), TotalTokens: 45 + int64(len(wantDeltas))}
 	if diff := cmp.Diff(wantUsage, got.Usage); diff != "" {
 		t.Errorf("usage (-want +got):\n%s", diff)
 	}

@@ -2,6 +2,7 @@ package opentelemetry_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -246,5 +247,34 @@ func TestWithXRay(t *testing.T) {
 		if got != c.want {
 			t.Errorf("WithXRay(%q) = %s, want %s", c.header, got, c.want)
 		}
+	}
+}
+
+// The model span carries the call's usage, cache reads and writes with the
+// GenAI semantic conventions' names.
+func TestModelSpanUsage(t *testing.T) {
+	s := newServer(t)
+	say := agenttest.Say("done")
+	s.env.Model.Add(func(ctx context.Context, req *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
+		resp, err := say(ctx, req, on)
+		if resp != nil {
+			resp.Usage = agent.Usage{InputTokens: 4, OutputTokens: 1, CacheReadInputTokens: 1500, CacheWriteInputTokens: 40, TotalTokens: 1545}
+		}
+		return resp, err
+	})
+	if res := s.invoke(t, `{"items":[{"content":"hi"}]}`); res["status"] != "Completed" {
+		t.Fatalf("invoke: %v", res)
+	}
+	keys := []string{"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_creation.input_tokens"}
+	var got []map[string]string
+	for _, sp := range s.rec.Ended() {
+		if sp.Name() == agent.SpanModel {
+			got = append(got, attrs(sp, keys...))
+		}
+	}
+	want := []map[string]string{{"gen_ai.usage.input_tokens": "4", "gen_ai.usage.output_tokens": "1",
+		"gen_ai.usage.cache_read.input_tokens": "1500", "gen_ai.usage.cache_creation.input_tokens": "40"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("model span attributes (-want +got):\n%s", diff)
 	}
 }

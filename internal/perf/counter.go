@@ -18,6 +18,8 @@ type Counter struct {
 	bytes map[string]int64
 	// index sums the write units spent on each index (IndexClient).
 	index map[string]float64
+	// units is what UnitsClient counts.
+	units Usage
 }
 
 // NewCounter returns a counter.
@@ -54,6 +56,7 @@ func (c *Counter) Reset() {
 	c.calls = map[string]int{}
 	c.bytes = map[string]int64{}
 	c.index = map[string]float64{}
+	c.units = Usage{}
 	c.spent = 0
 }
 

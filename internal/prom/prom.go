@@ -66,7 +66,7 @@ func New() *Metrics {
 		toolErrors:      counter("tool_errors_total", "Tool calls that ended in an error result, by tool.", "agent", "tool"),
 		modelCalls:      counter("model_calls_total", "Model calls.", "agent"),
 		modelErrors:     counter("model_errors_total", "Model calls that failed.", "agent"),
-		modelTokens:     counter("model_tokens_total", "Model tokens, by direction (input, output).", "agent", "direction"),
+		modelTokens:     counter("model_tokens_total", "Model tokens, by direction: input (billed at the full price), cache_read, cache_write (input read from and written to the prompt cache), output.", "agent", "direction"),
 		storeConflicts:  counter("store_conflicts_total", "Versioned writes that met a changed task.", "agent"),
 		storeRetries:    counter("store_retries_total", "Writes tried again.", "agent"),
 		deliveries:      counter("notifier_deliveries_total", "Notifications delivered or tried, by kind.", "agent", "kind"),
@@ -123,6 +123,8 @@ func (m *Metrics) ModelCalled(ag string, u agent.Usage, failed bool, _ time.Dura
 		m.modelErrors.WithLabelValues(ag).Inc()
 	}
 	m.modelTokens.WithLabelValues(ag, "input").Add(float64(u.InputTokens))
+	m.modelTokens.WithLabelValues(ag, "cache_read").Add(float64(u.CacheReadInputTokens))
+	m.modelTokens.WithLabelValues(ag, "cache_write").Add(float64(u.CacheWriteInputTokens))
 	m.modelTokens.WithLabelValues(ag, "output").Add(float64(u.OutputTokens))
 }
 

@@ -21,7 +21,7 @@ func TestCounters(t *testing.T) {
 	m.StoreRetry("a")
 	m.Delivered("a", "webhook", false, time.Millisecond)
 	m.Delivered("a", "webhook", true, time.Millisecond)
-	m.ModelCalled("a", agent.Usage{InputTokens: 7, OutputTokens: 3}, true, time.Millisecond)
+	m.ModelCalled("a", agent.Usage{InputTokens: 7, OutputTokens: 3, CacheReadInputTokens: 1500, CacheWriteInputTokens: 40}, true, time.Millisecond)
 	m.Decided("a", []string{agent.ActionApprove, agent.ActionEdit, agent.ActionApprove}, time.Minute)
 	m.RequestEnded("a", agent.StatusFailed, 0)
 	reg := m.Registry()
@@ -45,7 +45,7 @@ func TestCounters(t *testing.T) {
 	}
 	want := map[string]float64{
 		"expiries#series": 1, "conflicts#series": 1, "retries#series": 1, "deliveries#series": 1, "failures#series": 1,
-		"model_errs#series": 1, "tokens#series": 2, "approvals#series": 2, "requests#series": 1,
+		"model_errs#series": 1, "tokens#series": 4, "approvals#series": 2, "requests#series": 1,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("series (-want +got):\n%s", diff)
@@ -64,8 +64,10 @@ hitch_expiries_total{agent="a"} 2
 # HELP hitch_notifier_failures_total Notifications that failed, by kind.
 # TYPE hitch_notifier_failures_total counter
 hitch_notifier_failures_total{agent="a",kind="webhook"} 1
-# HELP hitch_model_tokens_total Model tokens, by direction (input, output).
+# HELP hitch_model_tokens_total Model tokens, by direction: input (billed at the full price), cache_read, cache_write (input read from and written to the prompt cache), output.
 # TYPE hitch_model_tokens_total counter
+hitch_model_tokens_total{agent="a",direction="cache_read"} 1500
+hitch_model_tokens_total{agent="a",direction="cache_write"} 40
 hitch_model_tokens_total{agent="a",direction="input"} 7
 hitch_model_tokens_total{agent="a",direction="output"} 3
 `

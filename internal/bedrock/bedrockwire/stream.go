@@ -1,12 +1,17 @@
 package bedrockwire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/schemas"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	"github.com/aws/smithy-go/transport/http/protocol/restjson1"
 )
 
 // ErrStarted is returned by ResponseWriter.Fail once the stream has begun:
@@ -86,12 +91,21 @@ func (rw *ResponseWriter) write(msg eventstream.Message, payload any) error {
 		return fmt.Errorf("bedrockwire: encode %v: %w", msg.Headers.Get(":event-type"), err)
 	}
 	msg.Payload = p
+	var buf bytes.Buffer
+	if err := rw.enc.Encode(&buf, msg); err != nil {
+		return err
+	}
+	return rw.writeEncoded(buf.Bytes())
+}
+
+// writeEncoded writes one encoded event message, starting the stream first.
+func (rw *ResponseWriter) writeEncoded(b []byte) error {
 	if !rw.started {
 		rw.started = true
 		rw.w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
 		rw.w.WriteHeader(http.StatusOK)
 	}
-	if err := rw.enc.Encode(rw.w, msg); err != nil {
+	if _, err := rw.w.Write(b); err != nil {
 		return err
 	}
 	if !rw.holding {
@@ -154,10 +168,14 @@ type ToolCall struct {
 	Input []string
 }
 
-// Usage is the metadata event's token counts.
+// Usage is the metadata event's token counts. InputTokens are those neither
+// read from nor written to the prompt cache; totalTokens is the sum of the
+// four.
 type Usage struct {
-	InputTokens  int
-	OutputTokens int
+	InputTokens      int
+	OutputTokens     int
+	CacheReadTokens  int
+	CacheWriteTokens int
 }
 
 // Exception is an in-stream exception.
@@ -181,14 +199,31 @@ func (rw *ResponseWriter) WriteTurn(t Turn) error {
 	if err := rw.Event("messageStop", map[string]string{"stopReason": t.StopReason}); err != nil {
 		return err
 	}
-	return rw.Event("metadata", map[string]any{
-		"usage": map[string]int{
-			"inputTokens":  t.Usage.InputTokens,
-			"outputTokens": t.Usage.OutputTokens,
-			"totalTokens":  t.Usage.InputTokens + t.Usage.OutputTokens,
-		},
-		"metrics": map[string]int{"latencyMs": 1},
-	})
+	return rw.Metadata(t.Usage)
+}
+
+// Metadata writes the metadata event that ends a turn, encoded by the SDK
+// itself from its own types (types.ConverseStreamMetadataEvent with its
+// TokenUsage), so its field names are the ones the client reads. The cache
+// counts are sent only when not 0, as Bedrock leaves them out for a request
+// without cache points.
+func (rw *ResponseWriter) Metadata(u Usage) error {
+	usage := &types.TokenUsage{
+		InputTokens:  aws.Int32(int32(u.InputTokens)),
+		OutputTokens: aws.Int32(int32(u.OutputTokens)),
+		TotalTokens:  aws.Int32(int32(u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens)),
+	}
+	if u.CacheReadTokens != 0 || u.CacheWriteTokens != 0 {
+		usage.CacheReadInputTokens = aws.Int32(int32(u.CacheReadTokens))
+		usage.CacheWriteInputTokens = aws.Int32(int32(u.CacheWriteTokens))
+	}
+	ev := &types.ConverseStreamMetadataEvent{Usage: usage, Metrics: &types.ConverseStreamMetrics{LatencyMs: aws.Int64(1)}}
+	var buf bytes.Buffer
+	codec := restjson1.New(schemas.AmazonBedrockFrontendService)
+	if err := codec.SerializeEventMessage(schemas.ConverseStreamOutput, schemas.ConverseStreamOutput_metadata, ev, &buf); err != nil {
+		return fmt.Errorf("bedrockwire: encode metadata: %w", err)
+	}
+	return rw.writeEncoded(buf.Bytes())
 }
 
 // WriteBlocks streams messageStart and t's blocks, leaving the message open.

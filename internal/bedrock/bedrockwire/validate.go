@@ -16,6 +16,14 @@ func Validate(r *Request) error {
 		return invalid("A conversation must start with a user message. Try again with a conversation that starts with a user message.")
 	}
 	usesTools := false
+	toolSpecs := 0
+	if r.ToolConfig != nil {
+		for _, t := range r.ToolConfig.Tools {
+			if t.ToolSpec != nil {
+				toolSpecs++
+			}
+		}
+	}
 	for i, m := range r.Messages {
 		if m.Role != "user" && m.Role != "assistant" {
 			return invalid("1 validation error detected: Value '%s' at 'messages.%d.member.role' failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]", m.Role, i+1)
@@ -41,22 +49,33 @@ func Validate(r *Request) error {
 	if last := r.Messages[len(r.Messages)-1]; last.Role != "user" {
 		return invalid("A conversation must end with a user message. Try again with a conversation that ends with a user message.")
 	}
-	if usesTools && (r.ToolConfig == nil || len(r.ToolConfig.Tools) == 0) {
+	if usesTools && toolSpecs == 0 {
 		return invalid("The toolConfig field must be defined when using toolUse and toolResult content blocks.")
 	}
 	if r.ToolConfig != nil {
 		for i, t := range r.ToolConfig.Tools {
-			if t.ToolSpec == nil || t.ToolSpec.Name == "" || len(t.ToolSpec.InputSchema.JSON) == 0 {
+			if t.CachePoint != nil && t.ToolSpec == nil {
+				continue
+			}
+			if t.CachePoint != nil || t.ToolSpec == nil || t.ToolSpec.Name == "" || len(t.ToolSpec.InputSchema.JSON) == 0 {
 				return invalid("The tool at toolConfig.tools.%d needs a toolSpec with a name and an inputSchema.", i)
 			}
 		}
+	}
+	for i, b := range r.System {
+		if (b.CachePoint == nil) == (b.Text == "") {
+			return invalid("The system content block at system.%d must hold exactly one of text and cachePoint.", i)
+		}
+	}
+	if err := validateCache(r); err != nil {
+		return err
 	}
 	return validateThinking(r)
 }
 
 func validateBlock(role string, i, j int, b ContentBlock) error {
 	n := 0
-	for _, set := range []bool{b.Text != nil, b.Image != nil, b.ToolUse != nil, b.ToolResult != nil, b.ReasoningContent != nil} {
+	for _, set := range []bool{b.Text != nil, b.Image != nil, b.ToolUse != nil, b.ToolResult != nil, b.ReasoningContent != nil, b.CachePoint != nil} {
 		if set {
 			n++
 		}

@@ -9,7 +9,11 @@
 // against a mock of the SDK.
 package bedrockwire
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+)
 
 // Request is the JSON body of POST /model/{modelId}/converse-stream, as the
 // service receives it. Blobs (image bytes, redacted reasoning) are base64 in
@@ -37,6 +41,25 @@ type ContentBlock struct {
 	ToolUse          *ToolUse          `json:"toolUse,omitempty"`
 	ToolResult       *ToolResult       `json:"toolResult,omitempty"`
 	ReasoningContent *ReasoningContent `json:"reasoningContent,omitempty"`
+	CachePoint       *CachePoint       `json:"cachePoint,omitempty"`
+}
+
+// CachePoint marks the end of a prefix to cache (CachePointBlock), in the
+// system prompt, a message's content or the tools; its fields take the SDK's
+// own enums.
+type CachePoint struct {
+	Type types.CachePointType `json:"type"`
+	// TTL is 5m or 1h; empty is 5m.
+	TTL types.CacheTTL `json:"ttl,omitempty"`
+}
+
+// Duration is the point's TTL as a string Bedrock knows: an empty TTL is
+// 5m.
+func (c *CachePoint) Duration() types.CacheTTL {
+	if c.TTL == "" {
+		return types.CacheTTLFiveMinutes
+	}
+	return c.TTL
 }
 
 // Image is an image block with inline bytes.
@@ -83,9 +106,10 @@ type ReasoningText struct {
 	Signature string `json:"signature,omitempty"`
 }
 
-// SystemBlock is one block of the system prompt.
+// SystemBlock is one block of the system prompt: text or a cache point.
 type SystemBlock struct {
-	Text string `json:"text"`
+	Text       string      `json:"text,omitempty"`
+	CachePoint *CachePoint `json:"cachePoint,omitempty"`
 }
 
 // InferenceConfig holds the sampling parameters.
@@ -100,9 +124,11 @@ type ToolConfig struct {
 	Tools []Tool `json:"tools"`
 }
 
-// Tool is one tool of a ToolConfig.
+// Tool is one tool of a ToolConfig, or a cache point after the tools
+// before it.
 type Tool struct {
-	ToolSpec *ToolSpec `json:"toolSpec,omitempty"`
+	ToolSpec   *ToolSpec   `json:"toolSpec,omitempty"`
+	CachePoint *CachePoint `json:"cachePoint,omitempty"`
 }
 
 // ToolSpec describes a tool.

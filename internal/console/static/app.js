@@ -278,11 +278,20 @@ function renderTask(t) {
   updateComposer();
 }
 
+// usageText is a request's model tokens: the input billed at the full
+// price, read from and written to the prompt cache, and the output.
+function usageText(u) {
+  const n = (v) => String(v || 0);
+  return `tokens: ${n(u.input_tokens)} input, ${n(u.cache_read_input_tokens)} cache read, ` +
+    `${n(u.cache_write_input_tokens)} cache write, ${n(u.output_tokens)} output`;
+}
+
 function renderRequests(t) {
   $('requests').replaceChildren(...(t.requests || []).map((r) => el('li', {},
     `${r.kind} …${short(r.request_id)}: ${r.status}`,
     r.error ? ` (${r.error.code}: ${r.error.message})` : '',
     r.canceled_by ? ` — canceled by ${r.canceled_by}` : '',
+    r.usage ? el('div', { class: 'usage' }, usageText(r.usage)) : '',
     el('ul', {}, ...(r.decisions || []).map((d) => el('li', { class: 'decision-record' },
       `round ${d.round}: ${d.action} by ${d.approver} at ${time(d.decided_at)}`,
       d.reason ? ` — “${d.reason}”` : '',

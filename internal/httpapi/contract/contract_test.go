@@ -65,5 +65,5 @@ func TestContractCatchesMismatch(t *testing.T) {
 func failed(code string) string {
 	return `{"session_id":"0190a8c2-7b3d-7c1e-9f00-000000000002","task_id":"0190a8c2-7b3d-7c1e-9f00-000000000001",` +
 		`"request_id":"0190a8c2-7b3d-7c1e-9f00-000000000003","status":"Failed","error":{"code":"` + code + `","message":"x"},` +
-		`"usage":{"input_tokens":0,"output_tokens":0,"total_tokens":0},"source":"acc:0.1"}`
+		`"usage":{"input_tokens":0,"output_tokens":0,"total_tokens":0,"cache_read_input_tokens":0,"cache_write_input_tokens":0},"source":"acc:0.1"}`
 }
