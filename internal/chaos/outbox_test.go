@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,12 +29,46 @@ const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 // table — once, signed — and deletes it: nothing is lost.
 func TestOutboxSurvivesKill(t *testing.T) {
 	t.Setenv("HITCH_CHAOS_WEBHOOK_SECRET", secret)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// The receiver keeps its address (a busy machine would hand a freed
+	// port to another test) but is down until after the kill: it answers
+	// every delivery 503 and records none.
+	rl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close() // down until after the kill: connections are refused
+	addr := rl.Addr().String()
+	var up atomic.Bool
+	key, _ := webhook.ParseSecret(secret)
+	type got struct {
+		id, typ, task string
+	}
+	var mu sync.Mutex
+	var received []got
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		if err := webhook.Verify(key, r.Header, body, time.Now()); err != nil {
+			t.Errorf("a delivery does not verify: %v", err)
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		var p struct {
+			Type string `json:"type"`
+			Data struct {
+				TaskID string `json:"task_id"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(body, &p)
+		mu.Lock()
+		received = append(received, got{r.Header.Get(webhook.HeaderID), p.Type, p.Data.TaskID})
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})}
+	go srv.Serve(rl)
+	t.Cleanup(func() { srv.Close() })
 	def := fmt.Sprintf(`apiVersion: tealagents/v1alpha1
 kind: Agent
 name: notified
@@ -59,38 +94,7 @@ spec:
 	h.kill()
 	<-h.srv.Done()
 
-	key, _ := webhook.ParseSecret(secret)
-	type got struct {
-		id, typ, task string
-	}
-	var mu sync.Mutex
-	var received []got
-	rl, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("the receiver cannot listen on %s: %v", addr, err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if err := webhook.Verify(key, r.Header, body, time.Now()); err != nil {
-			t.Errorf("a delivery does not verify: %v", err)
-			http.Error(w, err.Error(), http.StatusUnauthorized)
-			return
-		}
-		var p struct {
-			Type string `json:"type"`
-			Data struct {
-				TaskID string `json:"task_id"`
-			} `json:"data"`
-		}
-		_ = json.Unmarshal(body, &p)
-		mu.Lock()
-		received = append(received, got{r.Header.Get(webhook.HeaderID), p.Type, p.Data.TaskID})
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	})}
-	go srv.Serve(rl)
-	t.Cleanup(func() { srv.Close() })
-
+	up.Store(true)
 	h.start() // its first sweep finds the undelivered item
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -99,7 +99,8 @@ func testExpireTask(t *testing.T, s agent.Store) {
 
 	stale := task.Clone()
 	stale.Version--
-	until := time.Now().Add(2 * time.Second)
+	// Far enough ahead that a loaded machine reads everything before it.
+	until := time.Now().Add(5 * time.Second)
 	wantConflict(t, s.ExpireTask(ctx, stale, until), task)
 	if err := s.ExpireTask(ctx, task, until); err != nil {
 		t.Fatalf("ExpireTask: %v", err)
