@@ -97,19 +97,29 @@ func newHarnessArgs(t *testing.T, args []string, extra ...map[string]string) *ha
 }
 
 // start runs a new hitch serve process, at a new address, on the table.
+// A free port may be taken by another process between FreeAddr and the
+// server's listen (a busy machine): a start that fails is tried again at
+// another address, three times in all.
 func (h *harness) start() {
 	h.t.Helper()
-	addr, err := FreeAddr()
-	if err != nil {
-		h.t.Fatal(err)
+	for attempt := 1; ; attempt++ {
+		addr, err := FreeAddr()
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		p := &Process{Bin: h.bin, Addr: addr, Log: h.logs,
+			Args: append([]string{"--agents", h.dir, "--store", "dynamodb", "--dynamodb-endpoint", h.relayTo,
+				"--table", h.table, "--create-table", "--request-timeout", "2m"}, h.args...)}
+		err = p.Start(30 * time.Second)
+		if err == nil {
+			h.srv = p
+			return
+		}
+		if attempt == 3 {
+			h.t.Fatalf("%v; see %s", err, h.logs.Name())
+		}
+		h.t.Logf("hitch serve did not start at %s (%v); again at another address", addr, err)
 	}
-	p := &Process{Bin: h.bin, Addr: addr, Log: h.logs,
-		Args: append([]string{"--agents", h.dir, "--store", "dynamodb", "--dynamodb-endpoint", h.relayTo,
-			"--table", h.table, "--create-table", "--request-timeout", "2m"}, h.args...)}
-	if err := p.Start(30 * time.Second); err != nil {
-		h.t.Fatalf("%v; see %s", err, h.logs.Name())
-	}
-	h.srv = p
 }
 
 func (h *harness) kill() { h.srv.Signal(syscall.SIGKILL) }
