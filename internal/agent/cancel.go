@@ -26,7 +26,7 @@ var CancelPollInterval = time.Second
 type cancelInfo struct {
 	by, reason string
 	at         time.Time
-	// cascade: the request is canceled because its caller was (§10).
+	// cascade: the request is canceled because its caller was (docs/architecture.md, "Orchestration").
 	cascade bool
 }
 

@@ -116,7 +116,7 @@ func expiryMessage(at time.Time) string {
 
 // expireRound applies a paused round's expiry (docs/api.md, "Expiry"); at is
 // when the chain it belongs to expired (its own earliest expiry, or an
-// earlier one of another leaf of its chain, §10).
+// earlier one of another leaf of its chain).
 func (e *Engine) expireRound(next *Task, items []Item, now, at time.Time) ([]Item, []RequestRecord, []RequestDecision, error) {
 	a := next.Active
 	msg := expiryMessage(at)

@@ -284,7 +284,7 @@ func (e *Engine) resumeEnded(ag *Agent, t *Task, rec *RequestRecord, in ResumeIn
 }
 
 // pastLeg makes a follower of a decision whose request has moved past its
-// round answer that round's leg (§3's answer table: its request_complete
+// round answer that round's leg (docs/api.md's answer table: its request_complete
 // from the event log), not the request's outcome now. With the log gone
 // (expired), it answers what the request is now.
 func (e *Engine) pastLeg(f *Run) *Run {

@@ -24,7 +24,7 @@ type TaskView struct {
 	PendingApprovals []PendingView     `json:"pending_approvals"`
 	// Trusted: what decisions said to remember for the rest of the task.
 	Trusted []TrustView `json:"trusted"`
-	// ParentTaskID, on a sub-agent's task, is its caller's task (§10).
+	// ParentTaskID, on a sub-agent's task, is its caller's task.
 	ParentTaskID string `json:"parent_task_id,omitempty"`
 	// WaitingOn, on a caller paused because a sub-agent paused, are the
 	// requests whose decisions it waits for.
@@ -302,6 +302,6 @@ type RequestView struct {
 	CanceledBy   *string    `json:"canceled_by"`
 	CanceledAt   *time.Time `json:"canceled_at,omitempty"`
 	CancelReason *string    `json:"cancel_reason,omitempty"`
-	// Parent, on a sub-agent's request, is the call that made it (§10).
+	// Parent, on a sub-agent's request, is the call that made it.
 	Parent *ParentRef `json:"parent,omitempty"`
 }

@@ -37,7 +37,7 @@ type Result struct {
 	World      *World
 	Violations []Violation
 	// Apart are calls started by a holder frozen past its lease after a
-	// cancel answered (§17, 3: reported apart, not violations).
+	// cancel answered (invariant 3: reported apart, not violations).
 	Apart []Violation
 	// Redelivered counts attempts of a webhook-id already accepted.
 	Redelivered int

@@ -44,7 +44,7 @@
 //
 // Check takes the operations, the ledger, the final state, the webhook
 // deliveries and the faults, and reports each breach of the seven
-// invariants of §17 with the operations and ledger lines around it:
+// invariants with the operations and ledger lines around it:
 //
 //  1. At most once: a non-idempotent call runs at most once; an idempotent
 //     one again only after a fault of its process; a call the generator
