@@ -2,15 +2,12 @@ package notify_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamedtable "github.com/hitch-agents/hitch/internal/ddblocal/streamed"
+
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/uuid"
 
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/agent/agenttest"
@@ -46,29 +43,8 @@ func TestStreamOnDynamoDBLocal(t *testing.T) {
 	})
 }
 
-// streamed makes a table on DynamoDB Local and reads its stream (the real
-// dynamodbstreams client, polling every poll; 0: the default) into the feed
-// it returns, as hitch serve does.
+// streamed is a table on DynamoDB Local whose stream feeds the dispatcher,
+// as hitch serve does.
 func streamed(tb testing.TB, poll time.Duration) (*dynamo.Store, <-chan agent.OutboxItem) {
-	tb.Helper()
-	endpoint := ddblocal.Start(tb)
-	client := ddblocal.NewClient(endpoint)
-	table := "hitch-" + uuid.NewString()
-	if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
-		tb.Fatal(err)
-	}
-	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
-	feed := make(chan agent.OutboxItem, 64)
-	ctx, cancel := context.WithCancel(context.Background())
-	stream := &dynamo.Stream{Streams: streams, DB: client, Table: table, Poll: poll, Log: slog.New(slog.DiscardHandler)}
-	done := make(chan error, 1)
-	go func() { done <- stream.Run(ctx, feed) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("stream: %v", err)
-		}
-	})
-	return dynamo.New(client, table), feed
+	return streamedtable.Table(tb, poll)
 }
