@@ -34,23 +34,7 @@ func (c *Counter) installCapacity(stack *middleware.Stack) error {
 				p.ReturnConsumedCapacity = idx
 			}
 			out, md, err := next.HandleInitialize(ctx, in)
-			var spent []types.ConsumedCapacity
-			switch r := out.Result.(type) {
-			case *dynamodb.UpdateItemOutput:
-				if r.ConsumedCapacity != nil {
-					spent = append(spent, *r.ConsumedCapacity)
-				}
-			case *dynamodb.PutItemOutput:
-				if r.ConsumedCapacity != nil {
-					spent = append(spent, *r.ConsumedCapacity)
-				}
-			case *dynamodb.DeleteItemOutput:
-				if r.ConsumedCapacity != nil {
-					spent = append(spent, *r.ConsumedCapacity)
-				}
-			case *dynamodb.TransactWriteItemsOutput:
-				spent = append(spent, r.ConsumedCapacity...)
-			}
+			spent := capacityOf(out.Result)
 			c.mu.Lock()
 			if c.index == nil {
 				c.index = map[string]float64{}

@@ -92,27 +92,7 @@ func (c *Counter) installUnits(stack *middleware.Stack) error {
 				p.ReturnConsumedCapacity = idx
 			}
 			out, md, err := next.HandleInitialize(ctx, in)
-			var spent []types.ConsumedCapacity
-			switch r := out.Result.(type) {
-			case *dynamodb.GetItemOutput:
-				spent = appendCapacity(spent, r.ConsumedCapacity)
-			case *dynamodb.QueryOutput:
-				spent = appendCapacity(spent, r.ConsumedCapacity)
-			case *dynamodb.BatchGetItemOutput:
-				spent = append(spent, r.ConsumedCapacity...)
-			case *dynamodb.TransactGetItemsOutput:
-				spent = append(spent, r.ConsumedCapacity...)
-			case *dynamodb.PutItemOutput:
-				spent = appendCapacity(spent, r.ConsumedCapacity)
-			case *dynamodb.UpdateItemOutput:
-				spent = appendCapacity(spent, r.ConsumedCapacity)
-			case *dynamodb.DeleteItemOutput:
-				spent = appendCapacity(spent, r.ConsumedCapacity)
-			case *dynamodb.BatchWriteItemOutput:
-				spent = append(spent, r.ConsumedCapacity...)
-			case *dynamodb.TransactWriteItemsOutput:
-				spent = append(spent, r.ConsumedCapacity...)
-			}
+			spent := capacityOf(out.Result)
 			op := middleware.GetOperationName(ctx)
 			write := !strings.HasPrefix(op, "Get") && !strings.HasPrefix(op, "Query") &&
 				!strings.HasPrefix(op, "BatchGet") && !strings.HasPrefix(op, "TransactGet")
@@ -133,9 +113,34 @@ func (c *Counter) installUnits(stack *middleware.Stack) error {
 		}), middleware.After)
 }
 
-func appendCapacity(to []types.ConsumedCapacity, cc *types.ConsumedCapacity) []types.ConsumedCapacity {
-	if cc == nil {
-		return to
+// capacityOf is the capacity a call's output says it consumed (none when
+// it was not asked for).
+func capacityOf(result any) []types.ConsumedCapacity {
+	one := func(cc *types.ConsumedCapacity) []types.ConsumedCapacity {
+		if cc == nil {
+			return nil
+		}
+		return []types.ConsumedCapacity{*cc}
 	}
-	return append(to, *cc)
+	switch r := result.(type) {
+	case *dynamodb.GetItemOutput:
+		return one(r.ConsumedCapacity)
+	case *dynamodb.QueryOutput:
+		return one(r.ConsumedCapacity)
+	case *dynamodb.PutItemOutput:
+		return one(r.ConsumedCapacity)
+	case *dynamodb.UpdateItemOutput:
+		return one(r.ConsumedCapacity)
+	case *dynamodb.DeleteItemOutput:
+		return one(r.ConsumedCapacity)
+	case *dynamodb.BatchGetItemOutput:
+		return r.ConsumedCapacity
+	case *dynamodb.TransactGetItemsOutput:
+		return r.ConsumedCapacity
+	case *dynamodb.BatchWriteItemOutput:
+		return r.ConsumedCapacity
+	case *dynamodb.TransactWriteItemsOutput:
+		return r.ConsumedCapacity
+	}
+	return nil
 }
