@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"CancelMidTool", testCancelMidTool},
 		{"CancelThroughTheStore", testCancelThroughStore},
 		{"CancelDeadRequest", testCancelDeadRequest},
+		{"CancelRacesADecision", testCancelRacesADecision},
 		{"EditThenFollowOn", testEditThenFollowOn},
 		{"EditRefusals", testEditRefusals},
 		{"ReconnectAtEveryEvent", testReconnectEverywhere},
