@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ReaperLoop", testReaperLoop},
 		{"PastRoundAnswersItsLeg", testPastRoundAnswersItsLeg},
 		{"PastRoundWithoutItsLog", testPastRoundWithoutItsLog},
+		{"DuplicateAnswersItsLeg", testDuplicateAnswersItsLeg},
 		{"CancelPaused", testCancelPaused},
 		{"CancelRunning", testCancelRunning},
 		{"CancelMidTool", testCancelMidTool},
