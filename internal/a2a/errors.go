@@ -44,7 +44,7 @@ func toProto(err error, log *slog.Logger, id string) error {
 	case agent.CodeInvalidContentType, agent.CodeInvalidImage:
 		return protoErr(a2a.ErrUnsupportedContentType, e.Code, e.Message)
 	case agent.CodeTaskBusy, agent.CodeTaskPaused, agent.CodeNotPaused, agent.CodeDecisionConflict,
-		agent.CodeRequestSuperseded, agent.CodeApprovalExpired, agent.CodeEventsExpired, agent.CodeIdempotencyKeyReused:
+		agent.CodeRequestSuperseded, agent.CodeApprovalExpired, agent.CodeInputExpired, agent.CodeEventsExpired, agent.CodeIdempotencyKeyReused:
 		return protoErr(a2a.ErrUnsupportedOperation, e.Code, e.Message)
 	case agent.CodeInternal:
 		return protoErr(a2a.ErrInternalError, e.Code, e.Message)

@@ -79,10 +79,11 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 	na := next.Active
 	na.Status, na.ClaimToken, na.LeaseUntil, na.ClaimedAt = StatusRunning, e.newID(), lease, now
 	na.Epoch++
-	na.Decisions = []Decision{*d}
+	copied := d.withoutResults() // the answers are the leaves' (their DEC# items)
+	na.Decisions = []Decision{copied}
 	na.Pending, na.Awaits = nil, nil
 	next.Status, next.UpdatedAt = StatusRunning, now
-	w := &Write{Task: next, PrevVersion: t.Version, Decisions: []RequestDecision{{RequestID: a.ID, Decision: *d}},
+	w := &Write{Task: next, PrevVersion: t.Version, Decisions: []RequestDecision{{RequestID: a.ID, Decision: copied}},
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
 	addWaiter(w, in.Waiter)
 	e.outbox(w, true)

@@ -170,7 +170,7 @@ func (e *Engine) childrenMoved(ctx context.Context, t *Task, open []ChildCall) (
 		}
 		if j := findJoin(t.Joins, a.ID, cc); j != nil {
 			// Ended: its outcome is here already.
-			if j.Status == StatusFailed && j.Error != nil && j.Error.Code == CodeApprovalExpired {
+			if j.Status == StatusFailed && j.Error != nil && IsExpiry(j.Error.Code) {
 				return true, &RequestRecord{RequestView: RequestView{RequestID: j.ChildRequestID, Status: j.Status, Error: j.Error}}, nil
 			}
 			changed = true
@@ -208,7 +208,7 @@ func (e *Engine) childrenMoved(ctx context.Context, t *Task, open []ChildCall) (
 			continue // not started: it runs once the calls before it have their results
 		}
 		changed = true
-		if rec.Status == StatusFailed && rec.Error != nil && rec.Error.Code == CodeApprovalExpired {
+		if rec.Status == StatusFailed && rec.Error != nil && IsExpiry(rec.Error.Code) {
 			return true, rec, nil
 		}
 	}
@@ -285,8 +285,9 @@ func (e *Engine) claimContinue(ctx context.Context, ag *Agent, t *Task, items []
 		w.Consumed = []string{consumed}
 	}
 	if d != nil {
-		na.Decisions = []Decision{*d}
-		w.Decisions = []RequestDecision{{RequestID: na.ID, Decision: *d}}
+		copied := d.withoutResults() // the answers are the leaves'
+		na.Decisions = []Decision{copied}
+		w.Decisions = []RequestDecision{{RequestID: na.ID, Decision: copied}}
 	}
 	next.Status, next.UpdatedAt = StatusRunning, now
 	e.outbox(w, true) // a new leg: the waiters hear of it

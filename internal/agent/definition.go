@@ -67,10 +67,19 @@ const (
 	DefaultMaxToolResultBytes = 65536
 )
 
-// longestApprovalTTL is the longest an approval of the agent's tools waits.
+// longestApprovalTTL is the longest an approval or an input of the agent's
+// tools waits.
 func (a *Agent) longestApprovalTTL() time.Duration {
 	var longest time.Duration
 	for _, t := range a.Tools {
+		if _, ok := t.Tool.(InputTool); ok {
+			ttl := t.Policy.InputTTL
+			if ttl <= 0 {
+				ttl = DefaultInputTTL
+			}
+			longest = max(longest, ttl)
+			continue
+		}
 		if !t.Policy.RequiresApproval {
 			continue
 		}

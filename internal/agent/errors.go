@@ -80,6 +80,7 @@ const (
 	CodeNotRunning            = "not_running"
 	CodeRequestSuperseded     = "request_superseded"
 	CodeApprovalExpired       = "approval_expired"
+	CodeInputExpired          = "input_expired"
 	CodeEventsExpired         = "events_expired"
 	CodeBodyTooLarge          = "body_too_large"
 	CodeIdempotencyKeyReused  = "idempotency_key_reused"

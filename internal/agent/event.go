@@ -10,6 +10,8 @@ const (
 	EventApprovalRequired = "approval_required"
 	EventApproved         = "approved"
 	EventRejected         = "rejected"
+	EventInputRequired    = "input_required"
+	EventAnswered         = "answered"
 	EventToolResult       = "tool_result"
 	EventCancelled        = "cancelled"
 	EventError            = "error"
@@ -67,6 +69,7 @@ type RequestResult struct {
 	StopReason       string        `json:"stop_reason,omitempty"`
 	Round            int           `json:"round,omitempty"`
 	PendingApprovals []PendingView `json:"pending_approvals,omitempty"`
+	PendingInputs    []PendingView `json:"pending_inputs,omitempty"`
 	ResumeURL        string        `json:"resume_url,omitempty"`
 	Error            *ErrorInfo    `json:"error,omitempty"`
 	Usage            Usage         `json:"usage"`
@@ -93,4 +96,10 @@ type PendingView struct {
 	TaskID    string `json:"task_id,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
 	ResumeURL string `json:"resume_url,omitempty"`
+	// On a pending input (docs/api.md, "Pauses for input"): its kind, and
+	// what it asks.
+	Kind     string   `json:"kind,omitempty"`
+	Question string   `json:"question,omitempty"`
+	Choices  []string `json:"choices,omitempty"`
+	Schema   any      `json:"schema,omitempty"`
 }

@@ -190,7 +190,7 @@ func (e *Engine) settled(ctx context.Context, agentName string, next *Task, recs
 // expiry, or a dead request recorded Failed, ends with an error event.
 func (e *Engine) logSettled(ctx context.Context, taskID string, recs []RequestRecord) {
 	for _, r := range recs {
-		if r.Error != nil && (r.Error.Code == CodeApprovalExpired || r.Error.Code == CodeLeaseExpired) {
+		if r.Error != nil && (IsExpiry(r.Error.Code) || r.Error.Code == CodeLeaseExpired) {
 			e.logEvents(ctx, taskID, r.RequestID, r.Epoch, Event{ID: r.LastEventID, Name: EventError,
 				Data: map[string]string{"code": r.Error.Code, "message": r.Error.Message, "request_id": r.RequestID}})
 		}

@@ -21,9 +21,9 @@ func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []I
 	now := e.now()
 	next := e.nextOf(t)
 	a := next.Active
-	msg := "approval expired"
+	code, msg := CodeApprovalExpired, "approval expired"
 	if rec.Error != nil {
-		msg = rec.Error.Message
+		code, msg = rec.Error.Code, rec.Error.Message
 	}
 	var extra []Item
 	if closing := danglingResults(items, a.ID, msg); len(closing) > 0 {
@@ -32,7 +32,7 @@ func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []I
 	}
 	a.LastEventID++ // the error event, logged once written
 	r := recordOf(a, StatusFailed, now)
-	r.Error = &ErrorInfo{Code: CodeApprovalExpired, Message: msg}
+	r.Error = &ErrorInfo{Code: code, Message: msg}
 	next.Active, next.Status = nil, StatusFailed
 	next.RetainUntil = e.retainUntil()
 	next.UpdatedAt = now
@@ -109,17 +109,12 @@ func roundExpiry(a *ActiveRequest) time.Time {
 	return at
 }
 
-// expiryMessage is the error result of a call whose approval expired at at.
-func expiryMessage(at time.Time) string {
-	return "approval expired at " + at.UTC().Format(time.RFC3339)
-}
-
 // expireRound applies a paused round's expiry (docs/api.md, "Expiry"); at is
 // when the chain it belongs to expired (its own earliest expiry, or an
 // earlier one of another leaf of its chain).
 func (e *Engine) expireRound(next *Task, items []Item, now, at time.Time) ([]Item, []RequestRecord, []RequestDecision, error) {
 	a := next.Active
-	msg := expiryMessage(at)
+	code, msg := expiryOf(a, at)
 	closing := danglingResults(items, a.ID, msg)
 	var extra []Item
 	if len(closing) > 0 {
@@ -133,7 +128,7 @@ func (e *Engine) expireRound(next *Task, items []Item, now, at time.Time) ([]Ite
 	a.Decisions = append(a.Decisions, d)
 	a.LastEventID++ // the error event, logged once the expiry is written
 	rec := recordOf(a, StatusFailed, now)
-	rec.Error = &ErrorInfo{Code: CodeApprovalExpired, Message: msg}
+	rec.Error = &ErrorInfo{Code: code, Message: msg}
 	next.Active = nil
 	next.Status = StatusFailed
 	return extra, []RequestRecord{rec}, []RequestDecision{{RequestID: a.ID, Decision: d}}, nil

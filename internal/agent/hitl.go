@@ -45,14 +45,19 @@ func canonicalJSON(raw json.RawMessage) []byte {
 }
 
 // needApproval returns the pending calls of a model turn: those whose tool
-// needs approval. A call of an unknown tool or with invalid input needs none:
-// it becomes an error result the model can correct.
+// needs approval, and its input calls (inputs.go). A call of an unknown
+// tool or with invalid input needs neither: it becomes an error result the
+// model can correct.
 // seq is the history entry that holds the calls: META refers to it.
 func (r *Run) needApproval(uses []Block, seq int64) []PendingCall {
 	now := r.e.now()
 	round := r.task.Active.Round + 1
 	var out []PendingCall
 	for _, u := range uses {
+		if p := r.inputCall(u, seq, now, round); p != nil {
+			out = append(out, *p)
+			continue
+		}
 		bt, ok := r.agent.Tool(u.Name)
 		if !ok || !bt.Policy.RequiresApproval {
 			continue
@@ -94,8 +99,9 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 	wctx, cancel := writeContext(ctx)
 	defer cancel()
 	err := r.write(wctx, func(t *Task) {
-		// approval_required and request_complete follow this write.
-		t.Active.LastEventID = r.eventID + 2
+		// approval_required and/or input_required, and request_complete,
+		// follow this write.
+		t.Active.LastEventID = r.eventID + int64(pauseEvents(pending))
 		t.Active.ClaimToken = ""
 	}, nil, time.Time{})
 	if err != nil {
@@ -117,8 +123,17 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 		return
 	}
 	r.status = StatusPaused
+	resumeURL := ResumeURL(r.task.Agent, r.task.ID, r.reqID)
+	if hasInputs(pending) {
+		defer r.emit(EventInputRequired, map[string]any{
+			"request_id": r.reqID, "round": a.Round, "inputs": PendingInputViews(pending, r.e.now(), false), "resume_url": resumeURL,
+		})
+	}
 	calls := make([]map[string]any, 0, len(pending))
 	for _, p := range pending {
+		if p.Kind != "" {
+			continue
+		}
 		call := map[string]any{"id": p.ToolCallID, "name": p.Name, "input": jsonRaw(p.Input), "expires_at": p.ExpiresAt.UTC().Format(time.RFC3339)}
 		if p.Rule != "" {
 			call["rule"] = p.Rule
@@ -129,10 +144,25 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 		}
 		calls = append(calls, call)
 	}
-	r.emit(EventApprovalRequired, map[string]any{
-		"request_id": r.reqID, "round": a.Round, "tool_calls": calls,
-		"resume_url": ResumeURL(r.task.Agent, r.task.ID, r.reqID),
-	})
+	if len(calls) > 0 {
+		r.emit(EventApprovalRequired, map[string]any{
+			"request_id": r.reqID, "round": a.Round, "tool_calls": calls, "resume_url": resumeURL,
+		})
+	}
+}
+
+// pauseEvents counts the events a pause emits: approval_required when it
+// holds approvals, input_required when it holds inputs, and
+// request_complete.
+func pauseEvents(pending []PendingCall) int {
+	n := 1
+	if hasInputs(pending) {
+		n++
+	}
+	if len(PendingViews(pending, time.Time{}, false)) > 0 {
+		n++
+	}
+	return n
 }
 
 // runDecided carries out a round's decision: the approved (or edited) calls
@@ -142,6 +172,17 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 // leg must end.
 func (r *Run) runDecided(ctx context.Context) bool {
 	d := r.decided
+	if d.needsResults() {
+		// META keeps answers by hash: a takeover reads them from the
+		// round's DEC# item.
+		full := *d
+		if err := r.e.loadResults(ctx, r.taskID, r.reqID, &full); err != nil {
+			r.e.log().ErrorContext(ctx, "reading the round's answers failed", "task_id", r.taskID, "request_id", r.reqID, "err", err)
+			r.fail(CodeInternal, "the request's answers could not be read")
+			return false
+		}
+		d = &full
+	}
 	byID := map[string]CallDecision{}
 	for _, c := range d.Calls {
 		byID[c.ToolCallID] = c
@@ -162,6 +203,11 @@ func (r *Run) runDecided(ctx context.Context) bool {
 				r.emit(EventRejected, ev)
 			}
 			given[u.ID] = ErrorResult(u.ID, msg)
+		case decided && c.Action == ActionAnswer:
+			if !r.takeover {
+				r.emit(EventAnswered, map[string]any{"tool_call_id": u.ID, "by": d.Approver, "round": d.Round})
+			}
+			given[u.ID] = r.truncate(answerResult(u.ID, c.Result))
 		case decided:
 			ev := map[string]any{"tool_call_id": u.ID, "by": d.Approver, "round": d.Round}
 			if c.Reason != "" {
@@ -225,7 +271,7 @@ const (
 // asInput is the decision of call id as a resume body states it: what a
 // caller sends its leaves, what a takeover sends again.
 func (c CallDecision) asInput(id string) DecisionInput {
-	di := DecisionInput{ToolCallID: id, Action: c.Action, Reason: c.Reason, Remember: c.Remember}
+	di := DecisionInput{ToolCallID: id, Action: c.Action, Reason: c.Reason, Remember: c.Remember, Result: c.Result, ResultHash: c.ResultHash}
 	if c.Action == ActionEdit {
 		di.Input = c.Input
 	}

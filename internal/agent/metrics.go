@@ -62,7 +62,7 @@ func (e *Engine) observeSettled(agentName string, recs []RequestRecord) {
 	m := e.metrics()
 	for _, r := range recs {
 		m.RequestEnded(agentName, r.Status, 0)
-		if r.Error != nil && r.Error.Code == CodeApprovalExpired {
+		if r.Error != nil && IsExpiry(r.Error.Code) {
 			m.Expired(agentName, r.pendingCalls())
 		}
 	}

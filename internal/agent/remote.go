@@ -370,7 +370,7 @@ func (e *Engine) remoteMoved(ctx context.Context, t *Task, cc ChildCall) (bool, 
 		}
 		return false, nil, nil
 	case StatusFailed:
-		if rt.Error != nil && rt.Error.Code == CodeApprovalExpired {
+		if rt.Error != nil && IsExpiry(rt.Error.Code) {
 			return true, &RequestRecord{RequestView: RequestView{RequestID: rt.ID, Status: rt.Status, Error: rt.Error}}, nil
 		}
 	}

@@ -7,6 +7,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,12 @@ type DecisionInput struct {
 	// Remember "task" (approve or edit only) trusts the call's tool (and
 	// rule) for the rest of the task.
 	Remember string `json:"remember,omitempty"`
+	// Result answers an input call (action answer).
+	Result json.RawMessage `json:"result,omitempty"`
+	// ResultHash names a stored answer instead of Result: a decision the
+	// engine carries on itself (a takeover, a caller's re-send); never
+	// read from a client.
+	ResultHash string `json:"-"`
 }
 
 // Check validates the body's shape (400s that need no state).
@@ -59,6 +66,9 @@ func (b *ResumeRequest) Check() error {
 	}
 	seen := map[string]bool{}
 	for i, d := range b.Decisions {
+		if d.Action != ActionAnswer && len(bytes.TrimSpace(d.Result)) > 0 {
+			return Errorf(CodeInvalidDecisions, "decisions[%d]: result is only for answer", i)
+		}
 		switch d.Action {
 		case ActionApprove, ActionReject:
 			if len(d.Input) > 0 && string(d.Input) != "null" {
@@ -68,8 +78,15 @@ func (b *ResumeRequest) Check() error {
 			if len(d.Input) == 0 || d.Input[0] != '{' {
 				return Errorf(CodeInvalidDecisions, "decisions[%d]: edit needs input, a JSON object", i)
 			}
+		case ActionAnswer:
+			if len(d.Input) > 0 && string(d.Input) != "null" {
+				return Errorf(CodeInvalidDecisions, "decisions[%d]: input is only for edit; an answer goes in result", i)
+			}
+			if r := bytes.TrimSpace(d.Result); (len(r) == 0 || string(r) == "null") && d.ResultHash == "" {
+				return Errorf(CodeInvalidDecisions, "decisions[%d]: answer needs result, a JSON value (a string for a question)", i)
+			}
 		default:
-			return Errorf(CodeInvalidAction, "decisions[%d].action must be approve, reject or edit", i)
+			return Errorf(CodeInvalidAction, "decisions[%d].action must be approve, reject, edit or answer", i)
 		}
 		if d.ToolCallID == "" {
 			return Errorf(CodeInvalidDecisions, "decisions[%d]: tool_call_id is required", i)
@@ -182,11 +199,12 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 		// A leaf of the chain expired: the whole chain ends, nothing runs
 		// and no model is called anywhere (docs/architecture.md).
 		at := roundExpiry(a)
-		rec := &RequestRecord{RequestView: RequestView{Status: StatusFailed, Error: &ErrorInfo{Code: CodeApprovalExpired, Message: expiryMessage(at)}}}
+		code, msg := expiryOf(a, at)
+		rec := &RequestRecord{RequestView: RequestView{Status: StatusFailed, Error: &ErrorInfo{Code: code, Message: msg}}}
 		if err := e.expireCaller(ctx, ag, t, items, rec); err != nil {
 			return nil, err
 		}
-		return nil, Errorf(CodeApprovalExpired, "the approval of round %d expired at %s", a.Round, at.UTC().Format(time.RFC3339))
+		return nil, expiredError(a, at)
 	case a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested:
 		// A caller waiting on a sub-agent: the leaves decide (caller.go).
 		return e.resumeAtCaller(ctx, ag, t, items, in, now)
@@ -194,7 +212,7 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 		if _, err := e.applyExpiry(ctx, ag, t, items, now); err != nil {
 			return nil, err
 		}
-		return nil, Errorf(CodeApprovalExpired, "the approval of round %d expired at %s", a.Round, roundExpiry(a).UTC().Format(time.RFC3339))
+		return nil, expiredError(a, roundExpiry(a))
 	case a.Status == StatusPaused && a.CancelRequested:
 		return nil, Errorf(CodeNotPaused, "request %s is being canceled", a.ID)
 	case a.Status == StatusPaused:
@@ -434,6 +452,9 @@ func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round 
 		d.Reason = &reason
 	}
 	if len(b.Decisions) == 0 {
+		if hasInputs(pending) {
+			return nil, Errorf(CodeInvalidAction, "round %d holds inputs: settle it with decisions covering every pending call (answer or reject each input)", round)
+		}
 		if round >= 2 && b.Round == nil {
 			return nil, Errorf(CodeRoundRequired, "this request is in round %d: an approve or reject of every call must name the round", round)
 		}
@@ -460,8 +481,16 @@ func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round 
 		if !ok {
 			return nil, Errorf(CodeInvalidDecisions, "decisions[%d]: %s is not a pending call of this round", i, di.ToolCallID)
 		}
+		if err := checkDecisionKind(i, p, di); err != nil {
+			return nil, err
+		}
 		c := CallDecision{ToolCallID: di.ToolCallID, Action: di.Action, Reason: di.Reason, InputHash: p.InputHash,
 			Rule: p.Rule, Remember: di.Remember}
+		if p.Kind != "" {
+			if err := answerOf(ag, i, p, di, &c); err != nil {
+				return nil, err
+			}
+		}
 		if di.Action == ActionEdit {
 			bt, ok := ag.Tool(p.Name)
 			if ok {
@@ -493,7 +522,7 @@ func pendingOf(d *Decision) []PendingCall {
 		if c.Action == ActionEdit {
 			hash = InputHash(c.OriginalInput)
 		}
-		out = append(out, PendingCall{ToolCallID: c.ToolCallID, Input: in, InputHash: hash, Round: d.Round, Rule: c.Rule})
+		out = append(out, PendingCall{ToolCallID: c.ToolCallID, Input: in, InputHash: hash, Round: d.Round, Rule: c.Rule, Kind: c.Kind})
 	}
 	return out
 }
@@ -503,7 +532,7 @@ func sameDecision(a, b *Decision) bool {
 	key := func(d *Decision) []string {
 		var out []string
 		for _, c := range d.Calls {
-			out = append(out, c.ToolCallID+"|"+c.Action+"|"+c.InputHash+"|"+c.Remember)
+			out = append(out, c.ToolCallID+"|"+c.Action+"|"+c.InputHash+"|"+c.Remember+"|"+c.ResultHash)
 		}
 		sort.Strings(out)
 		return out
@@ -585,7 +614,7 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	na := next.Active
 	na.Status, na.ClaimToken, na.LeaseUntil, na.ClaimedAt = StatusRunning, e.newID(), lease, now
 	na.Epoch++
-	na.Decisions = []Decision{*d} // earlier rounds' are DEC# items
+	na.Decisions = []Decision{d.withoutResults()} // earlier rounds' are DEC# items; answers only there
 	remember(next, a, d)
 	na.Pending = nil
 	next.Status, next.UpdatedAt = StatusRunning, now
@@ -600,7 +629,7 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	e.observeDecision(ag.Name, d, now.Sub(t.UpdatedAt))
 	history := replaceItems(items, edited)
 	run := e.newRun(ag, next, history, deadline)
-	run.decided = &next.Active.Decisions[len(next.Active.Decisions)-1]
+	run.decided = d // with its answers, which META holds by hash
 	run.kind = KindResume
 	return run, nil
 }
@@ -799,8 +828,9 @@ func pausedResult(ag *Agent, t *Task, now time.Time) *RequestResult {
 	a := t.Active
 	return &RequestResult{
 		SessionID: t.SessionID, TaskID: t.ID, RequestID: a.ID, Status: StatusPaused, Round: a.Round,
-		PendingApprovals: PendingViews(a.Pending, now, false), ResumeURL: ResumeURL(t.Agent, t.ID, a.ID),
-		Usage: a.Usage, Source: ag.Source(),
+		PendingApprovals: PendingViews(a.Pending, now, false), PendingInputs: PendingInputViews(a.Pending, now, false),
+		ResumeURL: ResumeURL(t.Agent, t.ID, a.ID),
+		Usage:     a.Usage, Source: ag.Source(),
 	}
 }
 
@@ -888,5 +918,6 @@ func (e *Engine) pendingInputs(ctx context.Context, t *Task, items []Item) error
 		}
 		p.Input = inputs[p.ToolCallID]
 	}
+	e.fillAsked(t)
 	return nil
 }

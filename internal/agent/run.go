@@ -592,6 +592,7 @@ func (r *Run) result() *RequestResult {
 	}
 	if r.status == StatusPaused {
 		res.PendingApprovals = PendingViews(a.Pending, r.e.now(), false)
+		res.PendingInputs = PendingInputViews(a.Pending, r.e.now(), false)
 		res.ResumeURL = ResumeURL(r.task.Agent, r.task.ID, a.ID)
 	}
 	return res

@@ -177,6 +177,12 @@ type PendingCall struct {
 	Round       int             `json:"round"`
 	// Rule is the approval rule that asked, when a rule did.
 	Rule string `json:"rule,omitempty"`
+	// Kind, on an input call (inputs.go), is InputQuestion or InputClient;
+	// "" is an approval.
+	Kind string `json:"kind,omitempty"`
+	// Asked is what an input call asks: held in memory, filled in from the
+	// call's input and its tool (Engine.pendingInputs).
+	Asked *InputAsk `json:"-"`
 }
 
 // Decision records who decided a round's calls, when and why.
@@ -203,6 +209,13 @@ type CallDecision struct {
 	// decision trusts the tool (and rule) for the rest of the task.
 	Rule     string `json:"rule,omitempty"`
 	Remember string `json:"remember,omitempty"`
+	// Kind is the input kind of an input call's decision ("" for an
+	// approval). Result is an answer's value, kept in the round's DEC#
+	// item only; ResultHash, its canonical JSON's SHA-256 (hex), is what
+	// META and callers' copies keep and what "the same answer" compares.
+	Kind       string          `json:"kind,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	ResultHash string          `json:"result_hash,omitempty"`
 }
 
 // RequestRecord is a finished request's record (REQ#), written once by the

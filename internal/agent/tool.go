@@ -44,6 +44,9 @@ type ToolPolicy struct {
 	// Rules, when set with RequiresApproval, limit approval to the calls a
 	// rule matches.
 	Rules []ApprovalRule
+	// InputTTL, on an input tool, is how long its calls wait for their
+	// answer (0: DefaultInputTTL).
+	InputTTL time.Duration
 }
 
 // BoundTool is a tool as an agent has it: the tool and its policy.

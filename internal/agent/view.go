@@ -22,6 +22,7 @@ type TaskView struct {
 	NextAfterSeq     *int64            `json:"next_after_seq"`
 	Requests         []RequestView     `json:"requests"`
 	PendingApprovals []PendingView     `json:"pending_approvals"`
+	PendingInputs    []PendingView     `json:"pending_inputs"`
 	// Trusted: what decisions said to remember for the rest of the task.
 	Trusted []TrustView `json:"trusted"`
 	// ParentTaskID, on a sub-agent's task, is its caller's task.
@@ -81,7 +82,7 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 	v := &TaskView{
 		TaskID: t.ID, SessionID: t.SessionID, Agent: t.Agent, Status: t.Status, UserID: t.UserID,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Metadata: t.Metadata,
-		Items: []ItemView{}, Requests: []RequestView{}, PendingApprovals: []PendingView{},
+		Items: []ItemView{}, Requests: []RequestView{}, PendingApprovals: []PendingView{}, PendingInputs: []PendingView{},
 		Trusted: trustViews(t.Trusted), ParentTaskID: t.ParentTaskID,
 	}
 	if a := t.Active; a != nil && a.Status == StatusPaused {
@@ -118,6 +119,7 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 			return nil, err
 		}
 		v.PendingApprovals = PendingViews(t.Active.Pending, e.now(), true)
+		v.PendingInputs = PendingInputViews(t.Active.Pending, e.now(), true)
 	}
 	return v, nil
 }
@@ -204,21 +206,28 @@ func (e *Engine) ownedMeta(ctx context.Context, agentName, userID, taskID string
 	return t, nil
 }
 
-// PendingViews shows pending calls; withExpired adds the expired flag.
+// PendingViews shows the pending approvals; withExpired adds the expired
+// flag. The pending inputs are PendingInputViews'.
 func PendingViews(ps []PendingCall, now time.Time, withExpired bool) []PendingView {
 	out := make([]PendingView, 0, len(ps))
 	for _, p := range ps {
-		pv := PendingView{ToolCallID: p.ToolCallID, Name: p.Name, Input: rawOrEmpty(p.Input), ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC3339), Round: p.Round, Rule: p.Rule}
-		if l := p.Leaf; l != nil {
-			pv.Agent, pv.TaskID, pv.RequestID, pv.ResumeURL = l.Agent, l.TaskID, l.RequestID, l.resumeURL()
+		if p.Kind == "" {
+			out = append(out, pendingView(p, now, withExpired))
 		}
-		if withExpired {
-			exp := !now.Before(p.ExpiresAt)
-			pv.Expired = &exp
-		}
-		out = append(out, pv)
 	}
 	return out
+}
+
+func pendingView(p PendingCall, now time.Time, withExpired bool) PendingView {
+	pv := PendingView{ToolCallID: p.ToolCallID, Name: p.Name, Input: rawOrEmpty(p.Input), ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC3339), Round: p.Round, Rule: p.Rule}
+	if l := p.Leaf; l != nil {
+		pv.Agent, pv.TaskID, pv.RequestID, pv.ResumeURL = l.Agent, l.TaskID, l.RequestID, l.resumeURL()
+	}
+	if withExpired {
+		exp := !now.Before(p.ExpiresAt)
+		pv.Expired = &exp
+	}
+	return pv
 }
 
 func itemView(it Item, images bool) ItemView {

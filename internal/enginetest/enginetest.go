@@ -99,6 +99,16 @@ func New(tb testing.TB, store agent.Store) *Env {
 		{Tool: env.Retry, Policy: agent.ToolPolicy{RequiresApproval: true, ApprovalTTL: time.Hour, Idempotent: true}},
 		{Tool: env.Slow},
 	}}
+	// Input tools (docs/api.md, "Pauses for input"): ask_user and a client
+	// tool whose result names a region.
+	pick, err := tools.NewClient(tools.ClientConfig{Name: "pick_region", Description: "Let the user pick a region on a map",
+		InputSchema:  tools.MustCompileSchema(`{"type":"object","properties":{"hint":{"type":"string"}}}`),
+		ResultSchema: mustValueSchema(`{"type":"object","properties":{"region":{"type":"string"}},"required":["region"]}`)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ag.Tools = append(ag.Tools, agent.BoundTool{Tool: tools.AskUser{}, Policy: agent.ToolPolicy{InputTTL: 2 * time.Hour}},
+		agent.BoundTool{Tool: pick, Policy: agent.ToolPolicy{InputTTL: 2 * time.Hour}})
 	for _, b := range tools.Files(tools.FilesConfig{Root: env.Sandbox}) {
 		if b.Tool.Spec().Name == "append_file" {
 			ag.Tools = append(ag.Tools, agent.BoundTool{Tool: b.Tool, Policy: agent.ToolPolicy{RequiresApproval: true, ApprovalTTL: time.Hour}})
@@ -250,4 +260,12 @@ func (g *outboxGuard) Write(ctx context.Context, w *agent.Write) error {
 		g.seen[k] = v
 	}
 	return nil
+}
+
+func mustValueSchema(raw string) *tools.Schema {
+	s, err := tools.CompileValueSchema(json.RawMessage(raw))
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -68,6 +68,11 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"RememberRefusals", testRememberRefusals},
 		{"Compaction", testCompaction},
 		{"CompactionWithTools", testCompactionWithTools},
+		{"InputPause", testInputPause},
+		{"InputRounds", testInputRounds},
+		{"InputExpiry", testInputExpiry},
+		{"FiftyConcurrentAnswers", testFiftyAnswers},
+		{"AnswerTakeover", testAnswerTakeover},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, New(t, newStore(t)))

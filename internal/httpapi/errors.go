@@ -43,6 +43,7 @@ var statusOf = map[string]int{
 	agent.CodeNotRunning:            http.StatusConflict,
 	agent.CodeRequestSuperseded:     http.StatusConflict,
 	agent.CodeApprovalExpired:       http.StatusGone,
+	agent.CodeInputExpired:          http.StatusGone,
 	agent.CodeEventsExpired:         http.StatusGone,
 	agent.CodeBodyTooLarge:          http.StatusRequestEntityTooLarge,
 	agent.CodeIdempotencyKeyReused:  http.StatusUnprocessableEntity,

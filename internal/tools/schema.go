@@ -39,6 +39,25 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if obj["type"] != "object" {
 		return nil, errors.New(`must have type: object`)
 	}
+	return compile(raw, doc)
+}
+
+// CompileValueSchema compiles a JSON Schema of any value: the answer an
+// input call asks for (a client tool's result_schema, ask_user's schema).
+func CompileValueSchema(raw json.RawMessage) (*Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	switch doc.(type) {
+	case map[string]any, bool:
+	default:
+		return nil, errors.New("must be an object (or a boolean)")
+	}
+	return compile(raw, doc)
+}
+
+func compile(raw json.RawMessage, doc any) (*Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	if err := c.AddResource(schemaURL, doc); err != nil {
@@ -75,16 +94,22 @@ func (s *Schema) Validate(input json.RawMessage) error {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}")
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(input))
+	return s.ValidateAs(input, "input")
+}
+
+// ValidateAs checks a value against the schema, naming it root in the
+// problems it finds (an *agent.Error invalid_input).
+func (s *Schema) ValidateAs(value json.RawMessage, root string) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(value))
 	if err != nil {
-		return agent.Errorf(agent.CodeInvalidInput, "input is not valid JSON")
+		return agent.Errorf(agent.CodeInvalidInput, "%s is not valid JSON", root)
 	}
 	if err := s.sch.Validate(v); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			return agent.Errorf(agent.CodeInvalidInput, "%s", describe(ve, "input"))
+			return agent.Errorf(agent.CodeInvalidInput, "%s", describe(ve, root))
 		}
-		return agent.Errorf(agent.CodeInvalidInput, "input is invalid: %v", err)
+		return agent.Errorf(agent.CodeInvalidInput, "%s is invalid: %v", root, err)
 	}
 	return nil
 }
