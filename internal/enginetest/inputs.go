@@ -111,7 +111,9 @@ func testInputPause(t *testing.T, env *Env) {
 
 	// Every refusal is a 400 that changes nothing.
 	before, items, _ := env.Store.LoadTask(context.Background(), res.TaskID)
-	approve := func(id string) agent.DecisionInput { return agent.DecisionInput{ToolCallID: id, Action: agent.ActionApprove} }
+	approve := func(id string) agent.DecisionInput {
+		return agent.DecisionInput{ToolCallID: id, Action: agent.ActionApprove}
+	}
 	region := answer("c1", `{"region":"eu-west-1"}`)
 	for _, tc := range []struct {
 		name string
