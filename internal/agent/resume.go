@@ -569,6 +569,9 @@ func pastRound(a *ActiveRequest, b ResumeRequest) bool {
 
 // loadDecisions reads the request's decided rounds (DEC# items) into ds,
 // keeping what ds holds when there are none (a task written before them).
+// Answers come by their hashes only, as META keeps them: what is read here
+// may be written back with META (a takeover), and the answers themselves
+// stay in their DEC# items (loadResults).
 func (e *Engine) loadDecisions(ctx context.Context, taskID, rid string, ds *[]Decision) error {
 	decs, err := e.Store.ListDecisions(ctx, taskID, rid)
 	if err != nil {
@@ -579,7 +582,7 @@ func (e *Engine) loadDecisions(ctx context.Context, taskID, rid string, ds *[]De
 	}
 	out := make([]Decision, 0, len(decs))
 	for _, d := range decs {
-		out = append(out, d.Decision)
+		out = append(out, d.Decision.withoutResults())
 	}
 	*ds = out
 	return nil
