@@ -65,6 +65,14 @@ func NewOrch(tb testing.TB, store agent.Store) *Orch {
 			{Tool: &agent.AgentTool{Agent: "leaf", Description: "keeps files"}}}},
 		"boss": {Name: "boss", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
 			{Tool: &agent.AgentTool{Agent: "desk", Description: "runs errands"}}}},
+		// chief → front → asker, which asks the user (docs/api.md, "Pauses
+		// for input").
+		"asker": {Name: "asker", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
+			{Tool: tools.AskUser{}, Policy: agent.ToolPolicy{InputTTL: time.Hour}}}},
+		"front": {Name: "front", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
+			{Tool: &agent.AgentTool{Agent: "asker", Description: "asks the user"}}}},
+		"chief": {Name: "chief", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
+			{Tool: &agent.AgentTool{Agent: "front", Description: "runs errands"}}}},
 	}
 	for _, ag := range as {
 		ag.Notifications = []agent.Notification{{URL: "https://hooks.example.com/" + ag.Name, Events: agent.NotificationEvents}}
@@ -158,6 +166,8 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"CancelWhileALeafIsClaimed", testCancelLeafClaimed},
 		{"DeadContinuationTakenOver", testDeadContinuationTakenOver},
 		{"ContinuationConsumedByTheClaim", testContinuationConsumedByTheClaim},
+		{"InputAnsweredAtEveryLevel", testInputEveryLevel},
+		{"FiftyAnswersAtLeafAndRoot", testInputLeafRootRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
 	}

@@ -1,0 +1,201 @@
+package enginetest
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+)
+
+// The cascading pause carries inputs as it carries approvals (docs/api.md,
+// "Pauses for input"): chief → front → asker, which asks the user.
+
+const askLine = `/call ask_user {"question":"Which colour?","choices":["red","blue"]}`
+
+// pausedOnQuestion invokes chief → front → asker, which asks; the
+// question reaches chief's pending inputs with the leaf's references.
+func pausedOnQuestion(t *testing.T, o *Orch) (*agent.RequestResult, agent.PendingView) {
+	t.Helper()
+	res, rec := o.Invoke(t, "chief", "", CallAgent("front", CallAgent("asker", askLine)))
+	if res.Status != agent.StatusPaused || len(res.PendingInputs) != 1 || len(res.PendingApprovals) != 0 {
+		t.Fatalf("chief: %+v", res)
+	}
+	p := res.PendingInputs[0]
+	if p.Agent != "asker" || p.Kind != agent.InputQuestion || p.Question != "Which colour?" || !slices.Equal(p.Choices, []string{"red", "blue"}) ||
+		p.ResumeURL != agent.ResumeURL("asker", p.TaskID, p.RequestID) {
+		t.Fatalf("chief's pending input: %+v", p)
+	}
+	continuous(t, "chief's pause", rec, 1)
+	evs := childEvents(rec)
+	if !slices.Contains(evs, "2:asker:input_required") || !slices.Contains(evs, "1:front:input_required") {
+		t.Errorf("chief's child events: %v", evs)
+	}
+	if names := rec.Names(); names[len(names)-2] != agent.EventInputRequired {
+		t.Errorf("chief's stream ends %v", names)
+	}
+	return res, p
+}
+
+// frontOf finds front's task and request below chief's.
+func (o *Orch) frontOf(t *testing.T, chiefTask string) (string, string) {
+	t.Helper()
+	v := o.View(t, "chief", chiefTask)
+	if len(v.WaitingOn) != 1 {
+		t.Fatalf("chief waits on %v", v.WaitingOn)
+	}
+	ft := o.View(t, "asker", v.WaitingOn[0].TaskID).ParentTaskID
+	fv := o.View(t, "front", ft)
+	if len(fv.PendingInputs) != 1 {
+		t.Fatalf("front's pending inputs: %+v", fv.PendingInputs)
+	}
+	return ft, fv.Requests[len(fv.Requests)-1].RequestID
+}
+
+// testInputEveryLevel: the question is answered at the leaf, the middle or
+// the root; a wrong answer sent anywhere changes nothing; the answer
+// reaches the leaf's model once and every level completes.
+func testInputEveryLevel(t *testing.T, o *Orch) {
+	for _, at := range []string{"asker", "front", "chief"} {
+		t.Run("at_"+at, func(t *testing.T) {
+			res, p := pausedOnQuestion(t, o)
+			ft, fr := o.frontOf(t, res.TaskID)
+			where := map[string][2]string{"asker": {p.TaskID, p.RequestID}, "front": {ft, fr}, "chief": {res.TaskID, res.RequestID}}
+			metas := func() []*agent.Task {
+				var out []*agent.Task
+				for _, id := range []string{p.TaskID, ft, res.TaskID} {
+					m, err := o.Store.GetTask(context.Background(), id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, m)
+				}
+				return out
+			}
+			before := metas()
+			w := where[at]
+			for _, bad := range []struct {
+				body agent.ResumeRequest
+				code string
+			}{
+				{agent.ResumeRequest{Decisions: []agent.DecisionInput{answer(p.ToolCallID, `"green"`)}}, agent.CodeInvalidInput},
+				{agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionApprove}}}, agent.CodeInvalidDecisions},
+				{agent.ResumeRequest{Action: agent.ActionApprove}, agent.CodeInvalidAction},
+			} {
+				if _, _, err := o.Resume(at, w[0], w[1], bad.body); Code(err) != bad.code {
+					t.Errorf("%+v at %s: %v, want %s", bad.body, at, err, bad.code)
+				}
+			}
+			if diff := cmp.Diff(before, metas()); diff != "" {
+				t.Fatalf("a refused answer changed the chain:\n%s", diff)
+			}
+			body := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer(p.ToolCallID, `"red"`)}}
+			out, rec, err := o.Resume(at, w[0], w[1], body)
+			if err != nil || out.Status != agent.StatusCompleted {
+				t.Fatalf("the answer at %s: %+v %v", at, out, err)
+			}
+			if at == "chief" && !slices.Contains(childEvents(rec), "2:asker:answered") {
+				t.Errorf("chief's resume stream: %v", childEvents(rec))
+			}
+			// The dispatcher's continuations, bottom-up.
+			if at == "asker" {
+				err = o.E.ContinueCaller(context.Background(), ft, fr)
+			}
+			if err == nil && at != "chief" {
+				err = o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			lv := o.View(t, "asker", p.TaskID)
+			if lv.Status != agent.StatusCompleted || !strings.Contains(itemsJSON(t, lv), "results: ask_user success: red") {
+				t.Errorf("asker: %s %s", lv.Status, itemsJSON(t, lv))
+			}
+			if n := strings.Count(itemsJSON(t, lv), `"text":"red"`); n != 1 {
+				t.Errorf("the answer is in asker's history %d times", n)
+			}
+			for _, lvl := range []struct{ agent, task string }{{"front", ft}, {"chief", res.TaskID}} {
+				if v := o.View(t, lvl.agent, lvl.task); v.Status != agent.StatusCompleted || len(v.PendingInputs) != 0 {
+					t.Errorf("%s after the answer at %s: %s %+v", lvl.agent, at, v.Status, v.PendingInputs)
+				}
+			}
+			// Callers' copies of the decision keep the answer's hash only.
+			cv := o.View(t, "chief", res.TaskID)
+			d := cv.Requests[0].Decisions
+			if len(d) != 1 || d[0].Calls[0].Action != agent.ActionAnswer || d[0].Calls[0].Result != nil || d[0].Calls[0].ResultHash == "" {
+				t.Errorf("chief's copy of the decision: %+v", d)
+			}
+		})
+	}
+}
+
+func itemsJSON(t *testing.T, v *agent.TaskView) string {
+	t.Helper()
+	b, err := json.Marshal(v.Items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// testInputLeafRootRace: 50 answers sent at once, half to the leaf and
+// half to the root: one answer is recorded, the leaf's model hears it
+// once, every answer is consistent.
+func testInputLeafRootRace(t *testing.T, o *Orch) {
+	res, p := pausedOnQuestion(t, o)
+	body := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer(p.ToolCallID, `"blue"`)}}
+	var wg sync.WaitGroup
+	type result struct {
+		at  string
+		res *agent.RequestResult
+		err error
+	}
+	results := make([]result, 50)
+	for i := range results {
+		wg.Go(func() {
+			if i%2 == 0 {
+				out, _, err := o.Resume("asker", p.TaskID, p.RequestID, body)
+				results[i] = result{"asker", out, err}
+				return
+			}
+			out, _, err := o.Resume("chief", res.TaskID, res.RequestID, body)
+			results[i] = result{"chief", out, err}
+		})
+	}
+	wg.Wait()
+	for _, a := range results {
+		want := p.RequestID
+		if a.at == "chief" {
+			want = res.RequestID
+		}
+		if a.err != nil || a.res.RequestID != want || (a.res.Status != agent.StatusCompleted && a.res.Status != agent.StatusRunning) {
+			t.Errorf("an answer at %s: %+v %v", a.at, a.res, a.err)
+		}
+	}
+	ft, fr := "", ""
+	if v := o.View(t, "asker", p.TaskID); v.ParentTaskID != "" {
+		ft = v.ParentTaskID
+		fv := o.View(t, "front", ft)
+		fr = fv.Requests[len(fv.Requests)-1].RequestID
+	}
+	for _, c := range [][2]string{{ft, fr}, {res.TaskID, res.RequestID}} {
+		if err := o.E.ContinueCaller(context.Background(), c[0], c[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lv := o.View(t, "asker", p.TaskID)
+	if n := len(lv.Requests[0].Decisions); n != 1 {
+		t.Errorf("the leaf recorded %d decisions", n)
+	}
+	if n := strings.Count(itemsJSON(t, lv), `"text":"blue"`); n != 1 {
+		t.Errorf("the answer is in asker's history %d times", n)
+	}
+	if cv := o.View(t, "chief", res.TaskID); cv.Status != agent.StatusCompleted {
+		t.Errorf("chief: %s", cv.Status)
+	}
+}
