@@ -281,7 +281,11 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 		usage := a.Usage
 		base.Pending, base.Usage = a.Pending, &usage
 		hooks(base)
-		waiters(base, a.Waiters, func(ref WaiterRef) bool { return ref.OnPause == OnPauseReturn })
+		// A waiter cannot carry out a client tool while it waits: a round
+		// holding one answers it as on_pause "return" does (docs/api.md,
+		// "Pauses for input").
+		client := slices.ContainsFunc(a.Pending, func(p PendingCall) bool { return p.Kind == InputClient })
+		waiters(base, a.Waiters, func(ref WaiterRef) bool { return client || ref.OnPause == OnPauseReturn })
 		cont(a.Parent, a.ID, a.Epoch, a.LastEventID)
 		// A pause on a remote agent is polled by the item its call was
 		// recorded with (planChildren): it stays while the call is open.

@@ -117,6 +117,33 @@ func TestStepFunctionsReturnOnPause(t *testing.T) {
 	}
 }
 
+// TestStepFunctionsClientToolReturns: a waiter cannot carry out a client
+// tool: a round holding one answers a token given with on_pause "wait" as
+// "return" does, its pending inputs included; a round holding only a
+// question heartbeats.
+func TestStepFunctionsClientToolReturns(t *testing.T) {
+	a := startAnswering(t)
+	a.env.Model.Add(agenttest.CallTools(agent.StopToolUse, agenttest.Use("q1", "ask_user", `{"question":"Sure?"}`)))
+	a.invoke(t, &agent.Waiter{Kind: agent.WaiterTaskToken, ID: "token-q", OnPause: agent.OnPauseWait}, "ask")
+	a.env.Model.Add(agenttest.CallTools(agent.StopToolUse, agenttest.Use("c1", "pick_region", `{"hint":"north"}`)))
+	a.invoke(t, &agent.Waiter{Kind: agent.WaiterTaskToken, ID: "token-c", OnPause: agent.OnPauseWait}, "pick")
+	wait(t, "both answers", func() bool { return len(a.sfn.Calls()) == 2 })
+	time.Sleep(100 * time.Millisecond)
+	byToken := map[string]sfnfake.Call{}
+	for _, c := range a.sfn.Calls() {
+		byToken[c.Token] = c
+	}
+	if c := byToken["token-q"]; c.Op != "SendTaskHeartbeat" {
+		t.Errorf("a question's pause: %+v", c)
+	}
+	c := byToken["token-c"]
+	var got agent.RequestResult
+	if err := json.Unmarshal([]byte(c.Output), &got); err != nil || c.Op != "SendTaskSuccess" || got.Status != agent.StatusPaused ||
+		len(got.PendingInputs) != 1 || got.PendingInputs[0].Kind != agent.InputClient || got.PendingInputs[0].Name != "pick_region" {
+		t.Errorf("a client tool's pause: %s %s (%v)", c.Op, c.Output, err)
+	}
+}
+
 // TestStaleTokenRecordedNotRetried: a token Step Functions no longer knows
 // is refused once; the delivery moves on.
 func TestStaleTokenRecordedNotRetried(t *testing.T) {

@@ -373,6 +373,10 @@ func ResultJSON(res *agent.RequestResult, limit int) ([]byte, error) {
 	for i := range cut.PendingApprovals {
 		cut.PendingApprovals[i].Input = map[string]any{}
 	}
+	cut.PendingInputs = slices.Clone(cut.PendingInputs)
+	for i := range cut.PendingInputs {
+		cut.PendingInputs[i].Input = map[string]any{}
+	}
 	b, err = withNullOutput(&cut)
 	if err == nil && len(b) > limit {
 		return nil, fmt.Errorf("notify: the result of %s is %d bytes even without its output and inputs (limit %d)", res.RequestID, len(b), limit)
