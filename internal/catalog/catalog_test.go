@@ -300,17 +300,33 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"agents/a.yaml: spec.agent.reasoning.budget_tokens: must be less than max_tokens (2048), got 4096"}},
 		{"reasoning small", agentHead + "    reasoning: {budget_tokens: 10}\n",
 			[]string{"agents/a.yaml: spec.agent.reasoning.budget_tokens: must be between 1024 and 200000, got 10"}},
+		{"ask_user with requires_approval", agentHead + "    tools:\n      - builtin: ask_user\n        requires_approval: true\n",
+			[]string{"agents/a.yaml: spec.agent.tools[0].requires_approval: an input tool never needs approval: its calls pause for the user's answer"}},
+		{"ask_user with config", agentHead + "    tools:\n      - builtin: ask_user\n        config: {x: 1}\n",
+			[]string{"agents/a.yaml: spec.agent.tools[0].config: not allowed in ask_user's entry (builtin, input_ttl)"}},
+		{"client without description", agentHead + "    tools:\n      - client: pick\n",
+			[]string{"agents/a.yaml: spec.agent.tools[0].description: required: it tells the model what the client does"}},
+		{"client bad name", agentHead + "    tools:\n      - client: pick region\n        description: d\n",
+			[]string{`agents/a.yaml: spec.agent.tools[0].client: "pick region" is not a tool name: want 1 to 64 of a-z, A-Z, 0-9, _ and -`}},
+		{"client bad result_schema", agentHead + "    tools:\n      - client: pick\n        description: d\n        result_schema: {type: 7}\n",
+			[]string{"agents/a.yaml: spec.agent.tools[0].result_schema: not a valid JSON Schema: type: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'; type: got number, want array"}},
+		{"client input_ttl", agentHead + "    tools:\n      - client: pick\n        description: d\n        input_ttl: soon\n",
+			[]string{`agents/a.yaml: spec.agent.tools[0].input_ttl: "soon" is not a Go duration`}},
+		{"client with approval", agentHead + "    tools:\n      - client: pick\n        description: d\n        requires_approval: false\n",
+			[]string{"agents/a.yaml: spec.agent.tools[0].requires_approval: an input tool never needs approval: its calls pause for the user's answer"}},
+		{"result_schema on a lambda", agentHead + "    tools:\n" + lambdaEntry + "        result_schema: {type: string}\n",
+			[]string{"agents/a.yaml: spec.agent.tools[0].result_schema: only for an input tool (builtin: ask_user, or client: NAME)"}},
 		{"default_requires_approval", agentHead + "    default_requires_approval: sometimes\n",
 			[]string{`agents/a.yaml: spec.agent.default_requires_approval: must be true or false, got "sometimes"`}},
 		{"tools not a list", agentHead + "    tools: {builtin: clock}\n", []string{"agents/a.yaml: spec.agent.tools: must be a list, got a mapping"}},
 		{"unknown group", agentHead + "    tools:\n      - builtin: clock\n      - builtin: web\n",
-			[]string{`agents/a.yaml: spec.agent.tools[1].builtin: unknown group "web" (known: clock, files)`}},
+			[]string{`agents/a.yaml: spec.agent.tools[1].builtin: unknown group "web" (known: ask_user, clock, files)`}},
 		{"entry neither", agentHead + "    tools:\n      - approval_ttl: 1h\n",
-			[]string{"agents/a.yaml: spec.agent.tools[0]: needs builtin (a group: clock, files), lambda (a function ARN) or mcp (a server's URL)"}},
+			[]string{"agents/a.yaml: spec.agent.tools[0]: needs builtin (a group: ask_user, clock, files), lambda (a function ARN) or mcp (a server's URL)"}},
 		{"entry both", agentHead + "    tools:\n      - builtin: clock\n        lambda: f\n",
 			[]string{"agents/a.yaml: spec.agent.tools[0]: builtin and lambda are exclusive; one entry is a group or a function"}},
 		{"unknown entry field", agentHead + "    tools:\n      - builtin: clock\n        approval: true\n",
-			[]string{"agents/a.yaml: spec.agent.tools[0].approval: unknown field (known: builtin, config, lambda, name, description, input_schema, requires_approval, idempotent, approval_ttl, timeout, mcp, headers, allow, optional, agent, a2a)"}},
+			[]string{"agents/a.yaml: spec.agent.tools[0].approval: unknown field (known: builtin, config, lambda, name, description, input_schema, requires_approval, idempotent, approval_ttl, timeout, mcp, headers, allow, optional, agent, a2a, client, result_schema, input_ttl)"}},
 		{"approval_ttl", agentHead + "    tools:\n      - builtin: clock\n" + filesEntry + "        approval_ttl: 1x\n",
 			[]string{`agents/a.yaml: spec.agent.tools[1].approval_ttl: "1x" is not a Go duration`}},
 		{"approval_ttl negative", agentHead + "    tools:\n      - builtin: clock\n        approval_ttl: -1h\n",
@@ -367,7 +383,7 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`agents/a.yaml: spec.agent.tools[0].config.s3: env: needs a variable name, e.g. env:HITCH_FILES_S3`}},
 		{"several problems", head + "spec:\n  agent:\n    model: m\n    max_tokens: -1\n    tools:\n      - builtin: web\n", []string{
 			"agents/a.yaml: spec.agent.max_tokens: must be between 1 and 200000, got -1",
-			`agents/a.yaml: spec.agent.tools[0].builtin: unknown group "web" (known: clock, files)`}},
+			`agents/a.yaml: spec.agent.tools[0].builtin: unknown group "web" (known: ask_user, clock, files)`}},
 	}
 	fake := fakelambda.New(t)
 	env := catalog.Env{Files: true, BaseDir: t.TempDir(), Lambda: fake.Client(t)}
@@ -563,5 +579,41 @@ func TestFilesOnS3(t *testing.T) {
 	}
 	if got := write(a); got != tools.ErrFilesUnavailable.Error() {
 		t.Errorf("on Lambda without S3: %q", got)
+	}
+}
+
+// TestInputTools: ask_user and client tools (docs/api.md, "Pauses for
+// input") never need approval, default_requires_approval included.
+func TestInputTools(t *testing.T) {
+	def := minimal + `    default_requires_approval: true
+    tools:
+      - builtin: ask_user
+      - client: pick_region
+        description: Let the user pick a region
+        input_schema: {type: object, properties: {hint: {type: string}}}
+        result_schema: {type: object, properties: {region: {type: string}}, required: [region]}
+        input_ttl: 2h
+`
+	a, err := loadOne(t, def, catalog.Env{})
+	if err != nil {
+		t.Fatalf("Load() error = %v", err)
+	}
+	want := []toolView{
+		{"ask_user", agent.ToolPolicy{InputTTL: agent.DefaultInputTTL}},
+		{"pick_region", agent.ToolPolicy{InputTTL: 2 * time.Hour}},
+	}
+	if diff := cmp.Diff(want, view(a).Tools); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	pick, _ := a.Tool("pick_region")
+	it, ok := pick.Tool.(agent.InputTool)
+	if !ok || it.InputKind() != agent.InputClient {
+		t.Fatalf("pick_region is not a client tool: %T", pick.Tool)
+	}
+	if err := it.CheckResult(nil, json.RawMessage(`{"region":"eu-west-1"}`)); err != nil {
+		t.Errorf("a valid result: %v", err)
+	}
+	if err := it.CheckResult(nil, json.RawMessage(`{"zone":"a"}`)); err == nil || !strings.Contains(err.Error(), "result.region: required") {
+		t.Errorf("an invalid result: %v", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
+	"slices"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -222,9 +224,21 @@ func (d *decoder) tools(n *yaml.Node, at string, a *agent.Agent, defaultApproval
 // function. nameField is where a duplicate name is reported.
 func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env Env, dir string) (bound []agent.BoundTool, nameField string) {
 	f := d.fields(n, at, "builtin", "config", "lambda", "name", "description", "input_schema",
-		"requires_approval", "idempotent", "approval_ttl", "timeout", "mcp", "headers", "allow", "optional", "agent", "a2a")
+		"requires_approval", "idempotent", "approval_ttl", "timeout", "mcp", "headers", "allow", "optional", "agent", "a2a",
+		"client", "result_schema", "input_ttl")
 	if f == nil {
 		return nil, at
+	}
+	if b, field, ok := d.inputEntry(f, at); ok {
+		if b == nil {
+			return nil, field
+		}
+		return []agent.BoundTool{*b}, field
+	}
+	for _, key := range []string{"result_schema", "input_ttl"} {
+		if f[key] != nil {
+			d.fail(join(at, key), "only for an input tool (builtin: ask_user, or client: NAME)")
+		}
 	}
 	policy := agent.ToolPolicy{ApprovalTTL: DefaultApprovalTTL, Timeout: DefaultToolTimeout}
 	if n := f["approval_ttl"]; n != nil {
@@ -599,4 +613,91 @@ func (d *decoder) inputSchema(n *yaml.Node, at string) *tools.Schema {
 		return nil
 	}
 	return s
+}
+
+// inputEntry reads an input tool's entry (docs/api.md, "Pauses for
+// input"): `builtin: ask_user`, or `client: NAME` with description,
+// input_schema and an optional result_schema; either with input_ttl
+// (default 24h). Input tools never need approval: requires_approval on
+// one is an error, and default_requires_approval passes them by. ok is
+// false when the entry is not an input tool's.
+func (d *decoder) inputEntry(f map[string]*yaml.Node, at string) (b *agent.BoundTool, field string, ok bool) {
+	isAsk := false
+	if n := f["builtin"]; n != nil && f["client"] == nil {
+		if s, isStr := d.peekStr(n); !isStr || s != tools.GroupAskUser {
+			return nil, "", false
+		}
+		isAsk = true
+	} else if f["client"] == nil {
+		return nil, "", false
+	}
+	field = join(at, "client")
+	allowed := []string{"client", "description", "input_schema", "result_schema", "input_ttl"}
+	if isAsk {
+		field = join(at, "builtin")
+		allowed = []string{"builtin", "input_ttl"}
+	}
+	for _, key := range slices.Sorted(maps.Keys(f)) {
+		if !contains(allowed, key) {
+			what := "a client tool's entry (client, description, input_schema, result_schema, input_ttl)"
+			if isAsk {
+				what = "ask_user's entry (builtin, input_ttl)"
+			}
+			if key == "requires_approval" || key == "approval_ttl" {
+				d.fail(join(at, key), "an input tool never needs approval: its calls pause for the user's answer")
+				continue
+			}
+			d.fail(join(at, key), "not allowed in %s", what)
+		}
+	}
+	policy := agent.ToolPolicy{InputTTL: agent.DefaultInputTTL}
+	if n := f["input_ttl"]; n != nil {
+		if v, okTTL := d.duration(n, join(at, "input_ttl")); okTTL {
+			policy.InputTTL = v
+		}
+	}
+	if isAsk {
+		return &agent.BoundTool{Tool: tools.AskUser{}, Policy: policy}, field, true
+	}
+	cfg := tools.ClientConfig{InputSchema: defaultInputSchema}
+	name, okName := d.str(f["client"], field)
+	if okName && !toolName.MatchString(name) {
+		d.fail(field, "%q is not a tool name: want 1 to 64 of a-z, A-Z, 0-9, _ and -", name)
+		okName = false
+	}
+	cfg.Name = name
+	if n := f["description"]; n == nil {
+		d.fail(join(at, "description"), "required: it tells the model what the client does")
+		okName = false
+	} else if s, okDesc := d.nonEmpty(n, join(at, "description")); okDesc {
+		cfg.Description = s
+	} else {
+		okName = false
+	}
+	if n := f["input_schema"]; n != nil {
+		cfg.InputSchema = d.inputSchema(n, join(at, "input_schema"))
+		okName = okName && cfg.InputSchema != nil
+	}
+	if n := f["result_schema"]; n != nil {
+		raw, okJSON := d.toJSON(n, join(at, "result_schema"))
+		if okJSON {
+			s, err := tools.CompileValueSchema(raw)
+			if err != nil {
+				d.fail(join(at, "result_schema"), "%v", err)
+				okName = false
+			}
+			cfg.ResultSchema = s
+		} else {
+			okName = false
+		}
+	}
+	if !okName {
+		return nil, field, true
+	}
+	c, err := tools.NewClient(cfg)
+	if err != nil {
+		d.fail(at, "%v", err)
+		return nil, field, true
+	}
+	return &agent.BoundTool{Tool: c, Policy: policy}, field, true
 }

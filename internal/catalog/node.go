@@ -115,6 +115,15 @@ func (d *decoder) str(n *yaml.Node, field string) (string, bool) {
 	return n.Value, true
 }
 
+// peekStr is n's value when it is a scalar, without failing otherwise.
+func (d *decoder) peekStr(n *yaml.Node) (string, bool) {
+	n = deref(n)
+	if n.Kind != yaml.ScalarNode {
+		return "", false
+	}
+	return n.Value, true
+}
+
 // nonEmpty reads a string that must not be blank.
 func (d *decoder) nonEmpty(n *yaml.Node, field string) (string, bool) {
 	s, ok := d.str(n, field)
