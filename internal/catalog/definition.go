@@ -6,11 +6,11 @@ import (
 	"errors"
 	"io"
 	"maps"
-	"slices"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
