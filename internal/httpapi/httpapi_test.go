@@ -506,7 +506,7 @@ func TestAgentsAndHealth(t *testing.T) {
 func TestStatusTable(t *testing.T) {
 	for code, want := range map[string]int{
 		"invalid_json": 400, "not_owner": 401, "forbidden": 403, "route_not_found": 404, "method_not_allowed": 405,
-		"task_busy": 409, "approval_expired": 410, "body_too_large": 413, "idempotency_key_reused": 422,
+		"task_busy": 409, "approval_expired": 410, "input_expired": 410, "body_too_large": 413, "idempotency_key_reused": 422,
 		"throttled": 429, "internal": 500, "request_lost": 503, "model_error": 502, "context_window_exceeded": 502, "remote_unavailable": 502, "deadline_exceeded": 504,
 		"something_new": 500,
 	} {

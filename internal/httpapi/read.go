@@ -156,6 +156,35 @@ type toolView struct {
 	ApprovalTTL      *string         `json:"approval_ttl"`
 	// ApprovalRules, when set, limit approval to the calls they match.
 	ApprovalRules []string `json:"approval_rules,omitempty"`
+	// Kind is tool, agent (a sub-agent), question (ask_user) or client (a
+	// client tool); an input tool's answer waits InputTTL and, for a
+	// client tool, fits ResultSchema (docs/api.md, "Pauses for input").
+	Kind         string          `json:"kind"`
+	ResultSchema json.RawMessage `json:"result_schema,omitempty"`
+	InputTTL     *string         `json:"input_ttl,omitempty"`
+}
+
+// resultSchemer is a client tool with a result schema.
+type resultSchemer interface{ ResultSchema() json.RawMessage }
+
+// kindOf fills in what kind of tool t is.
+func kindOf(tv *toolView, t agent.BoundTool) {
+	tv.Kind = "tool"
+	switch tt := t.Tool.(type) {
+	case *agent.AgentTool:
+		tv.Kind = "agent"
+	case agent.InputTool:
+		tv.Kind = tt.InputKind()
+		ttl := t.Policy.InputTTL
+		if ttl <= 0 {
+			ttl = agent.DefaultInputTTL
+		}
+		d := ttl.String()
+		tv.InputTTL = &d
+		if rs, ok := tt.(resultSchemer); ok {
+			tv.ResultSchema = rs.ResultSchema()
+		}
+	}
 }
 
 // AgentLister lists the deployed agents.
@@ -174,6 +203,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 			for _, t := range a.Tools {
 				sp := t.Tool.Spec()
 				tv := toolView{Name: sp.Name, Description: sp.Description, InputSchema: sp.InputSchema, RequiresApproval: t.Policy.RequiresApproval}
+				kindOf(&tv, t)
 				for _, rule := range t.Policy.Rules {
 					tv.ApprovalRules = append(tv.ApprovalRules, rule.Name())
 				}
