@@ -112,7 +112,7 @@ func (c *chatClient) stream(path string, body any) error {
 		case "tool_result":
 			out, _ := json.Marshal(d["output"])
 			fmt.Fprintf(c.out, "← %s %s: %s\n", d["name"], d["status"], out)
-		case "approved", "rejected", "cancelled":
+		case "approved", "rejected", "cancelled", "answered":
 			fmt.Fprintf(c.out, "[%s by %s]\n", name, d["by"])
 		case "error":
 			fmt.Fprintf(c.out, "\n[failed: %s: %s]\n", d["code"], d["message"])
@@ -129,9 +129,15 @@ func (c *chatClient) stream(path string, body any) error {
 	return c.decide(paused)
 }
 
-// decide asks whether to approve the paused round, then resumes.
+// decide asks whether to approve the paused round, then resumes. A round
+// holding inputs (docs/api.md, "Pauses for input") asks each of them too,
+// and is settled with decisions covering every call.
 func (c *chatClient) decide(paused map[string]any) error {
-	for _, p := range paused["pending_approvals"].([]any) {
+	approvals, _ := paused["pending_approvals"].([]any)
+	if inputs, _ := paused["pending_inputs"].([]any); len(inputs) > 0 {
+		return c.answer(paused, approvals, inputs)
+	}
+	for _, p := range approvals {
 		pa := p.(map[string]any)
 		in, _ := json.Marshal(pa["input"])
 		fmt.Fprintf(c.out, "needs approval: %s %s (until %s)\n", pa["name"], in, pa["expires_at"])
@@ -157,4 +163,80 @@ func (c *chatClient) decide(paused map[string]any) error {
 		body["reason"] = "rejected in hitch chat"
 	}
 	return c.stream(paused["resume_url"].(string), body)
+}
+
+// answer asks for each pending input in the terminal (and, when the round
+// holds approvals too, whether to approve them), then resumes with
+// decisions for every call. An empty line declines an input.
+func (c *chatClient) answer(paused map[string]any, approvals, inputs []any) error {
+	var decisions []map[string]any
+	for _, p := range inputs {
+		in := p.(map[string]any)
+		d := map[string]any{"tool_call_id": in["tool_call_id"]}
+		choices, _ := in["choices"].([]any)
+		_, hasSchema := in["schema"]
+		if in["kind"] == "question" {
+			fmt.Fprintf(c.out, "%s asks: %s\n", in["name"], in["question"])
+			for i, ch := range choices {
+				fmt.Fprintf(c.out, "  %d. %s\n", i+1, ch)
+			}
+		} else {
+			args, _ := json.Marshal(in["input"])
+			fmt.Fprintf(c.out, "the client tool %s %s needs its result", in["name"], args)
+			if hasSchema {
+				schema, _ := json.Marshal(in["schema"])
+				fmt.Fprintf(c.out, " (JSON fitting %s)", schema)
+			}
+			fmt.Fprintln(c.out)
+		}
+		fmt.Fprint(c.out, "answer (empty: decline)> ")
+		line := ""
+		if c.in.Scan() {
+			line = strings.TrimSpace(c.in.Text())
+		}
+		switch {
+		case line == "":
+			d["action"], d["reason"] = "reject", "declined in hitch chat"
+		default:
+			d["action"], d["result"] = "answer", chatResult(line, choices, hasSchema || in["kind"] == "client")
+		}
+		decisions = append(decisions, d)
+	}
+	if len(approvals) > 0 {
+		for _, p := range approvals {
+			pa := p.(map[string]any)
+			args, _ := json.Marshal(pa["input"])
+			fmt.Fprintf(c.out, "needs approval: %s %s (until %s)\n", pa["name"], args, pa["expires_at"])
+		}
+		fmt.Fprint(c.out, "approve? [y/N] ")
+		action := "reject"
+		if c.in.Scan() && strings.HasPrefix(strings.ToLower(strings.TrimSpace(c.in.Text())), "y") {
+			action = "approve"
+		}
+		for _, p := range approvals {
+			d := map[string]any{"tool_call_id": p.(map[string]any)["tool_call_id"], "action": action}
+			if action == "reject" {
+				d["reason"] = "rejected in hitch chat"
+			}
+			decisions = append(decisions, d)
+		}
+	}
+	return c.stream(paused["resume_url"].(string), map[string]any{"decisions": decisions})
+}
+
+// chatResult is a typed answer as a result: a choice's number picks it;
+// where JSON is expected (a schema, a client tool), a line that parses as
+// JSON is that value; anything else is the text.
+func chatResult(line string, choices []any, wantJSON bool) any {
+	var n int
+	if _, err := fmt.Sscanf(line, "%d", &n); err == nil && fmt.Sprint(n) == line && n >= 1 && n <= len(choices) {
+		return choices[n-1]
+	}
+	if wantJSON {
+		var v any
+		if json.Unmarshal([]byte(line), &v) == nil {
+			return v
+		}
+	}
+	return line
 }

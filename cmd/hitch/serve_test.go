@@ -235,6 +235,23 @@ func TestChat(t *testing.T) {
 	}
 }
 
+// hitch chat asks an agent's question in the terminal (docs/api.md,
+// "Pauses for input"): a choice's number answers it, and the model gets
+// the answer.
+func TestChatAsks(t *testing.T) {
+	base, _, _ := startServe(t)
+	in := strings.NewReader("/call ask_user {\"question\": \"Which colour?\", \"choices\": [\"red\", \"blue\"]}\n2\n/quit\n")
+	var out bytes.Buffer
+	if err := chat(context.Background(), []string{"--url", base, "--token", "carol"}, in, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ask_user asks: Which colour?", "  2. blue", "[answered by carol]", "← ask_user success: \"blue\"", "results: ask_user success: blue"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the chat does not show %q:\n%s", want, out.String())
+		}
+	}
+}
+
 func TestChatReject(t *testing.T) {
 	base, sandbox, _ := startServe(t)
 	_ = os.MkdirAll(sandbox, 0o755)
