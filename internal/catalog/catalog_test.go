@@ -97,6 +97,7 @@ func TestLoadExampleAgent(t *testing.T) {
 		MaxToolResultBytes: 65536,
 		Tools: []toolView{
 			{"get_time", policy(false, 0, true)},
+			{"ask_user", agent.ToolPolicy{InputTTL: 24 * time.Hour}},
 			{"list_files", policy(false, 0, true)},
 			{"read_file", policy(false, 0, true)},
 			{"write_file", policy(true, time.Hour, true)},
