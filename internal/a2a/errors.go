@@ -31,6 +31,9 @@ func taskNotFound(id string) *a2a.Error {
 // toProto maps an engine error to the A2A error a client sees. Internal
 // errors are logged and answered without their text.
 func toProto(err error, log *slog.Logger, id string) error {
+	if pe := (*a2a.Error)(nil); errors.As(err, &pe) {
+		return err // already the protocol's (a reply that is no decision)
+	}
 	var e *agent.Error
 	if !errors.As(err, &e) {
 		log.Error("a2a: internal error", "err", err)

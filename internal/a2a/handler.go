@@ -195,6 +195,9 @@ func (h *handler) claim(ctx context.Context, req *a2a.SendMessageRequest) (*agen
 				"task "+f.rid+" is "+string(f.req.Status)+", a terminal state: send a new message in its context instead")
 		}
 		body, err := resumeBody(m.Parts)
+		if reply, ok := questionReply(f.view, m.Parts); ok && f.req.Status == agent.StatusPaused {
+			body, err = reply, nil
+		}
 		if err != nil {
 			return nil, toProto(err, h.log, f.rid)
 		}

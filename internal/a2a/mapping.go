@@ -31,23 +31,28 @@ func stateOf(s agent.Status) a2a.TaskState {
 	return a2a.TaskStateWorking
 }
 
-// statusMessage is the agent's message of a status: the pending calls of a
-// pause as a data part, the error of a failure.
-func statusMessage(taskID, rid string, status agent.Status, pending []agent.PendingView, round int, resumeURL string, e *agent.ErrorInfo) *a2a.Message {
+// statusMessage is the agent's message of a status: the pending calls and
+// inputs of a pause as a data part, with a text part saying what is asked
+// (a question's text, docs/api.md "Pauses for input"); the error of a
+// failure.
+func statusMessage(taskID, rid string, status agent.Status, pending, inputs []agent.PendingView, round int, resumeURL string, e *agent.ErrorInfo) *a2a.Message {
 	var parts []*a2a.Part
 	switch {
 	case status == agent.StatusPaused:
 		if pending == nil {
 			pending = []agent.PendingView{}
 		}
-		data := map[string]any{"pending_approvals": jsonValue(pending)}
+		if inputs == nil {
+			inputs = []agent.PendingView{}
+		}
+		data := map[string]any{"pending_approvals": jsonValue(pending), "pending_inputs": jsonValue(inputs)}
 		if round > 0 {
 			data["round"] = round
 		}
 		if resumeURL != "" {
 			data["resume_url"] = resumeURL
 		}
-		parts = append(parts, a2a.NewTextPart(pauseText(pending)), dataPart(data))
+		parts = append(parts, a2a.NewTextPart(pauseText(pending, inputs)), dataPart(data))
 	case e != nil:
 		parts = append(parts, a2a.NewTextPart(e.Message), dataPart(map[string]any{"error": jsonValue(e)}))
 	default:
@@ -56,12 +61,60 @@ func statusMessage(taskID, rid string, status agent.Status, pending []agent.Pend
 	return &a2a.Message{ID: rid + "-status", Role: a2a.MessageRoleAgent, TaskID: a2a.TaskID(rid), ContextID: taskID, Parts: parts}
 }
 
-func pauseText(pending []agent.PendingView) string {
-	names := make([]string, len(pending))
-	for i, p := range pending {
-		names[i] = p.Name
+func pauseText(pending, inputs []agent.PendingView) string {
+	var lines []string
+	for _, in := range inputs {
+		switch {
+		case in.Kind == agent.InputQuestion && len(in.Choices) > 0:
+			lines = append(lines, in.Question+" (one of: "+strings.Join(in.Choices, ", ")+")")
+		case in.Kind == agent.InputQuestion:
+			lines = append(lines, in.Question)
+		default:
+			lines = append(lines, "the client tool "+in.Name+" needs its result")
+		}
 	}
-	return "approval required: " + strings.Join(names, ", ") + ` (answer with a data part {"action":"approve"|"reject"} or {"decisions":[…]}, or the text approve / reject)`
+	if len(pending) > 0 {
+		names := make([]string, len(pending))
+		for i, p := range pending {
+			names[i] = p.Name
+		}
+		lines = append(lines, "approval required: "+strings.Join(names, ", "))
+	}
+	switch {
+	case len(pending) == 0 && len(inputs) == 1 && inputs[0].Kind == agent.InputQuestion:
+		lines = append(lines, `(reply with the answer as text, or a data part {"decisions":[{"tool_call_id","action":"answer","result"}]})`)
+	case len(inputs) > 0:
+		lines = append(lines, `(answer with a data part {"decisions":[…]}: "answer" with a "result" for each input, approve / reject for each approval)`)
+	default:
+		lines[len(lines)-1] += ` (answer with a data part {"action":"approve"|"reject"} or {"decisions":[…]}, or the text approve / reject)`
+	}
+	return strings.Join(lines, "\n")
+}
+
+// questionReply is a plain text reply to a round holding exactly one
+// question and no approval: it answers the question, whatever it says
+// ("approve" included).
+func questionReply(v *agent.TaskView, parts []*a2a.Part) (agent.ResumeRequest, bool) {
+	if len(v.PendingApprovals) != 0 || len(v.PendingInputs) != 1 || v.PendingInputs[0].Kind != agent.InputQuestion {
+		return agent.ResumeRequest{}, false
+	}
+	var texts []string
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		t, ok := p.Content.(a2a.Text)
+		if !ok {
+			return agent.ResumeRequest{}, false
+		}
+		texts = append(texts, string(t))
+	}
+	text := strings.TrimSpace(strings.Join(texts, "\n"))
+	if text == "" {
+		return agent.ResumeRequest{}, false
+	}
+	result, _ := json.Marshal(text)
+	return agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: v.PendingInputs[0].ToolCallID, Action: agent.ActionAnswer, Result: result}}}, true
 }
 
 func dataPart(v any) *a2a.Part {
@@ -87,7 +140,7 @@ func taskOfResult(res *agent.RequestResult, at time.Time) *a2a.Task {
 	t := &a2a.Task{
 		ID: a2a.TaskID(res.RequestID), ContextID: res.TaskID,
 		Status: a2a.TaskStatus{State: stateOf(res.Status), Timestamp: &at,
-			Message: statusMessage(res.TaskID, res.RequestID, res.Status, res.PendingApprovals, res.Round, res.ResumeURL, res.Error)},
+			Message: statusMessage(res.TaskID, res.RequestID, res.Status, res.PendingApprovals, res.PendingInputs, res.Round, res.ResumeURL, res.Error)},
 		Metadata: map[string]any{"session_id": res.SessionID, "source": res.Source},
 	}
 	if res.Status == agent.StatusCompleted {
@@ -115,9 +168,9 @@ func taskOfView(v *agent.TaskView, rid string, historyLength *int) (*a2a.Task, e
 		Metadata: map[string]any{"session_id": v.SessionID},
 	}
 	if req.Status == agent.StatusPaused {
-		t.Status.Message = statusMessage(v.TaskID, rid, req.Status, v.PendingApprovals, v.Round, resumeURL(v.Agent, v.TaskID, rid), nil)
+		t.Status.Message = statusMessage(v.TaskID, rid, req.Status, v.PendingApprovals, v.PendingInputs, v.Round, resumeURL(v.Agent, v.TaskID, rid), nil)
 	} else {
-		t.Status.Message = statusMessage(v.TaskID, rid, req.Status, nil, 0, "", req.Error)
+		t.Status.Message = statusMessage(v.TaskID, rid, req.Status, nil, nil, 0, "", req.Error)
 	}
 	history := historyOf(v, rid)
 	if req.Status == agent.StatusCompleted {

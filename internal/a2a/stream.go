@@ -53,7 +53,7 @@ func (c *converter) convert(e agent.Event) ([]a2a.Event, error, bool) {
 			out = append(out, c.chunk(text, true))
 		}
 		out = append(out, c.status(stateOf(res.Status),
-			statusMessage(c.taskID, c.rid, res.Status, res.PendingApprovals, res.Round, res.ResumeURL, res.Error)))
+			statusMessage(c.taskID, c.rid, res.Status, res.PendingApprovals, res.PendingInputs, res.Round, res.ResumeURL, res.Error)))
 		return out, nil, true
 	case agent.EventError:
 		var d agent.ErrorInfo
@@ -62,7 +62,7 @@ func (c *converter) convert(e agent.Event) ([]a2a.Event, error, bool) {
 			return nil, protoErr(a2a.ErrInternalError, d.Code, d.Message+"; subscribe to the task again"), true
 		}
 		return []a2a.Event{c.status(a2a.TaskStateFailed,
-			statusMessage(c.taskID, c.rid, agent.StatusFailed, nil, 0, "", &d))}, nil, true
+			statusMessage(c.taskID, c.rid, agent.StatusFailed, nil, nil, 0, "", &d))}, nil, true
 	}
 	if !activity[e.Name] {
 		return nil, nil, false

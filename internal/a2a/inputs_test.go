@@ -1,0 +1,79 @@
+package a2a_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+const askerYAML = `apiVersion: tealagents/v1alpha1
+kind: Agent
+name: assistant
+version: 0.1
+description: Asks.
+spec:
+  agent:
+    model: local
+    tools:
+      - builtin: ask_user
+`
+
+// TestQuestionOverA2A: an agent's question (docs/api.md, "Pauses for
+// input") is an input-required status whose text part asks it and whose
+// data part holds pending_inputs; a plain text reply answers it, checked
+// like any answer ("approve" included, when the round holds only the
+// question).
+func TestQuestionOverA2A(t *testing.T) {
+	s := startStackYAML(t, askerYAML, false)
+	c := s.client(t, "alice")
+	paused := send(t, c, text(`/call ask_user {"question": "Which colour?", "choices": ["red", "blue"]}`))
+	if paused.Status.State != a2a.TaskStateInputRequired || paused.Status.Message == nil {
+		t.Fatalf("state %s", paused.Status.State)
+	}
+	var said string
+	var inputs []any
+	for _, p := range paused.Status.Message.Parts {
+		if d, ok := p.Data().(map[string]any); ok {
+			inputs, _ = d["pending_inputs"].([]any)
+		} else {
+			said += p.Text()
+		}
+	}
+	if !strings.Contains(said, "Which colour? (one of: red, blue)") || len(inputs) != 1 || inputs[0].(map[string]any)["kind"] != "question" {
+		t.Fatalf("the status message: %q %v", said, inputs)
+	}
+	wrong := text("purple")
+	wrong.TaskID = paused.ID
+	if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: wrong}); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Fatalf("an answer that is not a choice: %v, want invalid params", err)
+	}
+	reply := text("blue")
+	reply.TaskID = paused.ID
+	done := send(t, c, reply)
+	if done.Status.State != a2a.TaskStateCompleted || !strings.Contains(artifactText(done), "ask_user success: blue") {
+		t.Fatalf("after the reply: %s %q", done.Status.State, artifactText(done))
+	}
+
+	open := send(t, c, text(`/call ask_user {"question": "Anything else?"}`))
+	yes := text("approve")
+	yes.TaskID = open.ID
+	if done := send(t, c, yes); !strings.Contains(artifactText(done), "ask_user success: approve") {
+		t.Errorf("\"approve\" answering a question: %s %q", done.Status.State, artifactText(done))
+	}
+}
+
+// TestReplyThatDecidesNothing: a text reply to a round of approvals that is
+// neither approve nor reject is invalid params, not an internal error.
+func TestReplyThatDecidesNothing(t *testing.T) {
+	s := startStack(t)
+	c := s.client(t, "alice")
+	paused := send(t, c, text(`/call delete_file {"path": "old.log"}`))
+	m := text("maybe")
+	m.TaskID = paused.ID
+	if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: m}); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Errorf("a reply that decides nothing: %v, want invalid params", err)
+	}
+}
