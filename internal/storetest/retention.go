@@ -23,7 +23,7 @@ func fullTask(tb testing.TB, s agent.Store, session string) *agent.Task {
 	n.NextSeq = 4
 	update(tb, s, &agent.Write{Task: n, PrevVersion: task.Version, Items: []agent.Item{textItem(3, "bye")},
 		Artifacts: []agent.Artifact{artifact(task, "report.md", 2)},
-		Requests: []agent.RequestRecord{{RequestView: agent.RequestView{RequestID: task.Active.ID, Status: agent.StatusCompleted, CreatedAt: base}}}})
+		Requests:  []agent.RequestRecord{{RequestView: agent.RequestView{RequestID: task.Active.ID, Status: agent.StatusCompleted, CreatedAt: base}}}})
 	exp := time.Now().Add(agent.EventLogTTL)
 	appendEvents(tb, s, task.ID, task.Active.ID, events(1, 3, "a", 0), exp)
 	appendEvents(tb, s, task.ID, id(), events(1, 2, "b", 0), exp)
