@@ -27,12 +27,16 @@ import (
 	"unicode/utf8"
 )
 
-// Artifact limits (docs/api.md, "Artifacts").
-const (
+// Artifact limits (docs/api.md, "Artifacts"); variables so that tests can
+// reach them cheaply.
+var (
 	// MaxArtifactBytes bounds one artifact.
-	MaxArtifactBytes = 100 << 20
+	MaxArtifactBytes int64 = 100 << 20
 	// MaxArtifacts bounds the artifacts of a task.
 	MaxArtifacts = 1000
+)
+
+const (
 	// MaxArtifactName bounds a name, in characters.
 	MaxArtifactName = 255
 	// DefaultArtifactType is the media type of an artifact that names none.
@@ -121,7 +125,11 @@ func normalizeMediaType(mt string) (string, error) {
 }
 
 // ErrArtifactTooLarge is a body past MaxArtifactBytes.
-var ErrArtifactTooLarge = fmt.Errorf("the artifact is larger than %d MB", MaxArtifactBytes>>20)
+var ErrArtifactTooLarge = errors.New("the artifact is too large")
+
+func tooLarge() error {
+	return fmt.Errorf("%w: an artifact may hold at most %d bytes (%d MB)", ErrArtifactTooLarge, MaxArtifactBytes, MaxArtifactBytes>>20)
+}
 
 // ErrNoArtifacts: the engine keeps no artifacts (none configured), or the
 // call runs outside a request.
@@ -174,7 +182,7 @@ func (ca *callArtifacts) save(ctx context.Context, in NewArtifact) (Artifact, er
 	if err := r.e.Artifacts.Put(ctx, r.taskID, a.ID, body); err != nil {
 		r.releaseArtifact()
 		if body.over {
-			return Artifact{}, ErrArtifactTooLarge
+			return Artifact{}, tooLarge()
 		}
 		if body.err != nil {
 			return Artifact{}, body.err // the tool's own reader failed
@@ -214,7 +222,7 @@ func (m *meteredReader) Read(p []byte) (int, error) {
 	m.n += int64(k)
 	if m.n > m.limit {
 		m.over = true
-		return 0, ErrArtifactTooLarge
+		return 0, tooLarge()
 	}
 	m.h.Write(p[:k])
 	if err != nil && err != io.EOF {
@@ -408,4 +416,34 @@ func (e *Engine) deleteArtifactBytes(ctx context.Context, taskID string) {
 	if err := e.Artifacts.DeleteTask(ctx, taskID); err != nil {
 		e.log().ErrorContext(ctx, "deleting a deleted task's artifact bytes failed", "task_id", taskID, "err", err)
 	}
+}
+
+// ArtifactView is an artifact as GET task shows it.
+type ArtifactView struct {
+	ID         string    `json:"artifact_id"`
+	Name       string    `json:"name"`
+	MediaType  string    `json:"media_type"`
+	Size       int64     `json:"size"`
+	SHA256     string    `json:"sha256"`
+	RequestID  string    `json:"request_id"`
+	ToolCallID string    `json:"tool_call_id"`
+	CreatedAt  time.Time `json:"created_at"`
+	// URL is the download route, relative to the API's base URL.
+	URL string `json:"url"`
+	// SupersededBy, with include_superseded, is the edit that hid it.
+	SupersededBy string `json:"superseded_by,omitempty"`
+}
+
+// ArtifactView shows an artifact of the task.
+func (t *Task) ArtifactView(a Artifact) ArtifactView {
+	by, _ := t.IsSuperseded(a.Seq)
+	return ArtifactView{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Size: a.Size, SHA256: a.SHA256,
+		RequestID: a.RequestID, ToolCallID: a.ToolCallID, CreatedAt: a.CreatedAt,
+		URL: ArtifactURL(t.Agent, t.ID, a.ID), SupersededBy: by}
+}
+
+// ArtifactURL is an artifact's download route, relative to the API's base
+// URL.
+func ArtifactURL(agentName, taskID, artifactID string) string {
+	return "/agents/" + agentName + "/tasks/" + taskID + "/artifacts/" + artifactID
 }

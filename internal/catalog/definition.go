@@ -216,6 +216,27 @@ func (d *decoder) tools(n *yaml.Node, at string, a *agent.Agent, defaultApproval
 			a.Tools = append(a.Tools, b)
 		}
 	}
+	bindArtifactFiles(a.Tools)
+}
+
+// bindArtifactFiles gives save_artifact the agent's files tools, for its
+// from_path.
+func bindArtifactFiles(bound []agent.BoundTool) {
+	var files *tools.FileTool
+	for _, b := range bound {
+		if ft, ok := b.Tool.(*tools.FileTool); ok {
+			files = ft
+			break
+		}
+	}
+	if files == nil {
+		return
+	}
+	for _, b := range bound {
+		if sa, ok := b.Tool.(*tools.SaveArtifact); ok {
+			sa.UseFiles(files)
+		}
+	}
 }
 
 // toolEntry reads one entry of spec.agent.tools: a builtin group or a Lambda
@@ -372,6 +393,11 @@ func (d *decoder) builtin(f map[string]*yaml.Node, at string, policy agent.ToolP
 			return nil
 		}
 		members = tools.Files(cfg)
+	case tools.GroupArtifacts:
+		if f["config"] != nil {
+			d.fail(join(at, "config"), "the artifacts group takes no config (save_artifact's from_path reads the files group's files)")
+		}
+		members = tools.Artifacts()
 	default:
 		d.fail(join(at, "builtin"), "unknown group %q (known: %s)", group, strings.Join(tools.Groups(), ", "))
 		return nil
