@@ -78,7 +78,7 @@ func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
 }
 
 // ContentDisposition is an artifact's download disposition: an attachment
-// named filename*=UTF-8''<name> (RFC 6266, the name percent-encoded but
+// named filename*=UTF-8”<name> (RFC 6266, the name percent-encoded but
 // for RFC 8187's attr-chars).
 func ContentDisposition(name string) string {
 	const attrChars = "!#$&+-.^_`|~"
