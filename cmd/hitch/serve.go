@@ -23,8 +23,8 @@ import (
 
 	"github.com/hitch-agents/hitch/agents"
 	"github.com/hitch-agents/hitch/internal/a2a"
-	"github.com/hitch-agents/hitch/internal/artifactdir"
 	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/artifactdir"
 	"github.com/hitch-agents/hitch/internal/auth"
 	"github.com/hitch-agents/hitch/internal/bedrock"
 	"github.com/hitch-agents/hitch/internal/catalog"
