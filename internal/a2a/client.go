@@ -87,8 +87,15 @@ func (r *Remote) conn(ctx context.Context) (*a2aclient.Client, error) {
 // the task working, which the engine reads again until it moves).
 func (r *Remote) Send(ctx context.Context, contextID, messageID, text string, events agent.RemoteEvents) (*agent.RemoteTask, error) {
 	wait := sendWait
+	landed := false // an earlier attempt may have reached the remote
 	for attempt := 1; ; attempt++ {
 		rt, err := r.send(ctx, contextID, messageID, text, events)
+		if landed && errors.Is(err, agent.ErrNotSent) {
+			// This attempt found no connection, an earlier one may have
+			// landed: the message is not surely unsent.
+			err = fmt.Errorf("sent, no answer came: %s", err.Error())
+		}
+		landed = landed || (err != nil && !errors.Is(err, agent.ErrNotSent))
 		var ae *agent.Error
 		if err == nil || errors.As(err, &ae) || attempt == sendAttempts || ctx.Err() != nil {
 			return rt, err

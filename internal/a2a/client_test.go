@@ -3,6 +3,8 @@ package a2a_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -49,5 +51,47 @@ func TestRemoteHeadersAndTrace(t *testing.T) {
 	}
 	if tp := got.Get("Traceparent"); !strings.HasPrefix(tp, "00-4bf92f3577b34da6a3ce929d0e0e4736-") {
 		t.Errorf("traceparent %q, want the caller's trace", tp)
+	}
+}
+
+// A message whose first send broke after it left, and whose later sends
+// found no connection, may have landed: Send never calls it not sent (the
+// engine would give the call an error result and leave the remote's task
+// below a caller that moved on).
+func TestSendMayHaveLanded(t *testing.T) {
+	var srv *httptest.Server
+	var mu sync.Mutex
+	sends := 0
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sends++
+		mu.Unlock()
+		_, _ = io.Copy(io.Discard, r.Body)
+		// The message arrived; the connection breaks before an answer,
+		// and the remote goes away.
+		hj, ok := w.(http.Hijacker)
+		if !ok {
+			t.Error("no hijacker")
+			return
+		}
+		conn, _, err := hj.Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+		go srv.Listener.Close()
+	}))
+	t.Cleanup(srv.Close)
+	r := hitcha2a.NewRemote(srv.URL+"/a2a/leaf", nil, nil)
+	_, err := r.Send(context.Background(), "", "m-1", "hello", nil)
+	if err == nil {
+		t.Fatal("Send succeeded")
+	}
+	if errors.Is(err, agent.ErrNotSent) {
+		t.Errorf("Send = %v: called not sent, but the first send landed", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if sends != 1 {
+		t.Errorf("the remote saw %d sends, want 1 (then it was gone)", sends)
 	}
 }

@@ -1165,3 +1165,50 @@ func testRemoteAgentAnswerLost(t *testing.T) {
 
 // sendAttempts is how many sends of one message a leg makes (the engine's).
 const sendAttempts = 3
+
+// TestRemoteCancelOutlastsTheRemote: a caller canceled while its remote
+// agent is down cannot cancel the remote's task then; the cancel's commit
+// leaves a remote-cancel item, delivered once the remote is back, so the
+// remote's task never waits below a chain that ended.
+func TestRemoteCancelOutlastsTheRemote(t *testing.T) {
+	onBothStores(t, testRemoteCancelOutlastsTheRemote)
+}
+
+func testRemoteCancelOutlastsTheRemote(t *testing.T) {
+	p := startPair(t)
+	_, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("gone.txt")))
+	if paused["status"] != "Paused" {
+		t.Fatalf("front: %v", paused)
+	}
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	addr := p.remote.srv.Listener.Addr().String()
+	p.remote.srv.Listener.Close()
+	p.remote.srv.CloseClientConnections()
+	code, out := httpCall(t, "POST", p.url+"/agents/front/tasks/"+paused["task_id"].(string)+"/cancel", "alice", `{"reason":"not now"}`)
+	if code != 200 && code != 202 {
+		t.Fatalf("cancel at the caller while the remote is down: %d %v", code, out)
+	}
+	p.waitStatus(t, paused["task_id"].(string), "Canceled")
+	time.Sleep(500 * time.Millisecond) // the direct cancel's attempts are spent
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the remote's address %s could not be taken again: %v", addr, err)
+	}
+	back := &http.Server{Handler: p.remote.srv.Config.Handler}
+	go func() { _ = back.Serve(ln) }()
+	t.Cleanup(func() { _ = back.Close() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rv := p.remoteTask(t, pc["task_id"].(string))
+		if rv["status"] == "Canceled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the remote task is %v 20 s after the remote came back, want Canceled", rv["status"])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "gone.txt")); got != 0 {
+		t.Errorf("append_file ran %d times", got)
+	}
+}

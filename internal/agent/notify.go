@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -76,6 +77,13 @@ const (
 	// (docs/architecture.md Durability): the item is the caller's (its task and
 	// request), written by the child's commit.
 	OutboxContinue = "continue"
+	// OutboxRemoteCancel cancels, on its own system, the task of a remote
+	// agent call that its caller closed without the task's result (the
+	// caller failed or was canceled): written by the commit that ends the
+	// caller, delivered until the remote answers, so that a remote task
+	// never waits below a chain that ended (docs/architecture.md
+	// "Remote agents").
+	OutboxRemoteCancel = "remote-cancel"
 )
 
 // EventContinue is a continuation item's event.
@@ -84,6 +92,9 @@ const EventContinue = "continue"
 // EventPoll is the event of a continuation item that polls a caller's
 // remote agents (a paused caller waiting on a remote task).
 const EventPoll = "poll"
+
+// EventCancel is a remote-cancel item's event.
+const EventCancel = "cancel"
 
 // EventHeartbeat is an outbox item's event for a waiter told that its
 // request's state changed (a pause it waits through, a new leg).
@@ -114,6 +125,8 @@ type OutboxItem struct {
 	// delivered.
 	Pending []PendingCall `json:"pending,omitempty"`
 	Usage   *Usage        `json:"usage,omitempty"`
+	// Call is a remote-cancel item's call: the remote agent and its task.
+	Call *ChildCall `json:"call,omitempty"`
 }
 
 // The recipients of outbox items. Items of one (request, recipient) are
@@ -137,6 +150,10 @@ const HandoffRecipient = "ct-handoff"
 
 // PollRecipient is a caller's poll of the remote agent it sent messageID.
 func PollRecipient(messageID string) string { return "po-" + messageID }
+
+// RemoteCancelRecipient is the remote task of the call that sent
+// messageID, canceled on its system.
+func RemoteCancelRecipient(messageID string) string { return "rc-" + messageID }
 
 // SK is the item's sort key under its task.
 func (o OutboxItem) SK() string {
@@ -253,6 +270,7 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 		hooks(base)
 		waiters(base, r.Waiters, func(WaiterRef) bool { return true })
 		cont(r.Parent, r.RequestID, r.Epoch, r.LastEventID)
+		w.Outbox = append(w.Outbox, remoteCancels(base, r)...)
 	}
 	a := t.Active
 	switch {
@@ -278,6 +296,47 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 		seen[o.SK()] = true
 		return dup
 	})
+}
+
+// remoteCancels are the remote-cancel items of a request that ended
+// Failed or Canceled: one for each remote agent call whose task is known
+// (a Completed request has every call's result). A call whose result came
+// costs a cancel the remote refuses (its task ended), never a wrong one.
+func remoteCancels(base OutboxItem, r RequestRecord) []OutboxItem {
+	if r.Status != StatusFailed && r.Status != StatusCanceled {
+		return nil
+	}
+	var out []OutboxItem
+	for _, c := range r.Calls {
+		if c.Remote == "" || c.RequestID == "" {
+			continue
+		}
+		it := base
+		cc := c
+		it.Kind, it.Event, it.Recipient, it.Call = OutboxRemoteCancel, EventCancel, RemoteCancelRecipient(c.MessageID), &cc
+		out = append(out, it)
+	}
+	return out
+}
+
+// CancelRemote delivers a remote-cancel item: the remote task is canceled
+// on its system. The remote's own answer (the task ended, or is unknown
+// there) is final; an error is a failure to reach it, to try again.
+func (e *Engine) CancelRemote(ctx context.Context, o OutboxItem) error {
+	if o.Call == nil {
+		e.log().Error("a remote-cancel item names no call", "task_id", o.TaskID, "outbox", o.SK())
+		return nil
+	}
+	ra := e.remoteOf(o.Agent, *o.Call)
+	if ra == nil {
+		// Left out at start-up or removed: the item waits (until its ttl).
+		return fmt.Errorf("agent %s has no remote agent %s loaded", o.Agent, o.Call.Agent)
+	}
+	err := ra.Cancel(ctx, o.Call.TaskID, o.Call.RequestID)
+	if ae := (*Error)(nil); err != nil && !errors.As(err, &ae) {
+		return err
+	}
+	return nil
 }
 
 // OutboxResult resolves what an outbox item tells its recipient

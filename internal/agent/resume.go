@@ -284,30 +284,98 @@ func (e *Engine) resumeEnded(ag *Agent, t *Task, rec *RequestRecord, in ResumeIn
 }
 
 // pastLeg makes a follower of a decision whose request has moved past its
-// round answer that round's leg (docs/api.md's answer table: its request_complete
-// from the event log), not the request's outcome now. With the log gone
-// (expired), it answers what the request is now.
+// round answer that round's leg (docs/api.md's answer table), not the
+// request's outcome now. A leg that paused the request in the next round
+// answers that pause: its request_complete from the event log (SSE: the
+// leg replayed) or, where the log does not show that leg's end (a process
+// died between the commit and its log, a takeover finished it), the pause
+// as the store holds it. A leg the request ended in answers the request's
+// outcome (with the log gone, expired, too).
 func (e *Engine) pastLeg(f *Run) *Run {
 	follow := f.follow
 	f.follow = func(ctx context.Context, sink Sink) *RequestResult {
+		paused := e.legPaused(ctx, f.agent, f.taskID, f.reqID, f.legRound)
+		if paused == nil {
+			return endedLeg(ctx, e, f, follow, sink)
+		}
+		var leg []Event
 		c := &legEnd{}
-		if sink != Discard {
-			// The stream replays that leg; its end is the answer.
-			res := follow(ctx, multiSink{sink, c})
-			if leg := c.result(f.taskID, f.reqID, f.agent); leg != nil {
-				return leg
+		lctx, cancel := context.WithTimeout(ctx, pastLegWait)
+		(&Follower{e: e, agent: f.agent, taskID: f.taskID, rid: f.reqID, legRound: f.legRound}).Stream(lctx,
+			multiSink{SinkFunc(func(ev Event) { leg = append(leg, ev) }), c})
+		cancel()
+		if res := c.result(f.taskID, f.reqID, f.agent); res != nil && res.Status == StatusPaused && res.Round == paused.Round {
+			for _, ev := range leg {
+				sink.Emit(ev)
 			}
 			return res
 		}
-		lctx, cancel := context.WithTimeout(ctx, pastLegWait)
-		(&Follower{e: e, agent: f.agent, taskID: f.taskID, rid: f.reqID, legRound: f.legRound}).Stream(lctx, c)
-		cancel()
-		if res := c.result(f.taskID, f.reqID, f.agent); res != nil {
-			return res
+		var last int64
+		if n := len(leg); n > 0 {
+			last = leg[n-1].ID
 		}
-		return follow(ctx, Discard)
+		return e.replayOutcome(ctx, f.taskID, paused, last, sink)
 	}
 	return f
+}
+
+// endedLeg answers a past round's leg that ended the request: that leg
+// from the log, else the request's outcome.
+func endedLeg(ctx context.Context, e *Engine, f *Run, follow func(context.Context, Sink) *RequestResult, sink Sink) *RequestResult {
+	c := &legEnd{}
+	if sink != Discard {
+		// The stream replays that leg; its end is the answer.
+		res := follow(ctx, multiSink{sink, c})
+		if leg := c.result(f.taskID, f.reqID, f.agent); leg != nil {
+			return leg
+		}
+		return res
+	}
+	lctx, cancel := context.WithTimeout(ctx, pastLegWait)
+	(&Follower{e: e, agent: f.agent, taskID: f.taskID, rid: f.reqID, legRound: f.legRound}).Stream(lctx, c)
+	cancel()
+	if res := c.result(f.taskID, f.reqID, f.agent); res != nil {
+		return res
+	}
+	return follow(ctx, Discard)
+}
+
+// legPaused is the pause round's leg ended in, when the request has moved
+// past round: that leg paused it in the next round. Nil when the request
+// ended in that leg (its outcome is the request's).
+func (e *Engine) legPaused(ctx context.Context, ag *Agent, taskID, rid string, round int) *RequestResult {
+	t, err := e.Store.GetTask(ctx, taskID)
+	if err != nil {
+		return nil
+	}
+	now := e.now()
+	if a := t.Active; a != nil && a.ID == rid {
+		if a.Round <= round {
+			return nil
+		}
+		if a.Status == StatusPaused && a.Round == round+1 {
+			if err := e.pendingInputs(ctx, t, nil); err != nil {
+				e.log().Warn("reading the pending calls' inputs failed", "task_id", taskID, "err", err)
+			}
+			return pausedResult(ag, t, now)
+		}
+	} else {
+		rec, err := e.findRecord(ctx, taskID, rid)
+		if err != nil || rec == nil {
+			return nil
+		}
+		final := rec.Round
+		if l := lastOf(rec.Decisions); l != nil && l.Round > final {
+			final = l.Round
+		}
+		if final <= round {
+			return nil
+		}
+	}
+	// Paused in the next round, decided since: its calls are no longer
+	// pending.
+	return &RequestResult{SessionID: t.SessionID, TaskID: taskID, RequestID: rid, Status: StatusPaused, Round: round + 1,
+		PendingApprovals: []PendingView{}, ResumeURL: ResumeURL(t.Agent, taskID, rid), Source: ag.Source()}
 }
 
 // pastLegWait bounds the read of a past leg's end in the event log (it

@@ -3,6 +3,7 @@ package enginetest
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,5 +274,51 @@ func testPastRoundAnswersItsLeg(t *testing.T, env *Env) {
 	}
 	if runs := env.Guarded.Runs(); len(runs) != 2 {
 		t.Errorf("guarded ran %v, want one and two once each", runs)
+	}
+}
+
+// lostLog is a store whose event log drops what it is given while drop
+// is set: a leg whose process died after its commit, before its events
+// reached the log.
+type lostLog struct {
+	agent.Store
+	drop atomic.Bool
+}
+
+func (l *lostLog) AppendEvents(ctx context.Context, taskID, requestID string, events []agent.StoredEvent, expires time.Time) error {
+	if l.drop.Load() {
+		return nil
+	}
+	return l.Store.AppendEvents(ctx, taskID, requestID, events, expires)
+}
+
+// testPastRoundWithoutItsLog: as testPastRoundAnswersItsLeg, but round 1's
+// leg never reached the event log (its process died after the commit that
+// paused round 2). The same decision still answers that leg — Paused in
+// round 2 — never the request's outcome now.
+func testPastRoundWithoutItsLog(t *testing.T, env *Env) {
+	lost := &lostLog{Store: env.E.Store}
+	env.E.Store = lost
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g1", "guarded", "one")))
+	res, _ := env.Invoke(t, "", "do it")
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g2", "guarded", "two")))
+	lost.drop.Store(true)
+	round1 := agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(1)}
+	out, _, err := env.Resume(res, "alice", round1)
+	lost.drop.Store(false)
+	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
+		t.Fatalf("round 1: %+v %v", out, err)
+	}
+	again, _, err := env.Resume(res, "alice", round1)
+	if err != nil || again.Status != agent.StatusPaused || again.Round != 2 {
+		t.Errorf("round 1's decision again while round 2 waits: %+v %v, want Paused, round 2", again, err)
+	}
+	env.Model.Add(agenttest.Say("done"))
+	if out, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(2)}); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("round 2: %+v %v", out, err)
+	}
+	again, _, err = env.Resume(res, "alice", round1)
+	if err != nil || again.Status != agent.StatusPaused || again.Round != 2 {
+		t.Errorf("round 1's decision again after the request completed: %+v %v, want its leg's outcome (Paused, round 2)", again, err)
 	}
 }

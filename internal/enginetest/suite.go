@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ReaperGivesUp", testReaperGivesUp},
 		{"ReaperLoop", testReaperLoop},
 		{"PastRoundAnswersItsLeg", testPastRoundAnswersItsLeg},
+		{"PastRoundWithoutItsLog", testPastRoundWithoutItsLog},
 		{"CancelPaused", testCancelPaused},
 		{"CancelRunning", testCancelRunning},
 		{"CancelMidTool", testCancelMidTool},

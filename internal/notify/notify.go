@@ -218,8 +218,11 @@ func (d *Dispatcher) check(ctx context.Context, o agent.OutboxItem) (gone bool, 
 
 // Ordered reports whether o is a notification, delivered in order per
 // request and recipient: a webhook, a task token's or a callback's answer
-// or heartbeat; not a continuation (nor a poll) of a caller.
-func Ordered(o agent.OutboxItem) bool { return o.Kind != agent.OutboxContinue }
+// or heartbeat; not a continuation (nor a poll) of a caller, nor a
+// remote task's cancel.
+func Ordered(o agent.OutboxItem) bool {
+	return o.Kind != agent.OutboxContinue && o.Kind != agent.OutboxRemoteCancel
+}
 
 // Behind is a delivery put off because an earlier item of its request for
 // the same recipient is undelivered. It is an ErrRetry: the item is looked
@@ -252,6 +255,11 @@ func (d *Dispatcher) deliver(ctx context.Context, o agent.OutboxItem) error {
 		return d.webhook(ctx, o)
 	case agent.OutboxTaskToken, agent.OutboxCallback:
 		return d.answer(ctx, o)
+	case agent.OutboxRemoteCancel:
+		if err := d.Engine.CancelRemote(ctx, o); err != nil {
+			return fmt.Errorf("%w: cancel the remote task %s: %v", ErrRetry, o.Call.RequestID, err)
+		}
+		return nil
 	case agent.OutboxContinue:
 		c := d.Continuer
 		if c == nil {
