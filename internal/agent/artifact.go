@@ -152,6 +152,13 @@ func (r *Run) withArtifacts(ctx context.Context, callID string, seq int64) (cont
 	return context.WithValue(ctx, callArtifactsKey{}, ca), ca
 }
 
+// CanSaveArtifacts tells whether a tool call running in ctx can save
+// artifacts (SaveArtifact would not answer ErrNoArtifacts).
+func CanSaveArtifacts(ctx context.Context) bool {
+	ca, _ := ctx.Value(callArtifactsKey{}).(*callArtifacts)
+	return ca != nil && ca.r.e.Artifacts != nil
+}
+
 // SaveArtifact keeps an artifact made by the tool call running in ctx: the
 // bytes now, the metadata with the call's result. It fails, keeping
 // nothing, on a bad name or media type, past MaxArtifactBytes or past the
