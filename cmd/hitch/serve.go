@@ -163,6 +163,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		env.MCP.Secrets = secret.Resolver{SSM: ssm.NewFromConfig(cfg)}
 		s3c := s3files.NewClient(cfg)
 		env.S3Files = func(bucket, prefix string) tools.FileStore { return s3files.New(s3c, bucket, prefix) }
+		env.S3 = s3c
 	} else {
 		log.Warn("no AWS configuration: agents with Lambda function tools will not load", "err", err)
 	}

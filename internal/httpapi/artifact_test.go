@@ -52,7 +52,11 @@ func (e *env) toolResults(tb testing.TB) []string {
 		}
 		var s []string
 		for _, c := range b.Content {
-			s = append(s, c.Text)
+			if c.Type == agent.BlockJSON {
+				s = append(s, string(c.JSON))
+			} else {
+				s = append(s, c.Text)
+			}
 		}
 		out = append(out, string(b.Status)+": "+strings.Join(s, " | "))
 	}

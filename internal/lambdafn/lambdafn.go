@@ -175,6 +175,7 @@ func NewWith(c Config, cl Clients) (*App, error) {
 		MCP: catalog.MCPEnv{Secrets: secret.Resolver{SSM: cl.SSM}, Log: log}}
 	if cl.S3 != nil {
 		env.S3Files = func(bucket, prefix string) tools.FileStore { return s3files.New(cl.S3, bucket, prefix) }
+		env.S3 = cl.S3
 	}
 	cat, err := catalog.Load(agents.FS, ".", env)
 	if err != nil {
