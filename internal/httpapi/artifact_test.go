@@ -310,3 +310,37 @@ func (e *env) send(tb testing.TB, user, body string) string {
 	}
 	return r.json(tb)["task_id"].(string)
 }
+
+// read_artifact reads a text artifact of the task in a later turn and a
+// later request; binary, unknown and malformed ids are error results.
+func TestReadArtifact(t *testing.T) {
+	e := artifactEnv(t)
+	e.saveTurn(`{"name":"notes.md","content":"remember the milk"}`, `{"name":"pic.png","content":"PNG","media_type":"image/png"}`)
+	tid := e.send(t, "alice", `{"items":[{"content":"save"}]}`)
+	arts := e.do(t, "GET", "/agents/acc/tasks/"+tid, "alice", "").json(t)["artifacts"].([]any)
+	ids := map[string]string{}
+	for _, a := range arts {
+		a := a.(map[string]any)
+		ids[a["name"].(string)] = a["artifact_id"].(string)
+	}
+	e.model.Add(agenttest.CallTools(agent.StopToolUse,
+		agenttest.Use("r1", "read_artifact", `{"artifact_id":"`+ids["notes.md"]+`"}`),
+		agenttest.Use("r2", "read_artifact", `{"artifact_id":"`+ids["pic.png"]+`"}`),
+		agenttest.Use("r3", "read_artifact", `{"artifact_id":"`+agent.NewID()+`"}`),
+		agenttest.Use("r4", "read_artifact", `{"artifact_id":"../x"}`),
+	), agenttest.Say("ok"))
+	r := e.do(t, "POST", "/agents/acc/invoke", "alice", `{"task_id":"`+tid+`","items":[{"content":"read"}]}`)
+	if r.status != 200 {
+		t.Fatalf("follow-on: %d %s", r.status, r.body)
+	}
+	res := e.toolResults(t)
+	want := []string{"success: remember the milk", `error: the artifact "pic.png" is image/png, not text`, "error: this task has no artifact", `error: "../x" is not an artifact id`}
+	if len(res) != len(want) {
+		t.Fatalf("results = %q", res)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(res[i], w) {
+			t.Errorf("result %d = %q, want %q…", i+1, res[i], w)
+		}
+	}
+}
