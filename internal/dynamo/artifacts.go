@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -64,4 +65,16 @@ func (st *Store) ListArtifacts(ctx context.Context, taskID string) (_ []agent.Ar
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// RemovedArtifact tells, from a stream record's keys, the artifact whose
+// metadata was removed (its ttl passed, or its task was deleted): its bytes
+// are then to be deleted (the notifier; the dispatcher of hitch serve).
+func RemovedArtifact(keys map[string]types.AttributeValue) (taskID, artifactID string, ok bool) {
+	tid, okPK := strings.CutPrefix(str(keys, attrPK), "TASK#")
+	aid, okSK := strings.CutPrefix(str(keys, attrSK), "ART#")
+	if !okPK || !okSK || tid == "" || aid == "" {
+		return "", "", false
+	}
+	return tid, aid, true
 }
