@@ -344,3 +344,33 @@ func TestReadArtifact(t *testing.T) {
 		}
 	}
 }
+
+// An edit hides the artifacts of the requests it supersedes, as it hides
+// their items; include_superseded shows them, marked.
+func TestEditHidesArtifacts(t *testing.T) {
+	e := artifactEnv(t)
+	e.saveTurn(`{"name":"first.md","content":"v1"}`)
+	r := e.do(t, "POST", "/agents/acc/invoke", "alice", `{"items":[{"content":"draft"}]}`)
+	res := r.json(t)
+	tid, rid := res["task_id"].(string), res["request_id"].(string)
+	e.saveTurn(`{"name":"second.md","content":"v2"}`)
+	r = e.do(t, "POST", "/agents/acc/tasks/"+tid+"/requests/"+rid+"/edit", "alice", `{"items":[{"content":"draft again"}]}`)
+	if r.status != 200 {
+		t.Fatalf("edit: %d %s", r.status, r.body)
+	}
+	edit := r.json(t)["request_id"].(string)
+	names := func(q string) []string {
+		var out []string
+		for _, a := range e.do(t, "GET", "/agents/acc/tasks/"+tid+q, "alice", "").json(t)["artifacts"].([]any) {
+			a := a.(map[string]any)
+			out = append(out, fmt.Sprint(a["name"], " ", a["superseded_by"]))
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"second.md <nil>"}, names("")); diff != "" {
+		t.Errorf("artifacts after the edit (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"first.md " + edit, "second.md <nil>"}, names("?include_superseded=true")); diff != "" {
+		t.Errorf("artifacts with include_superseded (-want +got):\n%s", diff)
+	}
+}
