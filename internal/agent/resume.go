@@ -704,6 +704,15 @@ func (e *Engine) follower(ag *Agent, taskID, rid string, round int, callerDeadli
 			}
 			e.log().Warn("taking the request over failed", "task_id", taskID, "request_id", rid, "err", err)
 		}
+		if round > 0 && (res.Status != StatusPaused || res.Round != round+1) {
+			// The request went on past the pause this round's leg ended
+			// in (a cancel, a decision of the next round) before this
+			// follower saw it: that pause is the answer (docs/api.md's
+			// answer table), not the request's outcome now.
+			if leg := e.legPaused(ctx, ag, taskID, rid, round); leg != nil {
+				return leg
+			}
+		}
 		return res
 	}
 	return r

@@ -3,6 +3,7 @@ package enginetest
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,5 +148,53 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("timed out waiting")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// testCancelRacesADecision: a cancel and an approval of the same paused
+// request, sent at once, again and again. Whichever wins, the request
+// ends once, with one outcome, and the webhook of that outcome is owed
+// (an outbox item put once, never over another: the store's guard).
+func testCancelRacesADecision(t *testing.T, env *Env) {
+	ctx := context.Background()
+	for i := range 12 {
+		env.Model.Clear()
+		res, _ := env.Pause(t)
+		env.Model.Add(agenttest.Say("done"))
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if _, err := env.E.Cancel(ctx, agent.CancelInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, Reason: "race"}); err != nil && Code(err) != agent.CodeNotRunning {
+				t.Errorf("round %d: cancel: %v", i, err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if _, _, err := env.Resume(res, "alice", Approve()); err != nil && Code(err) != agent.CodeNotPaused {
+				t.Errorf("round %d: approve: %v", i, err)
+			}
+		}()
+		wg.Wait()
+		v, err := env.E.GetTask(ctx, "acc", "alice", res.TaskID, agent.ViewOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Status != agent.StatusCanceled && v.Status != agent.StatusCompleted {
+			t.Errorf("round %d: the task is %s after the race", i, v.Status)
+			continue
+		}
+		items, err := env.Store.ListRequestOutbox(ctx, res.TaskID, res.RequestID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "request." + strings.ToLower(string(v.Status))
+		owed := false
+		for _, it := range items {
+			owed = owed || (it.Kind == agent.OutboxWebhook && it.Event == want)
+		}
+		if !owed {
+			t.Errorf("round %d: the request ended %s and no %s webhook is owed: %+v", i, v.Status, want, items)
+		}
 	}
 }

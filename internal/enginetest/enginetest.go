@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -103,6 +104,12 @@ func New(tb testing.TB, store agent.Store) *Env {
 			ag.Tools = append(ag.Tools, agent.BoundTool{Tool: b.Tool, Policy: agent.ToolPolicy{RequiresApproval: true, ApprovalTTL: time.Hour}})
 		}
 	}
+	// Every notification subscribed, and every outbox item checked never
+	// to be put twice with other content (docs/architecture.md: an item is
+	// never overwritten; a receiver deduplicates on its id).
+	ag.Notifications = []agent.Notification{{URL: "https://hooks.example.com/acc", Events: agent.NotificationEvents}}
+	store = &outboxGuard{Store: store, tb: tb, seen: map[string]string{}}
+	env.Store = store
 	env.E = &agent.Engine{Store: store, Model: env.Model, Agents: agentSet{"acc": ag}, LegTimeout: time.Minute,
 		Log: slog.New(slog.DiscardHandler), Now: env.Now}
 	return env
@@ -214,4 +221,33 @@ func lastText(req *agent.ModelRequest) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// outboxGuard fails the test when a write puts an outbox item whose key
+// an earlier write put with another event or round: the second would
+// overwrite the first, or reach a receiver under the first's id and be
+// dropped as a redelivery.
+type outboxGuard struct {
+	agent.Store
+	tb   testing.TB
+	mu   sync.Mutex
+	seen map[string]string // task/SK → event, round
+}
+
+func (g *outboxGuard) Write(ctx context.Context, w *agent.Write) error {
+	err := g.Store.Write(ctx, w)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, o := range w.Outbox {
+		k := o.TaskID + "/" + o.SK()
+		v := fmt.Sprintf("%s %s round %d", o.Kind, o.Event, o.Round)
+		if prev, ok := g.seen[k]; ok && prev != v {
+			g.tb.Errorf("outbox item %s put twice: %s, then %s", k, prev, v)
+		}
+		g.seen[k] = v
+	}
+	return nil
 }

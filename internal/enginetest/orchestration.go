@@ -66,6 +66,10 @@ func NewOrch(tb testing.TB, store agent.Store) *Orch {
 		"boss": {Name: "boss", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
 			{Tool: &agent.AgentTool{Agent: "desk", Description: "runs errands"}}}},
 	}
+	for _, ag := range as {
+		ag.Notifications = []agent.Notification{{URL: "https://hooks.example.com/" + ag.Name, Events: agent.NotificationEvents}}
+	}
+	store = &outboxGuard{Store: store, tb: tb, seen: map[string]string{}}
 	o := &Orch{Store: store, Sandbox: sandbox, Agents: as}
 	// Legs of a minute: a decision at a caller continues the chain below
 	// while 5 s are left (testChainHandedOff forces the handoff).
@@ -1019,6 +1023,19 @@ func testCancelRacesDecision(t *testing.T, o *Orch, hs *hookStore) {
 	for _, v := range []*agent.TaskView{o.View(t, "desk", res.TaskID), o.View(t, "leaf", p.TaskID)} {
 		if v.Status != agent.StatusCanceled {
 			t.Errorf("%s after the cancel: %s", v.Agent, v.Status)
+		}
+		// Its webhook is owed (nothing delivers here: the item stays).
+		rid := v.Requests[len(v.Requests)-1].RequestID
+		items, err := o.Store.ListRequestOutbox(ctx, v.TaskID, rid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owed := false
+		for _, it := range items {
+			owed = owed || (it.Kind == agent.OutboxWebhook && it.Event == agent.EventRequestCanceled)
+		}
+		if !owed {
+			t.Errorf("%s's request %s was canceled, and no request.canceled webhook is owed: %+v", v.Agent, rid, items)
 		}
 	}
 }

@@ -322,3 +322,54 @@ func testPastRoundWithoutItsLog(t *testing.T, env *Env) {
 		t.Errorf("round 1's decision again after the request completed: %+v %v, want its leg's outcome (Paused, round 2)", again, err)
 	}
 }
+
+// testDuplicateAnswersItsLeg: a duplicate of a round-1 approval waits
+// while the approval's leg runs; that leg pauses the request in round 2,
+// and a cancel ends it before the duplicate reads where it stands. The
+// duplicate answers the leg (Paused, round 2), as the approval did —
+// never the request's outcome now (Canceled).
+func testDuplicateAnswersItsLeg(t *testing.T, env *Env) {
+	hs := &hookStore{Store: env.E.Store}
+	env.E.Store = hs
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g1", "guarded", "one")))
+	res, _ := env.Invoke(t, "", "do it")
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g2", "guarded", "two")))
+	ctx := context.Background()
+	hs.match = func(w *agent.Write) bool {
+		a := w.Task.Active
+		return w.Task.ID == res.TaskID && a != nil && a.Status == agent.StatusPaused && a.Round == 2
+	}
+	hs.after = func() {
+		if _, err := env.E.Cancel(ctx, agent.CancelInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, Reason: "enough"}); err != nil {
+			t.Errorf("cancel: %v", err)
+		}
+	}
+	env.Guarded.Block = make(chan struct{})
+	round1 := agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(1)}
+	type answer struct {
+		out *agent.RequestResult
+		err error
+	}
+	first, dup := make(chan answer, 1), make(chan answer, 1)
+	go func() { out, _, err := env.Resume(res, "alice", round1); first <- answer{out, err} }()
+	waitFor(t, func() bool {
+		tk, err := env.Store.GetTask(ctx, res.TaskID)
+		return err == nil && tk.Active != nil && tk.Active.Status == agent.StatusRunning
+	})
+	go func() { out, _, err := env.Resume(res, "alice", round1); dup <- answer{out, err} }()
+	time.Sleep(300 * time.Millisecond) // the duplicate follows the leg
+	close(env.Guarded.Block)
+	for name, ch := range map[string]chan answer{"the approval": first, "its duplicate": dup} {
+		select {
+		case a := <-ch:
+			if a.err != nil || a.out.Status != agent.StatusPaused || a.out.Round != 2 {
+				t.Errorf("%s: %+v %v, want its leg's outcome (Paused, round 2)", name, a.out, a.err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not answer", name)
+		}
+	}
+	if v, _ := env.E.GetTask(ctx, "acc", "alice", res.TaskID, agent.ViewOptions{}); v.Status != agent.StatusCanceled {
+		t.Errorf("the task is %s, want Canceled", v.Status)
+	}
+}

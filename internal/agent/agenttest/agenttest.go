@@ -49,6 +49,13 @@ func (m *ScriptModel) Add(turns ...Turn) {
 	m.turns = append(m.turns, turns...)
 }
 
+// Clear drops the turns not taken.
+func (m *ScriptModel) Clear() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.turns = nil
+}
+
 // Call returns the i-th request received.
 func (m *ScriptModel) Call(i int) *agent.ModelRequest {
 	m.mu.Lock()
