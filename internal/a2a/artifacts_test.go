@@ -4,8 +4,12 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 )
@@ -100,5 +104,47 @@ func TestArtifacts(t *testing.T) {
 	}
 	if len(updates) < 2 || updates[0] != "s.md" || updates[len(updates)-1] != "output" {
 		t.Errorf("artifact updates = %v, want s.md, then output", updates)
+	}
+}
+
+// The official A2A JavaScript SDK's client reads the artifacts the same way
+// (tools/a2a-js/artifacts.mjs): raw, URL, GetTask, ListTasks
+// includeArtifacts, artifactUpdate in a stream. HITCH_A2A_JS overrides
+// where the SDK is installed (a directory holding node_modules).
+func TestJSClientArtifacts(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join("..", "..", "tools", "a2a-js", "artifacts.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir := os.Getenv("HITCH_A2A_JS"); dir != "" {
+		// The script beside that node_modules (ES modules resolve from
+		// the script's directory).
+		b, err := os.ReadFile(script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		script = filepath.Join(dir, "artifacts-test.mjs")
+		if err := os.WriteFile(script, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(script) })
+	}
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@a2a-js", "sdk", "package.json"))
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the A2A JS client is not installed (make tools): %v", err)
+		}
+		t.Skipf("the A2A JS client is not installed (make tools): %v", err)
+	}
+	s := startStackYAML(t, artifactYAML, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, script, s.url, "assistant", "alice").CombinedOutput()
+	t.Logf("node artifacts.mjs:\n%s", out)
+	if err != nil || !strings.Contains(string(out), "ALL OK artifacts") {
+		t.Fatalf("the JS client's artifacts failed: %v", err)
 	}
 }
