@@ -117,9 +117,17 @@ func (s *Stream) Run(ctx context.Context, out chan<- agent.OutboxItem) error {
 					return nil
 				}
 				var expired *streamtypes.ExpiredIteratorException
-				if errors.As(err, &expired) {
+				var trimmed *streamtypes.TrimmedDataAccessException
+				if errors.As(err, &expired) || errors.As(err, &trimmed) {
+					// The iterator expired, or points before what the
+					// shard still holds (records older than 24 h): the
+					// shard is found again and read from what it holds
+					// (what it lost, the sweep re-drives).
+					if trimmed != nil {
+						s.log().Warn("the stream trimmed records this reader had not read; reading the shard from what it holds", "shard", id)
+					}
 					delete(open, id)
-					delete(seen, id) // found again, from its start
+					delete(seen, id)
 					continue
 				}
 				s.log().Warn("reading the stream failed", "shard", id, "err", err)
