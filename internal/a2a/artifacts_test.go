@@ -2,16 +2,21 @@ package a2a_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
+	"iter"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 )
 
 // artifactYAML is the assistant with the artifacts group.
@@ -146,5 +151,136 @@ func TestJSClientArtifacts(t *testing.T) {
 	t.Logf("node artifacts.mjs:\n%s", out)
 	if err != nil || !strings.Contains(string(out), "ALL OK artifacts") {
 		t.Fatalf("the JS client's artifacts failed: %v", err)
+	}
+}
+
+// frontArtifacts reads front's task's artifacts by name, each with its
+// bytes from front's download route.
+func frontArtifacts(t *testing.T, p *pair, taskID string) map[string]string {
+	t.Helper()
+	code, v := httpCall(t, "GET", p.url+"/agents/front/tasks/"+taskID, "alice", "")
+	if code != 200 {
+		t.Fatalf("GET front's task: %d %v", code, v)
+	}
+	out := map[string]string{}
+	arts, _ := v["artifacts"].([]any)
+	for _, a := range arts {
+		m := a.(map[string]any)
+		req, _ := http.NewRequest("GET", p.url+m["url"].(string), nil)
+		req.Header.Set("Authorization", "Bearer alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		out[m["name"].(string)] = m["media_type"].(string) + " " + string(b)
+	}
+	return out
+}
+
+// A remote Hitch agent's artifacts are copied into the caller's task when
+// its call ends: the small one from its raw bytes, the large one fetched
+// from the remote's download route with the entry's headers; the call's
+// result names them.
+func TestRemoteAgentArtifactsCopied(t *testing.T) { onBothStores(t, testRemoteAgentArtifactsCopied) }
+
+func testRemoteAgentArtifactsCopied(t *testing.T) {
+	p := startPairOpts(t, pairOpts{def: artifactYAML, dispatch: true})
+	big := strings.Repeat("0123456789abcdef", 5000) // 80,000 bytes: a URL, not raw
+	line := "/call save_artifact {\"name\": \"small.txt\", \"content\": \"hello\"}\n/call save_artifact {\"name\": \"big.csv\", \"content\": \"" + big + "\"}"
+	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(line))
+	if code != 200 || out["status"] != "Completed" {
+		t.Fatalf("front: %d %v", code, out)
+	}
+	if o := out["output"].(string); !strings.Contains(o, `Saved artifact \"small.txt\"`) && !strings.Contains(o, `Saved artifact "small.txt"`) {
+		t.Errorf("the call's result does not name the copied artifact: %q", o)
+	}
+	got := frontArtifacts(t, p, out["task_id"].(string))
+	if len(got) != 2 || got["small.txt"] != "text/plain; charset=utf-8 hello" || got["big.csv"] != "text/csv; charset=utf-8 "+big {
+		short := map[string]int{}
+		for k, v := range got {
+			short[k] = len(v)
+		}
+		t.Errorf("front's artifacts (name → length of type and bytes) %v, want small.txt and big.csv copied", short)
+	}
+}
+
+// fileVendor is another vendor's agent whose answer carries artifacts: a
+// data part, raw bytes, a file URL on its own origin and one on another.
+type fileVendor struct{ base *string }
+
+func (v fileVendor) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+			return
+		}
+		raw := a2a.NewRawPart([]byte("\x89PNG fake"))
+		raw.Filename, raw.MediaType = "chart.png", "image/png"
+		own := a2a.NewFileURLPart(a2a.URL(*v.base+"/files/report.csv"), "text/csv")
+		own.Filename = "report.csv"
+		other := a2a.NewFileURLPart("http://127.0.0.1:1/elsewhere.csv", "text/csv")
+		other.Filename = "elsewhere.csv"
+		data := &a2a.Artifact{ID: "stats", Name: "stats", Parts: a2a.ContentParts{a2a.NewDataPart(map[string]any{"rows": 3})}}
+		for _, ev := range []a2a.Event{
+			a2a.NewArtifactEvent(ec, a2a.NewTextPart("here are the files")),
+			&a2a.TaskArtifactUpdateEvent{TaskID: ec.TaskID, ContextID: ec.ContextID, Artifact: data, LastChunk: true},
+			a2a.NewArtifactEvent(ec, raw),
+			a2a.NewArtifactEvent(ec, own),
+			a2a.NewArtifactEvent(ec, other),
+		} {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+	}
+}
+
+func (fileVendor) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// Another vendor's artifacts: its data part is kept as JSON, its raw bytes
+// and its file on its own origin (fetched with the entry's headers) are
+// copied; a file on another origin is not fetched, and the result says so.
+func TestRemoteVendorArtifacts(t *testing.T) {
+	var base string
+	var auth atomic.Value
+	mux := http.NewServeMux()
+	mux.HandleFunc("/files/report.csv", func(w http.ResponseWriter, r *http.Request) {
+		auth.Store(r.Header.Get("Authorization"))
+		_, _ = io.WriteString(w, "a,b\n1,2\n")
+	})
+	mux.Handle("/", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(fileVendor{base: &base})))
+	vendor := httptest.NewServer(mux)
+	t.Cleanup(vendor.Close)
+	base = vendor.URL
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, via: func(string) string { return vendor.URL + "/vendor" }})
+	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling("files please"))
+	if code != 200 || out["status"] != "Completed" {
+		t.Fatalf("front: %d %v", code, out)
+	}
+	if o := out["output"].(string); !strings.Contains(o, "here are the files") {
+		t.Errorf("front's output %q: want the answer", o)
+	}
+	_, v := httpCall(t, "GET", p.url+"/agents/front/tasks/"+out["task_id"].(string), "alice", "")
+	if b, _ := json.Marshal(v["items"]); !strings.Contains(string(b), `artifact \"elsewhere.csv\" was not copied`) || !strings.Contains(string(b), "not on the agent's origin") {
+		t.Errorf("the call's result has no note that elsewhere.csv was not fetched: %s", b)
+	}
+	got := frontArtifacts(t, p, out["task_id"].(string))
+	want := map[string]string{"stats": `application/json {"rows":3}`, "chart.png": "image/png \x89PNG fake", "report.csv": "text/csv a,b\n1,2\n"}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("artifact %s = %q, want %q", name, got[name], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("front's artifacts %v, want exactly %v", got, want)
+	}
+	if a, _ := auth.Load().(string); a != "Bearer bob" {
+		t.Errorf("report.csv was fetched with Authorization %q, want the entry's header", a)
 	}
 }

@@ -82,7 +82,7 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if p := r.runSubCalls(ctx, uses, bySub[name], results); p != nil {
+			if p := r.runSubCalls(ctx, uses, bySub[name], results, saved, seq); p != nil {
 				mu.Lock()
 				paused = append(paused, *p)
 				mu.Unlock()
@@ -108,10 +108,13 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 
 // runSubCalls runs one sub-agent's calls of a turn, one after another,
 // into results; the first that pauses stops them (its pause returned).
-func (r *Run) runSubCalls(ctx context.Context, uses []Block, idx []int, results []Block) *childPause {
+func (r *Run) runSubCalls(ctx context.Context, uses []Block, idx []int, results []Block, saved [][]Artifact, seq int64) *childPause {
 	for _, i := range idx {
 		start := time.Now()
-		b, p := r.runChild(ctx, uses[i])
+		// A remote agent's artifacts are copied as the call's own.
+		actx, ca := r.withArtifacts(ctx, uses[i].ID, seq)
+		b, p := r.runChild(actx, uses[i])
+		saved[i] = ca.took()
 		if p != nil {
 			return p
 		}
