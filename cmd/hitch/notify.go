@@ -39,6 +39,15 @@ func runDispatcher(ctx context.Context, c *serveConfig, store agent.Store, ddb *
 		}
 		feed := make(chan agent.OutboxItem, 256)
 		stream := &dynamo.Stream{Streams: streams, DB: ddb, Table: c.table, Log: log, Ready: make(chan struct{})}
+		if arts := d.Engine.Artifacts; arts != nil {
+			// Retention: an artifact whose metadata's ttl removed it goes
+			// with its bytes.
+			stream.Removed = func(ctx context.Context, taskID, artifactID string) {
+				if err := arts.Delete(ctx, taskID, artifactID); err != nil {
+					log.Error("deleting an expired artifact's bytes failed", "task_id", taskID, "artifact_id", artifactID, "err", err)
+				}
+			}
+		}
 		failed := make(chan struct{})
 		wg.Add(1)
 		go func() {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/hitch-agents/hitch/agents"
 	"github.com/hitch-agents/hitch/internal/a2a"
 	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/artifactdir"
 	"github.com/hitch-agents/hitch/internal/auth"
 	"github.com/hitch-agents/hitch/internal/bedrock"
 	"github.com/hitch-agents/hitch/internal/catalog"
@@ -35,6 +37,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/localmodel"
 	"github.com/hitch-agents/hitch/internal/memstore"
 	"github.com/hitch-agents/hitch/internal/notify"
+	"github.com/hitch-agents/hitch/internal/s3artifacts"
 	"github.com/hitch-agents/hitch/internal/s3files"
 	"github.com/hitch-agents/hitch/internal/secret"
 	"github.com/hitch-agents/hitch/internal/tools"
@@ -63,6 +66,7 @@ type serveConfig struct {
 	lambdaAddr       string
 	a2aPoll          time.Duration
 	reapEvery        time.Duration
+	artifacts        string
 }
 
 func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
@@ -74,6 +78,9 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.store, "store", "memory", "where state is kept: memory or dynamodb")
 	fs.StringVar(&c.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB endpoint, e.g. http://127.0.0.1:8000 for DynamoDB Local; default: AWS")
 	fs.StringVar(&c.table, "table", "hitch", "DynamoDB table name")
+	// Not HITCH_ARTIFACTS: the tests' screenshots are kept there (the
+	// functions read it, with an S3 location).
+	fs.StringVar(&c.artifacts, "artifacts", "", "where artifacts' bytes are kept: a directory, or s3://bucket/prefix; default: memory with --store memory, else ./artifacts beside the agents' folder")
 	fs.BoolVar(&c.createTable, "create-table", false, "create the DynamoDB table if it does not exist")
 	fs.StringVar(&c.model, "model", "local", "the model: local (the built-in local model) or bedrock (Amazon Bedrock, default AWS credentials)")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", 15*time.Minute, "the deadline of one leg of a request (its lease is 15 s, renewed while it runs)")
@@ -158,6 +165,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		env.MCP.Secrets = secret.Resolver{SSM: ssm.NewFromConfig(cfg)}
 		s3c := s3files.NewClient(cfg)
 		env.S3Files = func(bucket, prefix string) tools.FileStore { return s3files.New(s3c, bucket, prefix) }
+		env.S3 = s3c
 	} else {
 		log.Warn("no AWS configuration: agents with Lambda function tools will not load", "err", err)
 	}
@@ -207,8 +215,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		log.Warn("auth: DEV MODE, no token is verified: 'Authorization: Bearer <user-id>' names the user; no header is user 'dev'. Pass --issuer to verify tokens.")
 	}
 
+	arts, presigner, err := openArtifacts(c, loadAWS)
+	if err != nil {
+		return err
+	}
 	engine := &agent.Engine{
-		Store: store, Model: model, Agents: cat, Log: log,
+		Store: store, Model: model, Agents: cat, Log: log, Artifacts: arts,
 		LegTimeout: c.requestTimeout, RetentionDays: c.retentionDays,
 	}
 	if v := os.Getenv("HITCH_CHAIN_MIN_REMAINING"); v != "" {
@@ -241,7 +253,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		}
 	}()
 	api := &httpapi.Server{Engine: engine, Auth: authn, Log: log, MaxBody: c.maxBody,
-		A2A: &a2a.Server{Engine: engine, Log: log, Detach: true}, A2ADefaultAgent: c.a2aDefaultAgent}
+		A2A: &a2a.Server{Engine: engine, Log: log, Detach: true}, A2ADefaultAgent: c.a2aDefaultAgent,
+		Presigner: presigner}
 
 	if c.lambdaAddr != "" {
 		stop, addr, err := serveLambdaAPI(c.lambdaAddr, lambdafn.Direct(engine), log)
@@ -276,6 +289,40 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		return fmt.Errorf("serve: shutdown: %w", err)
 	}
 	return nil
+}
+
+// openArtifacts opens the artifacts' byte store of --artifacts: S3 (with
+// presigned downloads) for s3://bucket/prefix, else a directory; unset,
+// memory beside the memory store (nothing of it survives a restart) and a
+// directory "artifacts" beside the agents' folder otherwise.
+func openArtifacts(c *serveConfig, loadAWS func() (aws.Config, error)) (agent.ArtifactBytes, httpapi.Presigner, error) {
+	where := c.artifacts
+	if where == "" {
+		if c.store == "memory" {
+			return memstore.NewBytes(), nil, nil
+		}
+		where = "artifacts"
+		if c.agentsDir != "" {
+			where = filepath.Join(filepath.Dir(filepath.Clean(c.agentsDir)), "artifacts")
+		}
+	}
+	if strings.HasPrefix(where, "s3:") {
+		bucket, prefix, err := s3artifacts.ParseURL(where)
+		if err != nil {
+			return nil, nil, fmt.Errorf("serve: --artifacts: %w", err)
+		}
+		cfg, err := loadAWS()
+		if err != nil {
+			return nil, nil, err
+		}
+		st := s3artifacts.New(s3files.NewClient(cfg), bucket, prefix)
+		return st, st, nil
+	}
+	d, err := artifactdir.New(where)
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: --artifacts: %w", err)
+	}
+	return d, nil, nil
 }
 
 func openStore(ctx context.Context, c *serveConfig, loadAWS func() (aws.Config, error)) (agent.Store, *dynamodb.Client, error) {

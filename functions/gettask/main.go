@@ -21,5 +21,6 @@ func main() {
 		CORSOrigin:        os.Getenv("HITCH_CORS_ORIGIN"),
 		MetricsNamespace:  os.Getenv("HITCH_METRICS_NAMESPACE"),
 		A2ADefaultAgent:   os.Getenv("HITCH_A2A_DEFAULT_AGENT"),
+		Artifacts:         os.Getenv("HITCH_ARTIFACTS"),
 	})
 }

@@ -17,5 +17,6 @@ func main() {
 		DynamoDBEndpoint: os.Getenv("HITCH_DYNAMODB_ENDPOINT"),
 		MetricsNamespace: os.Getenv("HITCH_METRICS_NAMESPACE"),
 		ResumeFunction:   os.Getenv("HITCH_RESUME_FUNCTION"),
+		Artifacts:        os.Getenv("HITCH_ARTIFACTS"),
 	})
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/httpapi/contract"
 	"github.com/hitch-agents/hitch/internal/localmodel"
+	"github.com/hitch-agents/hitch/internal/memstore"
 )
 
 const agentYAML = `apiVersion: tealagents/v1alpha1
@@ -91,7 +92,7 @@ func serveDir(tb testing.TB, dir string, legTimeout time.Duration, detach bool) 
 	tb.Cleanup(stop)
 	log := slog.New(slog.DiscardHandler)
 	store, feed = newStore(tb)
-	e = &agent.Engine{Store: store, Model: model, Agents: cat, Log: log, LegTimeout: legTimeout}
+	e = &agent.Engine{Store: store, Model: model, Agents: cat, Log: log, LegTimeout: legTimeout, Artifacts: memstore.NewBytes()}
 	api := &httpapi.Server{Engine: e, Auth: httpapi.DevAuth, Log: log, A2A: &hitcha2a.Server{Engine: e, Log: log, Detach: detach}}
 	srv = httptest.NewServer(contract.Check(tb, api.Handler()))
 	tb.Cleanup(srv.Close)

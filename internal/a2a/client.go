@@ -1,10 +1,13 @@
 package a2a
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"net"
@@ -155,6 +158,77 @@ func (r *Remote) log() *slog.Logger {
 		return r.Log
 	}
 	return slog.Default()
+}
+
+// artifact is a file or data part of a remote task's artifact, as an
+// artifact the caller copies: its bytes raw, its data as JSON, or fetched
+// from its URL. A text part is the answer (Output), not an artifact.
+func (r *Remote) artifact(a *a2a.Artifact, i int, p *a2a.Part) (agent.RemoteArtifact, bool) {
+	name := cmp.Or(p.Filename, a.Name, string(a.ID))
+	if len(a.Parts) > 1 && p.Filename == "" {
+		name = fmt.Sprintf("%s-%d", name, i+1)
+	}
+	ra := agent.RemoteArtifact{Name: name, MediaType: p.MediaType}
+	switch c := p.Content.(type) {
+	case a2a.Raw:
+		b := []byte(c)
+		ra.Open = func(context.Context) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	case a2a.Data:
+		b, err := json.Marshal(c.Value)
+		if err != nil {
+			return ra, false
+		}
+		ra.MediaType = cmp.Or(ra.MediaType, "application/json")
+		ra.Open = func(context.Context) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	case a2a.URL:
+		u := string(c)
+		ra.Open = func(ctx context.Context) (io.ReadCloser, error) { return r.fetch(ctx, u) }
+	default:
+		return ra, false
+	}
+	return ra, true
+}
+
+// fetch reads a remote artifact's URL: only from the remote agent's own
+// origin (its scheme, host and port: https, or http where the agent itself
+// is served over http, as in local development), with the entry's
+// headers, never following a redirect; what it reads is capped where it
+// is kept (agent.MaxArtifactBytes).
+func (r *Remote) fetch(ctx context.Context, raw string) (io.ReadCloser, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("its URL does not parse: %v", err)
+	}
+	base, err := url.Parse(r.url)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != base.Scheme || u.Host != base.Host || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, fmt.Errorf("its URL %s is not on the agent's origin %s://%s", u.Redacted(), base.Scheme, base.Host)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport
+	if r.hc != nil && r.hc.Transport != nil {
+		tr = r.hc.Transport
+	}
+	hc := &http.Client{Transport: headerTransport{base: tr, headers: r.headers},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetching it failed: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("fetching it answered %s", resp.Status)
+	}
+	if resp.ContentLength > agent.MaxArtifactBytes {
+		resp.Body.Close()
+		return nil, fmt.Errorf("it is %d bytes, over the %d an artifact may hold", resp.ContentLength, agent.MaxArtifactBytes)
+	}
+	return resp.Body, nil
 }
 
 // DecisionMessageID is the id of the message carrying a caller's
@@ -419,8 +493,14 @@ func (r *Remote) task(t *a2a.Task) *agent.RemoteTask {
 	}
 	var out strings.Builder
 	for _, a := range t.Artifacts {
-		for _, p := range a.Parts {
+		for i, p := range a.Parts {
+			if p == nil {
+				continue
+			}
 			out.WriteString(p.Text())
+			if ra, ok := r.artifact(a, i, p); ok {
+				rt.Artifacts = append(rt.Artifacts, ra)
+			}
 		}
 	}
 	rt.Output = out.String()

@@ -24,6 +24,9 @@ type handler struct {
 	user     string
 	log      *slog.Logger
 	deadline time.Time
+	// base is the API's base URL as the caller reached it: artifacts'
+	// download URLs are absolute.
+	base string
 	// runs counts the requests this call started that have not ended or
 	// paused yet, so that a caller that must outlive them (a Lambda
 	// invocation) can wait; once it waits (closed), nothing more starts.
@@ -135,14 +138,15 @@ func (h *handler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Ta
 	if err != nil {
 		return nil, err
 	}
-	return h.taskOf(f, req.HistoryLength)
+	return h.taskOf(ctx, f, req.HistoryLength)
 }
 
-func (h *handler) taskOf(f *found, historyLength *int) (*a2a.Task, error) {
+func (h *handler) taskOf(ctx context.Context, f *found, historyLength *int) (*a2a.Task, error) {
 	t, err := taskOfView(f.view, f.rid, historyLength)
 	if err != nil {
 		return nil, toProto(err, h.log, f.rid)
 	}
+	t.Artifacts = append(t.Artifacts, h.artifactsOf(ctx, f.view, f.rid)...)
 	return t, nil
 }
 
@@ -250,9 +254,10 @@ func (h *handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 	}
 	res := h.execute(bg, run, agent.Discard)
 	t := taskOfResult(res, time.Now().UTC())
-	if req.Config == nil || req.Config.HistoryLength == nil || *req.Config.HistoryLength > 0 {
-		if f, err := h.find(bg, t.ID); err == nil {
-			if full, err := h.taskOf(f, configHistory(req)); err == nil {
+	if f, err := h.find(bg, t.ID); err == nil {
+		t.Artifacts = append(t.Artifacts, h.artifactsOf(bg, f.view, f.rid)...)
+		if req.Config == nil || req.Config.HistoryLength == nil || *req.Config.HistoryLength > 0 {
+			if full, err := h.taskOf(bg, f, configHistory(req)); err == nil {
 				t.History = full.History
 			}
 		}
@@ -296,7 +301,7 @@ func (h *handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 // relay turns Hitch events into A2A updates until the request ends or
 // pauses, the events end, or the client goes away.
 func (h *handler) relay(ctx context.Context, taskID, rid string, events <-chan agent.Event, yield func(a2a.Event, error) bool) {
-	c := &converter{taskID: taskID, rid: rid}
+	c := &converter{taskID: taskID, rid: rid, agent: h.agent, base: h.base}
 	for {
 		select {
 		case <-ctx.Done():
@@ -336,7 +341,7 @@ func (h *handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskR
 			yield(nil, protoErr(a2a.ErrUnsupportedOperation, agent.CodeNotRunning, "task "+f.rid+" is "+string(f.req.Status)+", a terminal state"))
 			return
 		}
-		t, err := h.taskOf(f, nil)
+		t, err := h.taskOf(ctx, f, nil)
 		if err != nil || !yield(t, nil) {
 			return
 		}
@@ -444,6 +449,8 @@ func (h *handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2
 			}
 			if !req.IncludeArtifacts {
 				t.Artifacts = nil
+			} else {
+				t.Artifacts = append(t.Artifacts, h.artifactsOf(ctx, v, r.RequestID)...)
 			}
 			all = append(all, t)
 		}

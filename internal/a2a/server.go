@@ -86,7 +86,8 @@ func (s *Server) ServeRPC(w http.ResponseWriter, r *http.Request, body []byte, a
 	}
 	body, v1 = renameMethod(body, v1)
 	deadline, _ := r.Context().Deadline()
-	h := &handler{e: s.Engine, agent: ag.Name, user: user, log: s.log().With("agent", ag.Name, "a2a", true), deadline: deadline}
+	h := &handler{e: s.Engine, agent: ag.Name, user: user, log: s.log().With("agent", ag.Name, "a2a", true), deadline: deadline,
+		base: s.baseURL(r)}
 	keep := s.KeepAlive
 	if keep <= 0 {
 		keep = 15 * time.Second

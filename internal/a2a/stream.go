@@ -15,6 +15,8 @@ import (
 // updates (docs/api.md Mapping).
 type converter struct {
 	taskID, rid string
+	// agent and base make artifacts' download URLs.
+	agent, base string
 	answered    bool // an artifact update went out
 }
 
@@ -55,6 +57,16 @@ func (c *converter) convert(e agent.Event) ([]a2a.Event, error, bool) {
 		out = append(out, c.status(stateOf(res.Status),
 			statusMessage(c.taskID, c.rid, res.Status, res.PendingApprovals, res.PendingInputs, res.Round, res.ResumeURL, res.Error)))
 		return out, nil, true
+	case agent.EventArtifact:
+		var d struct {
+			ID        string `json:"artifact_id"`
+			Name      string `json:"name"`
+			MediaType string `json:"media_type"`
+		}
+		if json.Unmarshal(raw, &d) != nil || d.ID == "" {
+			return nil, nil, false
+		}
+		return []a2a.Event{c.artifactEvent(d)}, nil, false
 	case agent.EventError:
 		var d agent.ErrorInfo
 		_ = json.Unmarshal(raw, &d)

@@ -31,13 +31,16 @@ func (e *Engine) DeleteTask(ctx context.Context, agentName, userID, taskID strin
 		var ce *ConflictError
 		switch {
 		case err == nil:
+			e.deleteArtifactBytes(ctx, t.ID)
 			e.deleteChildren(ctx, t)
 			return nil
 		case errors.As(err, &ce) && attempt < 3:
 			continue
 		case errors.Is(err, ErrNotFound):
 			// It existed a moment ago: this delete's own retry, or another
-			// delete, removed it. Either way it is gone.
+			// delete, removed it. Either way it is gone, and so are its
+			// bytes (again: a retry after a crash between the two).
+			e.deleteArtifactBytes(ctx, t.ID)
 			return nil
 		}
 		return fmt.Errorf("delete task %s: %w", t.ID, err)
@@ -91,6 +94,7 @@ func (e *Engine) deleteChildren(ctx context.Context, t *Task) {
 					e.log().Warn("deleting a sub-agent task failed", "task_id", t.ID, "child_task_id", ct.ID, "err", err)
 					continue
 				}
+				e.deleteArtifactBytes(ctx, ct.ID)
 				e.deleteChildren(ctx, ct)
 			}
 			if next == "" {

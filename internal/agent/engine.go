@@ -27,7 +27,9 @@ type Engine struct {
 	Store  Store
 	Model  Model
 	Agents Agents
-	Log    *slog.Logger
+	// Artifacts keeps artifacts' bytes; nil: tools cannot save artifacts.
+	Artifacts ArtifactBytes
+	Log       *slog.Logger
 	// Metrics, when set, receives the moments operations watch (the README's "Observability").
 	Metrics Metrics
 	// Tracer, when set, makes the spans of a leg, its model and tool calls.

@@ -71,6 +71,7 @@ const (
 	CodeTaskNotFound          = "task_not_found"
 	CodeRequestNotFound       = "request_not_found"
 	CodeSessionNotFound       = "session_not_found"
+	CodeArtifactNotFound      = "artifact_not_found"
 	CodeRouteNotFound         = "route_not_found"
 	CodeMethodNotAllowed      = "method_not_allowed"
 	CodeTaskBusy              = "task_busy"

@@ -11,7 +11,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -97,6 +100,59 @@ type RemoteTask struct {
 	ResumeURL string
 	// Question is what an input-required task without pending calls asks.
 	Question string
+	// Artifacts are its file and data artifacts (its answer's text is
+	// Output): copied into the caller's task when the call ends.
+	Artifacts []RemoteArtifact
+}
+
+// RemoteArtifact is a file or data artifact of a remote task.
+type RemoteArtifact struct {
+	Name, MediaType string
+	// Open reads its bytes: raw or data in the task, or fetched from its
+	// URL (the remote agent's own origin only, with the entry's headers).
+	Open func(ctx context.Context) (io.ReadCloser, error)
+}
+
+// copyArtifacts copies a finished remote task's artifacts into the
+// caller's task, as artifacts of the call running in ctx (the result then
+// names them); one that cannot be read or kept is named in a note.
+func (r *Run) copyArtifacts(ctx context.Context, b Block, call ChildCall, rt *RemoteTask) Block {
+	var notes []Block
+	for _, ra := range rt.Artifacts {
+		name := artifactName(ra.Name)
+		rc, err := ra.Open(ctx)
+		if err == nil {
+			_, err = SaveArtifact(ctx, NewArtifact{Name: name, MediaType: ra.MediaType, Body: rc})
+			rc.Close()
+		}
+		if err != nil {
+			r.e.log().WarnContext(ctx, "a remote agent's artifact was not copied", "agent", call.Agent, "remote_task_id", rt.ID, "name", name, "err", err)
+			notes = append(notes, TextBlock(fmt.Sprintf("The agent %s's artifact %q was not copied: %v", call.Agent, name, err)))
+		}
+	}
+	if len(notes) > 0 {
+		b.Content = append(slices.Clone(b.Content), notes...)
+	}
+	return b
+}
+
+// artifactName is a remote artifact's name as an artifact here: the
+// characters a name may not hold ("/", "\\", controls) become "_", at most
+// 255 characters; "artifact" when it has none.
+func artifactName(name string) string {
+	name = strings.Map(func(c rune) rune {
+		if c == '/' || c == '\\' || c < 0x20 || c == 0x7f {
+			return '_'
+		}
+		return c
+	}, name)
+	if rs := []rune(name); len(rs) > 255 {
+		name = string(rs[:255])
+	}
+	if strings.TrimSpace(name) == "" {
+		return "artifact"
+	}
+	return name
 }
 
 // resumeURL is where a pending call's leaf is decided.
@@ -243,7 +299,11 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 		}
 		return ErrorResult(u.ID, fmt.Sprintf("not waited for: the agent %s's task %s goes on there", call.Agent, rt.ID)), nil
 	}
-	return r.truncate(childResult(u.ID, call, childOutcome{res: rt.result()})), nil
+	res := r.truncate(childResult(u.ID, call, childOutcome{res: rt.result()}))
+	if len(rt.Artifacts) > 0 {
+		res = r.copyArtifacts(ctx, res, call, rt)
+	}
+	return res, nil
 }
 
 // result is the remote task's end as a child's outcome.

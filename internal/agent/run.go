@@ -40,6 +40,13 @@ type Run struct {
 	handedOff bool
 	// extraOutbox are items the next write puts besides what it owes.
 	extraOutbox []OutboxItem
+	// artMu guards the artifacts saved by this leg's calls: artifacts,
+	// kept and not yet written (the next write puts them), and
+	// artReserved, places taken by saves under way (MaxArtifacts).
+	artMu       sync.Mutex
+	artifacts   []Artifact
+	artReserved int
+	artWritten  int // the task's count as last written
 	// emitMu orders the events of sub-agents that run side by side.
 	emitMu sync.Mutex
 	// childMu guards what calls of several sub-agents learn side by side:
@@ -79,7 +86,7 @@ type Run struct {
 
 func (e *Engine) newRun(ag *Agent, t *Task, history []Item, deadline time.Time) *Run {
 	return &Run{e: e, agent: ag, task: t, taskID: t.ID, history: history, deadline: deadline, joins: t.Joins,
-		reqID: t.Active.ID, eventID: t.Active.LastEventID, leaseSent: t.Active.LeaseUntil.Add(-LeaseDuration)}
+		reqID: t.Active.ID, eventID: t.Active.LastEventID, artWritten: t.ArtifactCount, leaseSent: t.Active.LeaseUntil.Add(-LeaseDuration)}
 }
 
 // legStart is what a leg does first, by its kind: a new message's or an
@@ -403,11 +410,15 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 		next.Metadata = r.task.Metadata
 		next.Context = r.task.Context
 		next.Children = r.task.Children
+		r.artMu.Lock()
+		arts := slices.Clone(r.artifacts)
+		r.artMu.Unlock()
+		next.ArtifactCount = r.task.ArtifactCount + len(arts)
 		mutate(next)
 		next.UpdatedAt = r.e.now()
 		next.Version = base.Version + 1
 		next.WriteID = r.e.newID()
-		err := r.e.write(ctx, &Write{Task: next, PrevVersion: base.Version, Items: r.unsaved, Requests: records, Expires: expires, Outbox: slices.Clone(r.extraOutbox)})
+		err := r.e.write(ctx, &Write{Task: next, PrevVersion: base.Version, Items: r.unsaved, Requests: records, Expires: expires, Outbox: slices.Clone(r.extraOutbox), Artifacts: arts})
 		var ce *ConflictError
 		if errors.As(err, &ce) && attempt < 3 && ce.Current != nil && ce.Current.Active != nil &&
 			ce.Current.Active.ClaimToken == r.task.Active.ClaimToken {
@@ -421,6 +432,10 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 		r.task = next
 		r.unsaved = nil
 		r.extraOutbox = nil
+		r.artMu.Lock()
+		r.artifacts = r.artifacts[len(arts):]
+		r.artWritten = next.ArtifactCount
+		r.artMu.Unlock()
 		r.leaseSent = sent
 		return nil
 	}

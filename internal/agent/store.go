@@ -139,6 +139,15 @@ type Store interface {
 	// (A2A#<rid>, put by the write that created the request); ErrNotFound
 	// when there is none.
 	FindRequest(ctx context.Context, requestID string) (*RequestLookup, error)
+
+	// GetArtifact reads an artifact's metadata (ART#<id>); ErrNotFound when
+	// the task has none of that id, or it expired.
+	GetArtifact(ctx context.Context, taskID, artifactID string) (*Artifact, error)
+
+	// ListArtifacts reads every artifact's metadata of the task, oldest
+	// first (by id: UUIDv7s). ART# items sit outside the history read: no
+	// turn reads them.
+	ListArtifacts(ctx context.Context, taskID string) ([]Artifact, error)
 }
 
 // RequestLookup finds a request by its id alone: the A2A binding
@@ -209,6 +218,9 @@ type Write struct {
 	// under their callers' tasks (JOIN#…, docs/architecture.md), which read them
 	// with their history.
 	Joins []Join
+	// Artifacts are artifacts' metadata to put (ART#<id>), their bytes
+	// already stored: written with the results of the calls that made them.
+	Artifacts []Artifact
 }
 
 // RequestDecision is a decided round of a request (a DEC# item).

@@ -95,6 +95,9 @@ type Task struct {
 	// Joins are the outcomes its children put for it (JOIN# items), read
 	// with the history (LoadTask, LoadContext); not part of META.
 	Joins []Join `json:"-"`
+	// ArtifactCount counts the task's artifacts (ART# items), so that a
+	// save past MaxArtifacts is refused without reading them.
+	ArtifactCount int `json:"artifact_count,omitempty"`
 }
 
 // SeqRange is a superseded range of history entries [From, To) made by an

@@ -54,6 +54,10 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 	var paused []childPause
 	bySub := map[string][]int{}
 	var subs []string
+	// A call's artifacts are hidden by an edit that supersedes the
+	// request's latest entry (every entry of the request is in the range).
+	seq := r.task.NextSeq - 1
+	saved := make([][]Artifact, len(uses))
 	for i, u := range uses {
 		if b, ok := given[u.ID]; ok {
 			results[i] = b
@@ -69,14 +73,16 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = r.runTool(ctx, u)
+			actx, ca := r.withArtifacts(ctx, u.ID, seq)
+			results[i] = r.runTool(actx, u)
+			saved[i] = ca.took()
 		}()
 	}
 	for _, name := range subs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if p := r.runSubCalls(ctx, uses, bySub[name], results); p != nil {
+			if p := r.runSubCalls(ctx, uses, bySub[name], results, saved, seq); p != nil {
 				mu.Lock()
 				paused = append(paused, *p)
 				mu.Unlock()
@@ -86,6 +92,13 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 	wg.Wait()
 	r.applyLearned()
 	for i, u := range uses {
+		if len(saved[i]) > 0 {
+			results[i] = nameArtifacts(results[i], saved[i])
+			r.keepArtifacts(saved[i])
+		}
+		for _, a := range saved[i] {
+			r.emit(EventArtifact, artifactEvent(a))
+		}
 		if results[i].Type != "" {
 			r.emit(EventToolResult, resultEvent(u.Name, results[i]))
 		}
@@ -95,10 +108,13 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 
 // runSubCalls runs one sub-agent's calls of a turn, one after another,
 // into results; the first that pauses stops them (its pause returned).
-func (r *Run) runSubCalls(ctx context.Context, uses []Block, idx []int, results []Block) *childPause {
+func (r *Run) runSubCalls(ctx context.Context, uses []Block, idx []int, results []Block, saved [][]Artifact, seq int64) *childPause {
 	for _, i := range idx {
 		start := time.Now()
-		b, p := r.runChild(ctx, uses[i])
+		// A remote agent's artifacts are copied as the call's own.
+		actx, ca := r.withArtifacts(ctx, uses[i].ID, seq)
+		b, p := r.runChild(actx, uses[i])
+		saved[i] = ca.took()
 		if p != nil {
 			return p
 		}

@@ -33,6 +33,9 @@ type TaskView struct {
 	// Round, on a paused task, is the round its pending calls are decided
 	// in (a resume's round).
 	Round int `json:"round,omitempty"`
+	// Artifacts are what the task's tool calls made, oldest first (those
+	// of superseded requests only with include_superseded).
+	Artifacts []ArtifactView `json:"artifacts"`
 }
 
 // ItemView is a history entry as clients see it.
@@ -96,6 +99,14 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 	}
 	if err := e.viewItems(ctx, t, o, v); err != nil {
 		return nil, err
+	}
+	arts, err := e.taskArtifacts(ctx, t, o.IncludeSuperseded)
+	if err != nil {
+		return nil, err
+	}
+	v.Artifacts = make([]ArtifactView, 0, len(arts))
+	for _, a := range arts {
+		v.Artifacts = append(v.Artifacts, t.ArtifactView(a))
 	}
 	recs, err := e.viewRequests(ctx, t)
 	if err != nil {

@@ -30,6 +30,7 @@ var Budgets = []Budget{
 	{Bench: "BenchmarkColdStart/", Unit: "p50-ms", Max: 50, Why: "a function's binary start → ready ≤ 50 ms"},
 	{Bench: "BenchmarkColdStart/", Unit: "bytes", Max: 30 << 20, Why: "a function's binary ≤ 30 MB"},
 	{Bench: "BenchmarkPromptCache", Unit: "%-full-price-input-saved", Min: 70, Why: "prompt caching: at least 70 % fewer input tokens billed at the full price"},
+	{Bench: "BenchmarkArtifact10MB", Unit: "peak-heap-MB", Max: 4, Why: "a 10 MB artifact saved and downloaded streamed: ≤ 4 MB of heap"},
 }
 
 // Result is one metric of one benchmark.

@@ -16,6 +16,7 @@ BenchmarkDynamoTurns/resume-2     	     200	   4000000 ns/op	      3900 p50-µs	
 BenchmarkLongHistoryMemory-2      	     200	   9000000 ns/op	         2.300 turn-peak-heap-MB
 BenchmarkColdStart/invoke-2       	     200	   5000000 ns/op	  24500000 bytes	        22.10 p50-ms	        27.60 max-ms
 BenchmarkPromptCache-2            	     200	  14072631 ns/op	       829.6 $-off/1k-tasks	       100.0 %-full-price-input-saved
+BenchmarkArtifact10MB-2           	     200	  59245999 ns/op	        20.00 download-ms	         1.445 peak-heap-MB	        28.25 save-ms
 PASS
 ok  	github.com/hitch-agents/hitch/internal/perf	12.3s
 `
@@ -25,8 +26,8 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 20 {
-		t.Fatalf("%d results, want 20: %+v", len(rs), rs)
+	if len(rs) != 24 {
+		t.Fatalf("%d results, want 24: %+v", len(rs), rs)
 	}
 	want := Result{Bench: "BenchmarkDynamoTurns/resume", Unit: "service-%-of-ddb", Value: 16}
 	found := false

@@ -43,6 +43,9 @@ type Env struct {
 	// location there (internal/s3files), Files or not: files on S3 work on
 	// Lambda.
 	S3Files func(bucket, prefix string) tools.FileStore
+	// S3 reads the objects a Lambda tool names as its artifacts (under its
+	// entry's artifacts_from); nil: such an entry fails to load.
+	S3 tools.S3Getter
 	// LoopbackWebhooks allows webhooks over http to a loopback receiver
 	// (`hitch serve`); everywhere else a webhook URL is https.
 	LoopbackWebhooks bool

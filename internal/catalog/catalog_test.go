@@ -90,13 +90,15 @@ func TestLoadExampleAgent(t *testing.T) {
 	got.SystemPrompt = ""
 	want := agentView{
 		Name: "assistant", Version: "0.1",
-		Description:        "Tells the time and keeps files in a sandbox; asks before changing them.",
+		Description:        "Tells the time and keeps files in a sandbox; asks before changing them; saves artifacts to download.",
 		ModelID:            "us.anthropic.claude-sonnet-4-20250514-v1:0",
 		MaxTokens:          2048,
 		MaxIterations:      10,
 		MaxToolResultBytes: 65536,
 		Tools: []toolView{
 			{"get_time", policy(false, 0, true)},
+			{"save_artifact", policy(false, 0, false)},
+			{"read_artifact", policy(false, 0, true)},
 			{"ask_user", agent.ToolPolicy{InputTTL: 24 * time.Hour}},
 			{"list_files", policy(false, 0, true)},
 			{"read_file", policy(false, 0, true)},
@@ -321,13 +323,13 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`agents/a.yaml: spec.agent.default_requires_approval: must be true or false, got "sometimes"`}},
 		{"tools not a list", agentHead + "    tools: {builtin: clock}\n", []string{"agents/a.yaml: spec.agent.tools: must be a list, got a mapping"}},
 		{"unknown group", agentHead + "    tools:\n      - builtin: clock\n      - builtin: web\n",
-			[]string{`agents/a.yaml: spec.agent.tools[1].builtin: unknown group "web" (known: ask_user, clock, files)`}},
+			[]string{`agents/a.yaml: spec.agent.tools[1].builtin: unknown group "web" (known: artifacts, ask_user, clock, files)`}},
 		{"entry neither", agentHead + "    tools:\n      - approval_ttl: 1h\n",
-			[]string{"agents/a.yaml: spec.agent.tools[0]: needs builtin (a group: ask_user, clock, files), lambda (a function ARN) or mcp (a server's URL)"}},
+			[]string{"agents/a.yaml: spec.agent.tools[0]: needs builtin (a group: artifacts, ask_user, clock, files), lambda (a function ARN) or mcp (a server's URL)"}},
 		{"entry both", agentHead + "    tools:\n      - builtin: clock\n        lambda: f\n",
 			[]string{"agents/a.yaml: spec.agent.tools[0]: builtin and lambda are exclusive; one entry is a group or a function"}},
 		{"unknown entry field", agentHead + "    tools:\n      - builtin: clock\n        approval: true\n",
-			[]string{"agents/a.yaml: spec.agent.tools[0].approval: unknown field (known: builtin, config, lambda, name, description, input_schema, requires_approval, idempotent, approval_ttl, timeout, mcp, headers, allow, optional, agent, a2a, client, result_schema, input_ttl)"}},
+			[]string{"agents/a.yaml: spec.agent.tools[0].approval: unknown field (known: builtin, config, lambda, name, description, input_schema, requires_approval, idempotent, approval_ttl, timeout, mcp, headers, allow, optional, agent, a2a, artifacts_from, client, result_schema, input_ttl)"}},
 		{"approval_ttl", agentHead + "    tools:\n      - builtin: clock\n" + filesEntry + "        approval_ttl: 1x\n",
 			[]string{`agents/a.yaml: spec.agent.tools[1].approval_ttl: "1x" is not a Go duration`}},
 		{"approval_ttl negative", agentHead + "    tools:\n      - builtin: clock\n        approval_ttl: -1h\n",
@@ -376,6 +378,14 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`agents/a.yaml: spec.agent.tools[0].idempotent: must be true or false, got "maybe"`}},
 		{"lambda with config", agentHead + "    tools:\n" + lambdaEntry + "        config: {root: x}\n",
 			[]string{`agents/a.yaml: spec.agent.tools[0].config: not allowed in a lambda entry (only in a builtin entry)`}},
+		{"artifacts with config", agentHead + "    tools:\n      - builtin: artifacts\n        config: {root: x}\n",
+			[]string{`agents/a.yaml: spec.agent.tools[0].config: the artifacts group takes no config (save_artifact's from_path reads the files group's files)`}},
+		{"artifacts_from on a builtin", agentHead + "    tools:\n      - builtin: clock\n        artifacts_from: s3://b/p/\n",
+			[]string{`agents/a.yaml: spec.agent.tools[0].artifacts_from: only in a lambda entry`}},
+		{"artifacts_from not s3", agentHead + "    tools:\n" + lambdaEntry + "        artifacts_from: https://b/p/\n",
+			[]string{`agents/a.yaml: spec.agent.tools[0].artifacts_from: "https://b/p/" is not an S3 prefix like s3://bucket/prefix/`}},
+		{"artifacts_from without S3", agentHead + "    tools:\n" + lambdaEntry + "        artifacts_from: s3://b/p/\n",
+			[]string{`agents/a.yaml: spec.agent.tools[0].artifacts_from: needs an S3 client, and none is configured here`}},
 		{"files s3 not a URL", agentHead + "    tools:\n      - builtin: files\n        config: {root: x, s3: https://b/p}\n",
 			[]string{`agents/a.yaml: spec.agent.tools[0].config.s3: "https://b/p" is not an s3:// URL (s3://bucket/prefix)`}},
 		{"files s3 bad bucket", agentHead + "    tools:\n      - builtin: files\n        config: {s3: s3://Bad_Bucket/p}\n",
@@ -384,7 +394,7 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`agents/a.yaml: spec.agent.tools[0].config.s3: env: needs a variable name, e.g. env:HITCH_FILES_S3`}},
 		{"several problems", head + "spec:\n  agent:\n    model: m\n    max_tokens: -1\n    tools:\n      - builtin: web\n", []string{
 			"agents/a.yaml: spec.agent.max_tokens: must be between 1 and 200000, got -1",
-			`agents/a.yaml: spec.agent.tools[0].builtin: unknown group "web" (known: ask_user, clock, files)`}},
+			`agents/a.yaml: spec.agent.tools[0].builtin: unknown group "web" (known: artifacts, ask_user, clock, files)`}},
 	}
 	fake := fakelambda.New(t)
 	env := catalog.Env{Files: true, BaseDir: t.TempDir(), Lambda: fake.Client(t)}

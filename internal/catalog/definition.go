@@ -218,13 +218,34 @@ func (d *decoder) tools(n *yaml.Node, at string, a *agent.Agent, defaultApproval
 			a.Tools = append(a.Tools, b)
 		}
 	}
+	bindArtifactFiles(a.Tools)
+}
+
+// bindArtifactFiles gives save_artifact the agent's files tools, for its
+// from_path.
+func bindArtifactFiles(bound []agent.BoundTool) {
+	var files *tools.FileTool
+	for _, b := range bound {
+		if ft, ok := b.Tool.(*tools.FileTool); ok {
+			files = ft
+			break
+		}
+	}
+	if files == nil {
+		return
+	}
+	for _, b := range bound {
+		if sa, ok := b.Tool.(*tools.SaveArtifact); ok {
+			sa.UseFiles(files)
+		}
+	}
 }
 
 // toolEntry reads one entry of spec.agent.tools: a builtin group or a Lambda
 // function. nameField is where a duplicate name is reported.
 func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env Env, dir string) (bound []agent.BoundTool, nameField string) {
 	f := d.fields(n, at, "builtin", "config", "lambda", "name", "description", "input_schema",
-		"requires_approval", "idempotent", "approval_ttl", "timeout", "mcp", "headers", "allow", "optional", "agent", "a2a",
+		"requires_approval", "idempotent", "approval_ttl", "timeout", "mcp", "headers", "allow", "optional", "agent", "a2a", "artifacts_from",
 		"client", "result_schema", "input_ttl")
 	if f == nil {
 		return nil, at
@@ -265,6 +286,9 @@ func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env E
 		if f[key] != nil {
 			d.fail(join(at, key), "not allowed here (only in an mcp entry)")
 		}
+	}
+	if f["artifacts_from"] != nil && f["lambda"] == nil {
+		d.fail(join(at, "artifacts_from"), "only in a lambda entry")
 	}
 	switch {
 	case f["builtin"] != nil && f["lambda"] != nil:
@@ -386,6 +410,11 @@ func (d *decoder) builtin(f map[string]*yaml.Node, at string, policy agent.ToolP
 			return nil
 		}
 		members = tools.Files(cfg)
+	case tools.GroupArtifacts:
+		if f["config"] != nil {
+			d.fail(join(at, "config"), "the artifacts group takes no config (save_artifact's from_path reads the files group's files)")
+		}
+		members = tools.Artifacts()
 	default:
 		d.fail(join(at, "builtin"), "unknown group %q (known: %s)", group, strings.Join(tools.Groups(), ", "))
 		return nil
@@ -576,6 +605,23 @@ func (d *decoder) lambda(f map[string]*yaml.Node, at string, policy agent.ToolPo
 	if n := f["idempotent"]; n != nil {
 		v, okIdem := d.boolean(n, join(at, "idempotent"))
 		policy.Idempotent, ok = v, ok && okIdem
+	}
+	if n := f["artifacts_from"]; n != nil {
+		raw, okFrom := d.nonEmpty(n, join(at, "artifacts_from"))
+		if okFrom {
+			bucket, prefix, err := tools.ParseS3Prefix(raw)
+			switch {
+			case err != nil:
+				d.fail(join(at, "artifacts_from"), "%v", err)
+				okFrom = false
+			case env.S3 == nil:
+				d.fail(join(at, "artifacts_from"), "needs an S3 client, and none is configured here")
+				okFrom = false
+			default:
+				cfg.ArtifactsFrom = &tools.S3Prefix{Bucket: bucket, Prefix: prefix, Client: env.S3}
+			}
+		}
+		ok = ok && okFrom
 	}
 	if env.Lambda == nil {
 		d.fail(join(at, "lambda"), "lambda tools need a Lambda client, and none is configured here")

@@ -24,8 +24,10 @@ var static embed.FS
 const Prefix = "/console/"
 
 // csp keeps the page to its own assets; connect-src stays open so that the
-// console can call a deployed API on another origin.
-const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+// console can call a deployed API on another origin; img-src allows blob:,
+// the image artifacts the console shows from their bytes (an image runs
+// nothing; other artifacts are only downloaded).
+const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
 	"connect-src 'self' http: https:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // Handler serves the console's assets under Prefix, and redirects the bare

@@ -42,6 +42,7 @@ var Routes = []Route{
 	{http.MethodGet, "/agents/{agent}/tasks", GetTask, false},
 	{http.MethodGet, "/agents/{agent}/tasks/{task_id}/requests/{request_id}/events", GetTask, false},
 	{http.MethodGet, "/agents/{agent}/sessions/{session_id}/tasks", GetTask, false},
+	{http.MethodGet, "/agents/{agent}/tasks/{task_id}/artifacts/{artifact_id}", GetTask, false},
 	{http.MethodGet, "/agents", GetTask, false},
 	{http.MethodGet, "/health", GetTask, true},
 	{http.MethodGet, "/openapi.yaml", GetTask, true},

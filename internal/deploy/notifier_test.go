@@ -34,8 +34,19 @@ func TestNotifier(t *testing.T) {
 		t.Fatalf("the notifier's events: %v", events)
 	}
 	filters := asList(get(stream, "FilterCriteria", "Filters"))
-	if len(filters) != 1 {
+	if len(filters) != 2 {
 		t.Fatalf("filters: %v", filters)
+	}
+	// The second: artifacts' metadata removed by its ttl (their bytes go).
+	var removed map[string]any
+	if err := json.Unmarshal([]byte(get(filters[1], "Pattern").(string)), &removed); err != nil {
+		t.Fatal(err)
+	}
+	wantRemoved := map[string]any{"eventName": []any{"REMOVE"},
+		"userIdentity": map[string]any{"type": []any{"Service"}, "principalId": []any{"dynamodb.amazonaws.com"}},
+		"dynamodb":     map[string]any{"Keys": map[string]any{"SK": map[string]any{"S": []any{map[string]any{"prefix": "ART#"}}}}}}
+	if !cmp.Equal(removed, wantRemoved) {
+		t.Errorf("the artifacts' filter = %v, want %v", removed, wantRemoved)
 	}
 	var pattern map[string]any
 	if err := json.Unmarshal([]byte(get(filters[0], "Pattern").(string)), &pattern); err != nil {

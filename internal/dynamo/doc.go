@@ -35,6 +35,8 @@
 //	                                                GSI3PK = OUT, GSI3SK = <created_at>#<PK>#<SK>
 //	TASK#<tid>      TOK#<rid>#<token hash>          data (a waiter's task token or callback id),
 //	                                                request_id
+//	TASK#<tid>      ART#<artifact id>               data (an artifact's metadata as JSON), request_id;
+//	                                                sorts before ITEM#: outside the history read
 //	SESSION#<sid>   META                            owner, created_at
 //	SESSION#<sid>   TASK#<created_at>#<tid>         the session's index: agent, task_id, created_at
 //	IDEM#<key>      IDEM                            data (the IdemRecord as JSON), body_hash, task_id,

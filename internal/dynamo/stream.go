@@ -29,6 +29,9 @@ type Stream struct {
 	// (default 200 ms).
 	Poll time.Duration
 	Log  *slog.Logger
+	// Removed, when set, is told of every artifact whose metadata was
+	// removed (RemovedArtifact): it deletes the bytes.
+	Removed func(ctx context.Context, taskID, artifactID string)
 	// Ready, when set, is closed once the stream's iterators are taken:
 	// every item inserted after that is sent. A dispatcher sweeps the
 	// outbox after it, so that nothing written before falls between the
@@ -152,6 +155,12 @@ func (s *Stream) read(ctx context.Context, sh *shard, out chan<- agent.OutboxIte
 	}
 	sh.iterator = page.NextShardIterator
 	for _, r := range page.Records {
+		if r.EventName == streamtypes.OperationTypeRemove && r.Dynamodb != nil && s.Removed != nil {
+			if tid, aid, ok := RemovedArtifact(imageOf(r.Dynamodb.Keys)); ok {
+				s.Removed(ctx, tid, aid)
+			}
+			continue
+		}
 		if r.EventName != streamtypes.OperationTypeInsert || r.Dynamodb == nil {
 			continue
 		}

@@ -120,6 +120,16 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		}
 		entries = append(entries, as...)
 	}
+	for _, a := range w.Artifacts {
+		// With the entries: in the one transaction of a write that fits,
+		// else in a batch before the META's (their bytes are stored
+		// already, so an artifact that shows early is whole).
+		act, err := st.artifactPut(pk, a, ttl)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, act)
+	}
 
 	check := action{item: types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
 		TableName: &st.table, Key: key(pk, metaSK), ConditionExpression: &cond,

@@ -29,7 +29,7 @@ func CORS(origin string, next http.Handler) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		h.Set("Access-Control-Expose-Headers", "Retry-After")
+		h.Set("Access-Control-Expose-Headers", "Retry-After, Content-Disposition")
 		next.ServeHTTP(w, r)
 	})
 }

@@ -24,7 +24,7 @@ func TestCORS(t *testing.T) {
 		{"off: no headers", "", "GET", origin, "", http.StatusTeapot, map[string]string{}},
 		{"off: a preflight goes to the API", "", "OPTIONS", origin, "POST", http.StatusTeapot, map[string]string{}},
 		{"the origin's request", origin, "GET", origin, "", http.StatusTeapot, map[string]string{
-			"Access-Control-Allow-Origin": origin, "Access-Control-Expose-Headers": "Retry-After", "Vary": "Origin"}},
+			"Access-Control-Allow-Origin": origin, "Access-Control-Expose-Headers": "Retry-After, Content-Disposition", "Vary": "Origin"}},
 		{"the origin's preflight", origin, "OPTIONS", origin, "POST", http.StatusNoContent, map[string]string{
 			"Access-Control-Allow-Origin":  origin,
 			"Access-Control-Allow-Methods": "GET,POST,DELETE,OPTIONS",
@@ -34,7 +34,7 @@ func TestCORS(t *testing.T) {
 		{"another origin's preflight", origin, "OPTIONS", "https://evil.example.com", "POST", http.StatusTeapot, map[string]string{"Vary": "Origin"}},
 		{"no Origin: not a browser", origin, "GET", "", "", http.StatusTeapot, map[string]string{"Vary": "Origin"}},
 		{"any origin", "*", "GET", origin, "", http.StatusTeapot, map[string]string{
-			"Access-Control-Allow-Origin": "*", "Access-Control-Expose-Headers": "Retry-After", "Vary": "Origin"}},
+			"Access-Control-Allow-Origin": "*", "Access-Control-Expose-Headers": "Retry-After, Content-Disposition", "Vary": "Origin"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

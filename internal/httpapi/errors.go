@@ -34,6 +34,7 @@ var statusOf = map[string]int{
 	agent.CodeTaskNotFound:          http.StatusNotFound,
 	agent.CodeRequestNotFound:       http.StatusNotFound,
 	agent.CodeSessionNotFound:       http.StatusNotFound,
+	agent.CodeArtifactNotFound:      http.StatusNotFound,
 	agent.CodeRouteNotFound:         http.StatusNotFound,
 	agent.CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
 	agent.CodeTaskBusy:              http.StatusConflict,

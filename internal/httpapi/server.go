@@ -63,6 +63,16 @@ type Server struct {
 	// A2ADefaultAgent names the agent of the host's root Agent Card; empty:
 	// the only agent (404 when there are several).
 	A2ADefaultAgent string
+	// Presigner, when set (artifacts in S3), answers a download with a 303
+	// to a presigned URL instead of the bytes.
+	Presigner Presigner
+}
+
+// Presigner makes a time-limited URL of an artifact's bytes whose response
+// carries the artifact's media type and the given Content-Disposition
+// (internal/s3artifacts).
+type Presigner interface {
+	Presign(ctx context.Context, a *agent.Artifact, disposition string, ttl time.Duration) (string, error)
 }
 
 // A2AServer answers the A2A binding once the API has authenticated the
@@ -88,6 +98,7 @@ var Routes = []Route{
 	{"GET", "/agents/{agent}/tasks", "gettask"},
 	{"GET", "/agents/{agent}/tasks/{task_id}/requests/{request_id}/events", "gettask"},
 	{"GET", "/agents/{agent}/sessions/{session_id}/tasks", "gettask"},
+	{"GET", "/agents/{agent}/tasks/{task_id}/artifacts/{artifact_id}", "gettask"},
 	{"GET", "/agents", "gettask"},
 	{"GET", "/health", "any"},
 	{"GET", "/openapi.yaml", "any"},
@@ -132,6 +143,7 @@ func (s *Server) Handler() http.Handler {
 		"GET /agents/{agent}/tasks":                                         s.listTasks,
 		"GET /agents/{agent}/tasks/{task_id}/requests/{request_id}/events":  s.events,
 		"GET /agents/{agent}/sessions/{session_id}/tasks":                   s.listSessionTasks,
+		"GET /agents/{agent}/tasks/{task_id}/artifacts/{artifact_id}":       s.artifact,
 		"GET /agents":       s.listAgents,
 		"GET /health":       s.health,
 		"GET /openapi.yaml": s.openAPI,

@@ -133,6 +133,7 @@ func TestEventFixtures(t *testing.T) {
 		{"list-tasks.json", []answer{{200, ""}}},
 		// The fixed ids name nothing in a fresh table.
 		{"get-task.json", []answer{{404, "task_not_found"}}},
+		{"artifact.json", []answer{{404, "task_not_found"}}},
 		{"edit.json", []answer{{404, "task_not_found"}}},
 		{"resume.json", []answer{{404, "task_not_found"}}},
 		{"cancel.json", []answer{{404, "task_not_found"}}},

@@ -37,6 +37,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/lambdahttp"
 	"github.com/hitch-agents/hitch/internal/opentelemetry"
+	"github.com/hitch-agents/hitch/internal/s3artifacts"
 	"github.com/hitch-agents/hitch/internal/s3files"
 	"github.com/hitch-agents/hitch/internal/secret"
 	"github.com/hitch-agents/hitch/internal/tools"
@@ -70,6 +71,9 @@ type Config struct {
 	// A2ADefaultAgent (HITCH_A2A_DEFAULT_AGENT) is the agent whose Agent
 	// Card is served at /.well-known/agent-card.json ("": the only agent).
 	A2ADefaultAgent string
+	// Artifacts is HITCH_ARTIFACTS, s3://bucket/prefix: where artifacts'
+	// bytes are kept ("": tools cannot save artifacts).
+	Artifacts string
 	// MetricsNamespace is HITCH_METRICS_NAMESPACE ("": Hitch).
 	MetricsNamespace string
 	// Metrics receives the EMF lines; nil means stdout (CloudWatch Logs).
@@ -171,10 +175,22 @@ func NewWith(c Config, cl Clients) (*App, error) {
 		MCP: catalog.MCPEnv{Secrets: secret.Resolver{SSM: cl.SSM}, Log: log}}
 	if cl.S3 != nil {
 		env.S3Files = func(bucket, prefix string) tools.FileStore { return s3files.New(cl.S3, bucket, prefix) }
+		env.S3 = cl.S3
 	}
 	cat, err := catalog.Load(agents.FS, ".", env)
 	if err != nil {
 		return nil, err
+	}
+	var arts *s3artifacts.Store
+	if c.Artifacts != "" {
+		bucket, prefix, err := s3artifacts.ParseURL(c.Artifacts)
+		if err != nil {
+			return nil, fmt.Errorf("lambdafn: HITCH_ARTIFACTS: %w", err)
+		}
+		if cl.S3 == nil {
+			return nil, fmt.Errorf("lambdafn: HITCH_ARTIFACTS needs an S3 client")
+		}
+		arts = s3artifacts.New(cl.S3, bucket, prefix)
 	}
 	engine := &agent.Engine{
 		Store: dynamo.New(cl.DynamoDB, c.Table), Model: bedrock.New(cl.Bedrock, bedrock.WithLog(log)), Agents: cat, Log: log,
@@ -184,6 +200,11 @@ func NewWith(c Config, cl Clients) (*App, error) {
 	tracer := observe(engine, c)
 	api := &httpapi.Server{Engine: engine, Auth: AuthorizerIdentity, Log: log, MaxBody: int64(maxBody), Functions: []string{c.Function},
 		A2A: &a2a.Server{Engine: engine, Log: log, PathPrefix: stagePrefix}, A2ADefaultAgent: c.A2ADefaultAgent}
+	if arts != nil {
+		// Downloads are 303s to presigned URLs: no artifact's bytes pass
+		// through the function or API Gateway.
+		engine.Artifacts, api.Presigner = arts, arts
+	}
 	var direct lambdahttp.DirectFunc
 	switch c.Function {
 	case "invoke":

@@ -8,10 +8,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/catalog"
@@ -42,7 +45,7 @@ type api struct {
 	srv *httptest.Server
 }
 
-func newAPI(tb testing.TB, def string) *api {
+func newAPI(tb testing.TB, def string, opts ...func(*agent.Engine)) *api {
 	tb.Helper()
 	cat, err := catalog.Load(fstest.MapFS{"tickets.yaml": {Data: []byte(def)}}, ".", catalog.Env{})
 	if err != nil {
@@ -55,6 +58,9 @@ func newAPI(tb testing.TB, def string) *api {
 	tb.Cleanup(stop)
 	log := slog.New(slog.DiscardHandler)
 	e := &agent.Engine{Store: memstore.New(), Model: model, Agents: cat, LegTimeout: time.Minute, Log: log}
+	for _, o := range opts {
+		o(e)
+	}
 	s := httptest.NewServer((&httpapi.Server{Engine: e, Auth: httpapi.DevAuth, Log: log, MaxBody: 1 << 20}).Handler())
 	tb.Cleanup(s.Close)
 	return &api{srv: s}
@@ -195,5 +201,57 @@ func TestEngineServerDiesMidCall(t *testing.T) {
 	}
 	if strings.Contains(out, "timed out") {
 		t.Errorf("output %q: the call waited for its timeout (%s) instead of failing when the server died", out, time.Since(start))
+	}
+}
+
+// TestEngineResultsAsArtifacts: an MCP result's images, embedded resource
+// and linked resource (read from the server) become artifacts of the task,
+// named in the result; a model-type image still reaches the model; audio
+// stays a note.
+func TestEngineResultsAsArtifacts(t *testing.T) {
+	tt := newTestTools(t)
+	srv := serveMCP(t, tt, "127.0.0.1:0")
+	bytesStore := memstore.NewBytes()
+	a := newAPI(t, definition(srv.URL, ""), func(e *agent.Engine) { e.Artifacts = bytesStore })
+	res := a.post(t, "/agents/tickets/invoke", say("/call tk_chart {}"))
+	if res["status"] != "Completed" {
+		t.Fatalf("invoke: %v", res)
+	}
+	out := res["output"].(string)
+	for _, want := range []string{`Saved artifact "image-1.png"`, `Saved artifact "image-2"`, `[audio of type audio/wav`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output %q lacks %q", out, want)
+		}
+	}
+	task := a.get(t, "/agents/tickets/tasks/"+res["task_id"].(string))
+	got := map[string]string{}
+	for _, x := range task["artifacts"].([]any) {
+		m := x.(map[string]any)
+		rc, err := bytesStore.Open(t.Context(), res["task_id"].(string), m["artifact_id"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		got[m["name"].(string)] = m["media_type"].(string) + " " + string(b)
+	}
+	want := map[string]string{
+		"image-1.png": "image/png " + string(pngBytes),
+		"image-2":     "image/tiff tiff",
+		"report":      "text/csv a,b\n1,2\n",
+		"notes.txt":   "text/plain hidden",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("artifacts (-want +got):\n%s", diff)
+	}
+	// The png still reaches the model as an image: the audio's note, the
+	// image, a note per artifact (GET task shows the image as a text block).
+	items := task["items"].([]any)
+	tool := items[len(items)-2].(map[string]any)["content"].([]any)[0].(map[string]any)
+	var texts []string
+	for _, c := range tool["content"].([]any) {
+		texts = append(texts, fmt.Sprint(c.(map[string]any)["text"]))
+	}
+	if len(texts) != 6 || !slices.Contains(texts, "") {
+		t.Errorf("the tool result's blocks are %q; want the audio's note, the png and 4 notes", texts)
 	}
 }

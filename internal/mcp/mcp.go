@@ -21,9 +21,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"path"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -252,11 +255,145 @@ func (t *Tool) Run(ctx context.Context, call agent.ToolCall) (agent.ToolOutput, 
 		}
 		return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.cfg.URL, t.remote.Name, err)
 	}
-	out := Result(res)
 	if res.IsError {
-		return agent.ToolOutput{}, errors.New(errorText(out))
+		return agent.ToolOutput{}, errors.New(errorText(Result(res)))
 	}
-	return out, nil
+	return t.keep(ctx, res), nil
+}
+
+// keep maps a successful result like Result, but keeps its images, embedded
+// resources and resource links (read from the server) as artifacts of the
+// task; the engine names each in the result. Where no artifact can be kept,
+// an item stays what Result makes of it.
+func (t *Tool) keep(ctx context.Context, res *sdk.CallToolResult) agent.ToolOutput {
+	if !agent.CanSaveArtifacts(ctx) {
+		return Result(res)
+	}
+	rest := &sdk.CallToolResult{StructuredContent: res.StructuredContent}
+	var images []agent.Block
+	saved := 0
+	for i, c := range res.Content {
+		var err error
+		switch c := c.(type) {
+		case *sdk.ImageContent:
+			err = save(ctx, fmt.Sprintf("image-%d%s", i+1, extension(c.MIMEType)), c.MIMEType, c.Data)
+			if err == nil && imageTypes[c.MIMEType] {
+				// The model sees it too.
+				images = append(images, agent.Block{Type: agent.BlockImage, MediaType: c.MIMEType, Data: c.Data})
+			}
+		case *sdk.EmbeddedResource:
+			err = saveContents(ctx, c.Resource, i)
+		case *sdk.ResourceLink:
+			err = t.saveLink(ctx, c, i)
+		default:
+			rest.Content = append(rest.Content, c)
+			continue
+		}
+		if err != nil {
+			rest.Content = append(rest.Content, c)
+			if !errors.Is(err, agent.ErrNoArtifacts) {
+				rest.Content = append(rest.Content, &sdk.TextContent{Text: fmt.Sprintf("[item %d not kept as an artifact: %v]", i+1, err)})
+			}
+			continue
+		}
+		saved++
+	}
+	if saved == 0 {
+		return Result(res)
+	}
+	var out agent.ToolOutput
+	if len(rest.Content) > 0 || rest.StructuredContent != nil {
+		out = Result(rest)
+	}
+	out.Content = append(out.Content, images...)
+	return out
+}
+
+// save keeps bytes as an artifact of the call running in ctx.
+func save(ctx context.Context, name, mediaType string, data []byte) error {
+	_, err := agent.SaveArtifact(ctx, agent.NewArtifact{Name: name, MediaType: mediaType, Body: bytes.NewReader(data)})
+	return err
+}
+
+// saveContents keeps a resource's contents (text or blob), named after the
+// last segment of its URI.
+func saveContents(ctx context.Context, r *sdk.ResourceContents, i int) error {
+	if r == nil {
+		return errors.New("an embedded resource without contents")
+	}
+	data := r.Blob
+	if data == nil {
+		data = []byte(r.Text)
+	}
+	mt := r.MIMEType
+	if mt == "" && r.Blob == nil {
+		mt = "text/plain; charset=utf-8"
+	}
+	return save(ctx, artifactName(r.URI, fmt.Sprintf("resource-%d", i+1)), mt, data)
+}
+
+// saveLink reads a linked resource from the server and keeps its contents.
+func (t *Tool) saveLink(ctx context.Context, l *sdk.ResourceLink, i int) error {
+	cs, err := t.server.current(ctx)
+	if err != nil {
+		return err
+	}
+	rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: l.URI})
+	if err != nil {
+		return fmt.Errorf("read the linked resource %s: %w", l.URI, err)
+	}
+	if len(rr.Contents) != 1 {
+		return fmt.Errorf("the linked resource %s has %d contents, not one", l.URI, len(rr.Contents))
+	}
+	c := *rr.Contents[0]
+	if c.MIMEType == "" {
+		c.MIMEType = l.MIMEType
+	}
+	name := l.Name
+	if agent.ValidateArtifactName(name) != nil {
+		name = artifactName(l.URI, fmt.Sprintf("resource-%d", i+1))
+	}
+	c.URI = name
+	return saveContents(ctx, &c, i)
+}
+
+// artifactName is a valid artifact name from a URI's last segment, or def.
+func artifactName(uri, def string) string {
+	name := uri
+	if u, err := url.Parse(uri); err == nil && u.Path != "" {
+		name = u.Path
+	}
+	name = path.Base(strings.ReplaceAll(name, "\\", "/"))
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, name)
+	if len([]rune(name)) > agent.MaxArtifactName {
+		name = string([]rune(name)[:agent.MaxArtifactName])
+	}
+	if agent.ValidateArtifactName(name) != nil {
+		return def
+	}
+	return name
+}
+
+// extension is a media type's usual file extension ("" when unknown).
+func extension(mediaType string) string {
+	switch mediaType {
+	case "image/png":
+		return ".png"
+	case "image/jpeg":
+		return ".jpg"
+	case "image/gif":
+		return ".gif"
+	case "image/webp":
+		return ".webp"
+	case "image/svg+xml":
+		return ".svg"
+	}
+	return ""
 }
 
 // errorText is the text of an isError result.

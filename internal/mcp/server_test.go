@@ -93,6 +93,10 @@ func (tt *testTools) server() *sdk.Server {
 				&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///data/notes.txt", MIMEType: "text/plain", Text: "hidden"}},
 			}}, nil, nil
 		})
+	srv.AddResource(&sdk.Resource{URI: "file:///data/report.csv", Name: "report", MIMEType: "text/csv"},
+		func(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+			return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/csv", Text: "a,b\n1,2\n"}}}, nil
+		})
 	sdk.AddTool(srv, &sdk.Tool{Name: "fail", Description: "Always fails.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
 			tt.count(req)

@@ -154,6 +154,13 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		}
 		keyed[decisionSK(d.RequestID, d.Decision.Round)] = record{b, ttl}
 	}
+	for _, a := range w.Artifacts {
+		b, err := json.Marshal(a)
+		if err != nil {
+			return err
+		}
+		keyed[agent.ArtifactSK(a.ID)] = record{b, ttl}
+	}
 	outTTL := ttlOf(s.now().Add(agent.OutboxTTL))
 	// Outbox items go under the task they are for: a child's commit writes
 	// its caller's continuation (docs/architecture.md).

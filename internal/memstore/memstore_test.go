@@ -11,3 +11,7 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(testing.TB) agent.Store { return memstore.New() })
 }
+
+func TestBytesContract(t *testing.T) {
+	storetest.RunBytes(t, func(tb testing.TB) agent.ArtifactBytes { return memstore.NewBytes() })
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
@@ -25,6 +26,8 @@ import (
 	"github.com/hitch-agents/hitch/internal/emf"
 	"github.com/hitch-agents/hitch/internal/lambdahttp"
 	"github.com/hitch-agents/hitch/internal/notify"
+	"github.com/hitch-agents/hitch/internal/s3artifacts"
+	"github.com/hitch-agents/hitch/internal/s3files"
 	"github.com/hitch-agents/hitch/internal/secret"
 	"github.com/hitch-agents/hitch/internal/stepfunctions"
 	"github.com/hitch-agents/hitch/internal/webhook"
@@ -45,6 +48,9 @@ type Config struct {
 	// PollEvery is how often a caller paused on a remote A2A agent has
 	// the resume function poll it (DefaultPollEvery when 0).
 	PollEvery time.Duration
+	// Artifacts is HITCH_ARTIFACTS (s3://bucket/prefix): the bytes of
+	// artifacts whose metadata retention removed are deleted there.
+	Artifacts string
 	// Metrics receives the EMF lines; nil means stdout.
 	Metrics io.Writer
 	Log     *slog.Logger
@@ -56,8 +62,10 @@ type Clients struct {
 	SQS      *sqs.Client
 	// Lambda loads agents with Lambda tools (their definitions are the
 	// same as the functions'); SSM resolves ssm: secrets.
-	Lambda   *lambda.Client
-	SSM      *ssm.Client
+	Lambda *lambda.Client
+	SSM    *ssm.Client
+	// S3 holds the artifacts' bytes (Config.Artifacts).
+	S3       *s3.Client
 	Webhooks notify.WebhookSender
 	// Answerers by waiter kind.
 	Answerers map[string]notify.Answerer
@@ -76,7 +84,7 @@ func NewClients(ctx context.Context, c Config) (Clients, error) {
 				o.BaseEndpoint = aws.String(c.DynamoDBEndpoint)
 			}
 		}),
-		SQS: sqs.NewFromConfig(cfg), Lambda: lambda.NewFromConfig(cfg), SSM: ssm.NewFromConfig(cfg),
+		SQS: sqs.NewFromConfig(cfg), Lambda: lambda.NewFromConfig(cfg), SSM: ssm.NewFromConfig(cfg), S3: s3files.NewClient(cfg),
 		Webhooks: &webhook.Sender{},
 		Answerers: map[string]notify.Answerer{
 			agent.WaiterTaskToken: stepfunctions.New(cfg),
@@ -115,8 +123,19 @@ func NewWith(c Config, cl Clients) (*Handler, error) {
 		Metrics: emf.New(out, c.MetricsNamespace, "notifier")}
 	d := &notify.Dispatcher{Engine: engine, Webhooks: cl.Webhooks, Answerers: cl.Answerers, Log: log,
 		Continuer: ResumeInvoker{Lambda: cl.Lambda, Function: c.ResumeFunction, PollEvery: c.PollEvery}}
-	return &Handler{D: d, Queue: SQSQueue{Client: cl.SQS, URL: c.RetryQueueURL}, Log: log,
-		Takeovers: ResumeInvoker{Lambda: cl.Lambda, Function: c.ResumeFunction}}, nil
+	h := &Handler{D: d, Queue: SQSQueue{Client: cl.SQS, URL: c.RetryQueueURL}, Log: log,
+		Takeovers: ResumeInvoker{Lambda: cl.Lambda, Function: c.ResumeFunction}}
+	if c.Artifacts != "" {
+		bucket, prefix, err := s3artifacts.ParseURL(c.Artifacts)
+		if err != nil {
+			return nil, fmt.Errorf("notifier: HITCH_ARTIFACTS: %w", err)
+		}
+		if cl.S3 == nil {
+			return nil, fmt.Errorf("notifier: HITCH_ARTIFACTS needs an S3 client")
+		}
+		h.Artifacts = s3artifacts.New(cl.S3, bucket, prefix)
+	}
+	return h, nil
 }
 
 // Main builds the notifier and runs the Runtime API loop.

@@ -63,6 +63,10 @@ type Handler struct {
 	// Backoff overrides notify.Backoff (tests).
 	Backoff func(attempt int) time.Duration
 	Log     *slog.Logger
+	// Artifacts, when set, is where artifacts' bytes are kept: the bytes
+	// of an artifact whose metadata the stream says was removed (its ttl,
+	// retention) are deleted there.
+	Artifacts agent.ArtifactBytes
 }
 
 func (h *Handler) log() *slog.Logger {
@@ -126,6 +130,12 @@ func (h *Handler) stream(ctx context.Context, ev events.DynamoDBEvent) events.Dy
 	}
 	var jobs []job
 	for _, r := range ev.Records {
+		if r.EventName == string(events.DynamoDBOperationTypeRemove) {
+			if err := h.removed(ctx, r); err != nil {
+				fail(r.Change.SequenceNumber)
+			}
+			continue
+		}
 		if r.EventName != string(events.DynamoDBOperationTypeInsert) {
 			continue
 		}
@@ -146,6 +156,20 @@ func (h *Handler) stream(ctx context.Context, ev events.DynamoDBEvent) events.Dy
 		}
 	})
 	return resp
+}
+
+// removed deletes the bytes of an artifact whose metadata was removed; an
+// error is retried by the mapping.
+func (h *Handler) removed(ctx context.Context, r events.DynamoDBEventRecord) error {
+	tid, aid, ok := dynamo.RemovedArtifact(imageOf(r.Change.Keys))
+	if !ok || h.Artifacts == nil {
+		return nil
+	}
+	if err := h.Artifacts.Delete(ctx, tid, aid); err != nil {
+		h.log().Error("deleting an expired artifact's bytes failed", "task_id", tid, "artifact_id", aid, "err", err)
+		return err
+	}
+	return nil
 }
 
 // queue delivers the retry queue's messages.

@@ -22,7 +22,8 @@ func fullTask(tb testing.TB, s agent.Store, session string) *agent.Task {
 	n.Status = agent.StatusCompleted
 	n.NextSeq = 4
 	update(tb, s, &agent.Write{Task: n, PrevVersion: task.Version, Items: []agent.Item{textItem(3, "bye")},
-		Requests: []agent.RequestRecord{{RequestView: agent.RequestView{RequestID: task.Active.ID, Status: agent.StatusCompleted, CreatedAt: base}}}})
+		Artifacts: []agent.Artifact{artifact(task, "report.md", 2)},
+		Requests:  []agent.RequestRecord{{RequestView: agent.RequestView{RequestID: task.Active.ID, Status: agent.StatusCompleted, CreatedAt: base}}}})
 	exp := time.Now().Add(agent.EventLogTTL)
 	appendEvents(tb, s, task.ID, task.Active.ID, events(1, 3, "a", 0), exp)
 	appendEvents(tb, s, task.ID, id(), events(1, 2, "b", 0), exp)
@@ -41,6 +42,9 @@ func wantGone(tb testing.TB, s agent.Store, task *agent.Task, kept *agent.Task) 
 		tb.Errorf("ListRequests = %v, %v; want none", got, err)
 	}
 	wantEvents(tb, s, task.ID, task.Active.ID, 0, nil)
+	if got, err := s.ListArtifacts(ctx, task.ID); err != nil || len(got) != 0 {
+		tb.Errorf("ListArtifacts = %v, %v; want none", got, err)
+	}
 	want := []agent.TaskSummary{kept.Summary()}
 	got, _, err := s.ListUserTasks(ctx, agent.ListQuery{UserID: "u1", Agent: "acc", Limit: 10})
 	if err != nil {
@@ -113,6 +117,9 @@ func testExpireTask(t *testing.T, s agent.Store) {
 		t.Errorf("ListRequests before the ttl = %v, %v; want 1", got, err)
 	}
 	wantEvents(t, s, task.ID, task.Active.ID, 0, events(1, 3, "a", 0))
+	if got, err := s.ListArtifacts(ctx, task.ID); err != nil || len(got) != 1 {
+		t.Errorf("ListArtifacts before the ttl = %v, %v; want 1", got, err)
+	}
 	list, _, err := s.ListSessionTasks(ctx, agent.ListQuery{UserID: "u1", Agent: "acc", SessionID: session, Limit: 10})
 	if err != nil || len(list) != 2 {
 		t.Errorf("ListSessionTasks before the ttl = %v, %v; want both tasks", list, err)

@@ -56,6 +56,8 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"EventsExpired", testEventsExpired},
 		{"EventsExtended", testEventsExtended},
 		{"DeleteTask", testDeleteTask},
+		{"Artifacts", testArtifacts},
+		{"ArtifactsOfAConflictingWrite", testArtifactsConflict},
 		{"ExpireTask", testExpireTask},
 		{"ExpireTaskCleared", testExpireTaskCleared},
 		{"RenewLease", testRenewLease},

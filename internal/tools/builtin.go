@@ -21,7 +21,7 @@ const (
 )
 
 // Groups lists the built-in groups.
-func Groups() []string { return []string{GroupAskUser, GroupClock, GroupFiles} }
+func Groups() []string { return []string{GroupArtifacts, GroupAskUser, GroupClock, GroupFiles} }
 
 // decodeInput validates input against schema and decodes it into v.
 func decodeInput(schema *Schema, input json.RawMessage, v any) error {

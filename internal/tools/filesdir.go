@@ -168,3 +168,38 @@ func dirError(err error) error {
 	}
 	return fmt.Errorf("%s: %v", name, pe.Err)
 }
+
+// OpenFile implements FileOpener: the file streamed, not read whole. The
+// root is closed with the file.
+func (d dirStore) OpenFile(_ context.Context, name string) (io.ReadCloser, error) {
+	r, err := d.open()
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.Open(name)
+	if err != nil {
+		r.Close()
+		return nil, dirError(err)
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.IsDir() {
+		err = PathError(name, ErrIsDir)
+	}
+	if err != nil {
+		f.Close()
+		r.Close()
+		return nil, dirError(err)
+	}
+	return rootFile{f, r}, nil
+}
+
+type rootFile struct {
+	*os.File
+	root *os.Root
+}
+
+func (f rootFile) Close() error {
+	err := f.File.Close()
+	f.root.Close()
+	return err
+}

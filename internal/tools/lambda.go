@@ -28,6 +28,7 @@ type Lambda struct {
 	function string
 	spec     agent.ToolSpec
 	schema   *Schema
+	from     *S3Prefix
 }
 
 var (
@@ -42,6 +43,9 @@ type LambdaConfig struct {
 	Name        string
 	Description string
 	InputSchema *Schema
+	// ArtifactsFrom, when set, is where the function's artifacts may name
+	// objects (s3_uri); nil: only content_base64.
+	ArtifactsFrom *S3Prefix
 }
 
 // NewLambda makes a Lambda function a tool.
@@ -53,7 +57,10 @@ func NewLambda(client LambdaInvoker, cfg LambdaConfig) (*Lambda, error) {
 		return nil, errors.New("no input schema")
 	}
 	spec := agent.ToolSpec{Name: cfg.Name, Description: cfg.Description, InputSchema: cfg.InputSchema.Raw()}
-	return &Lambda{client: client, function: cfg.Function, spec: spec, schema: cfg.InputSchema}, nil
+	if f := cfg.ArtifactsFrom; f != nil && f.Client == nil {
+		return nil, errors.New("artifacts_from needs an S3 client")
+	}
+	return &Lambda{client: client, function: cfg.Function, spec: spec, schema: cfg.InputSchema, from: cfg.ArtifactsFrom}, nil
 }
 
 // Spec describes the tool.
@@ -105,7 +112,23 @@ func (t *Lambda) Run(ctx context.Context, call agent.ToolCall) (agent.ToolOutput
 	if out.FunctionError != nil {
 		return agent.ToolOutput{}, functionError(aws.ToString(out.FunctionError), out.Payload)
 	}
-	return lambdaResult(out.Payload), nil
+	entries, rest, has, err := splitArtifacts(bytes.TrimSpace(out.Payload))
+	if !has {
+		return lambdaResult(out.Payload), nil
+	}
+	if err != nil {
+		return agent.ToolOutput{}, err
+	}
+	if err := saveLambdaArtifacts(ctx, entries, t.from); err != nil {
+		return agent.ToolOutput{}, err
+	}
+	if rest == nil {
+		if len(entries) == 0 {
+			return lambdaResult(out.Payload), nil
+		}
+		return agent.ToolOutput{}, nil // the engine names the artifacts
+	}
+	return lambdaResult(rest), nil
 }
 
 // functionError is the error of a function that failed: its errorMessage.

@@ -87,10 +87,11 @@ type ToolResult struct {
 	Status    string              `json:"status,omitempty"`
 }
 
-// ToolResultContent is a union: text or json.
+// ToolResultContent is a union: text, json or an image.
 type ToolResultContent struct {
-	Text *string         `json:"text,omitempty"`
-	JSON json.RawMessage `json:"json,omitempty"`
+	Text  *string         `json:"text,omitempty"`
+	JSON  json.RawMessage `json:"json,omitempty"`
+	Image *Image          `json:"image,omitempty"`
 }
 
 // ReasoningContent is a union: reasoning text with its signature, or

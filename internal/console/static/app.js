@@ -174,6 +174,7 @@ function selectAgent(name) {
   $('task-meta').textContent = a ? a.description : 'This agent is not deployed here.';
   $('transcript').replaceChildren();
   $('requests').replaceChildren();
+  renderArtifacts({});
   clearApprovals();
   notice('');
   setStatus('');
@@ -262,6 +263,7 @@ function renderTask(t) {
   }
   $('task-meta').textContent = `Task ${t.task_id} · ${t.status} · session …${short(t.session_id)}`;
   renderRequests(t);
+  renderArtifacts(t);
   const paused = [...(t.requests || [])].reverse().find((r) => r.status === 'Paused');
   // A remote agent's call is decided here, at this task (the decision goes
   // on to the other system), never with this token sent there; with one
@@ -276,6 +278,67 @@ function renderTask(t) {
     request_id: p.request_id || paused?.request_id,
   }));
   updateComposer();
+}
+
+// ---- artifacts ------------------------------------------------------------
+
+// Images of these types are shown inline (as an <img> of a blob: URL, which
+// runs nothing); every other artifact is only ever a download: an agent-made
+// HTML or SVG must never run on the console's origin.
+const INLINE = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+
+const mediaBase = (t) => (t || '').split(';')[0].trim().toLowerCase();
+
+function sizeText(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1 << 20) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / (1 << 20)).toFixed(1)} MB`;
+}
+
+// artifactBlob reads an artifact's bytes: the route answers them (hitch
+// serve), or, with redirect=false, a presigned URL to read them from (S3),
+// which is fetched without the token.
+async function artifactBlob(a) {
+  const resp = await S.api.fetch('GET', a.url + '?redirect=false');
+  if (!resp.ok) throw new Error(`${resp.status} ${resp.statusText}`);
+  if ((resp.headers.get('Content-Disposition') || '').startsWith('attachment')) return resp.blob();
+  const { url } = await resp.json();
+  const signed = await fetch(url, { cache: 'no-store' });
+  if (!signed.ok) throw new Error(`${signed.status} ${signed.statusText}`);
+  return signed.blob();
+}
+
+async function download(a) {
+  try {
+    // The blob is typed as a download, whatever the artifact says it is.
+    const blob = new Blob([await artifactBlob(a)], { type: 'application/octet-stream' });
+    const href = URL.createObjectURL(blob);
+    const link = el('a', { href, download: a.name, hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(href), 60000);
+  } catch (e) {
+    notice(`Cannot download ${a.name}: ${e.message}`);
+  }
+}
+
+function renderArtifacts(t) {
+  const arts = t.artifacts || [];
+  $('artifacts-box').hidden = arts.length === 0;
+  $('artifacts').replaceChildren(...arts.map((a) => {
+    const li = el('li', { class: 'artifact', 'data-artifact': a.artifact_id },
+      el('span', { class: 'name' }, a.name), ` ${mediaBase(a.media_type)} · ${sizeText(a.size)} `,
+      el('button', { type: 'button', class: 'small', onclick: () => download(a) }, 'Download'));
+    if (INLINE.has(mediaBase(a.media_type))) {
+      artifactBlob(a).then((b) => {
+        const img = el('img', { alt: a.name, class: 'artifact-image' });
+        img.src = URL.createObjectURL(new Blob([b], { type: mediaBase(a.media_type) }));
+        li.append(img);
+      }).catch((e) => notice(`Cannot show ${a.name}: ${e.message}`));
+    }
+    return li;
+  }));
 }
 
 // usageText is a request's model tokens: the input billed at the full
