@@ -541,6 +541,7 @@ func (r *Remote) task(t *a2a.Task) *agent.RemoteTask {
 // statusData is the data part of a Hitch agent's status message.
 type statusData struct {
 	PendingApprovals []agent.PendingView `json:"pending_approvals"`
+	PendingInputs    []agent.PendingView `json:"pending_inputs"`
 	Round            int                 `json:"round"`
 	ResumeURL        string              `json:"resume_url"`
 	Error            *agent.ErrorInfo    `json:"error"`
@@ -565,10 +566,19 @@ func (r *Remote) readData(rt *agent.RemoteTask, v any) {
 	if d.ResumeURL != "" {
 		rt.ResumeURL = r.absolute(d.ResumeURL)
 	}
-	for _, pv := range d.PendingApprovals {
+	for _, pv := range append(d.PendingApprovals, d.PendingInputs...) {
 		in, _ := json.Marshal(pv.Input)
 		exp, _ := time.Parse(time.RFC3339, pv.ExpiresAt)
 		pc := agent.PendingCall{ToolCallID: pv.ToolCallID, Name: pv.Name, Input: in, ExpiresAt: exp, Round: pv.Round, Rule: pv.Rule}
+		if pv.Kind == agent.InputQuestion || pv.Kind == agent.InputClient {
+			// An input of the remote's round (docs/api.md, "Pauses for
+			// input"): answered here or there, as its approvals are.
+			pc.Kind = pv.Kind
+			pc.Asked = &agent.InputAsk{Question: pv.Question, Choices: pv.Choices}
+			if pv.Schema != nil {
+				pc.Asked.Schema, _ = json.Marshal(pv.Schema)
+			}
+		}
 		if pv.Agent != "" {
 			// A remote caller's call: its leaf there.
 			pc.Leaf = &agent.LeafRef{Agent: pv.Agent, TaskID: pv.TaskID, RequestID: pv.RequestID, URL: r.absolute(pv.ResumeURL)}

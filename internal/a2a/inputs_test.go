@@ -3,6 +3,7 @@ package a2a_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -75,5 +76,45 @@ func TestReplyThatDecidesNothing(t *testing.T) {
 	m.TaskID = paused.ID
 	if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: m}); !errors.Is(err, a2a.ErrInvalidParams) {
 		t.Errorf("a reply that decides nothing: %v, want invalid params", err)
+	}
+}
+
+// TestRemoteAgentsQuestion: a remote Hitch agent's question is a pending
+// input of its caller (kind question, the remote's references); answered
+// at the caller, the answer reaches the remote once, through its
+// decision, and both ends complete.
+func TestRemoteAgentsQuestion(t *testing.T) { onBothStores(t, testRemoteAgentsQuestion) }
+
+func testRemoteAgentsQuestion(t *testing.T) {
+	p := startPairYAML(t, askerYAML, true)
+	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice",
+		callBilling(`/call ask_user {"question": "Which colour?", "choices": ["red", "blue"]}`))
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("front: %d %v", code, paused)
+	}
+	ins, _ := paused["pending_inputs"].([]any)
+	if len(ins) != 1 {
+		t.Fatalf("front's pending inputs: %v", paused)
+	}
+	in := ins[0].(map[string]any)
+	if in["agent"] != "billing" || in["kind"] != "question" || in["question"] != "Which colour?" ||
+		!strings.HasPrefix(in["resume_url"].(string), p.remote.url+"/agents/assistant/tasks/") {
+		t.Fatalf("front's pending input: %v", in)
+	}
+	url := p.url + paused["resume_url"].(string)
+	id := in["tool_call_id"].(string)
+	if code, out := httpCall(t, "POST", url, "alice", `{"decisions":[{"tool_call_id":"`+id+`","action":"answer","result":"green"}]}`); code != 400 || out["error"].(map[string]any)["code"] != "invalid_input" {
+		t.Errorf("an answer that is not a choice: %d %v", code, out)
+	}
+	if rv := p.remoteTask(t, in["task_id"].(string)); rv["status"] != "Paused" {
+		t.Fatalf("the remote after a refused answer: %v", rv["status"])
+	}
+	code, out := httpCall(t, "POST", url, "alice", `{"decisions":[{"tool_call_id":"`+id+`","action":"answer","result":"blue"}]}`)
+	if code != 200 || out["status"] != "Completed" || !strings.Contains(out["output"].(string), "ask_user success: blue") {
+		t.Fatalf("the answer at the caller: %d %v", code, out)
+	}
+	rv := p.remoteTask(t, in["task_id"].(string))
+	if rv["status"] != "Completed" || strings.Count(fmt.Sprint(rv["items"]), "text:blue") != 1 {
+		t.Errorf("the remote task: %v %v", rv["status"], rv["items"])
 	}
 }

@@ -106,9 +106,16 @@ func (e *Engine) fillAsked(t *Task) {
 			name = p.Leaf.Agent
 		}
 		ag, _ := e.Agents.Get(name)
-		if it, ok := inputTool(ag, p.Name); ok {
+		if it, ok := inputTool(ag, p.Name); ok && p.RemoteInput == nil {
 			ask := it.Asked(p.Input)
 			p.Asked = &ask
+		} else if p.Kind == InputQuestion {
+			// A remote agent's question: what it asks is its input, as
+			// ask_user's ({question, choices?, schema?}).
+			var ask InputAsk
+			if json.Unmarshal(p.Input, &ask) == nil && ask.Question != "" {
+				p.Asked = &ask
+			}
 		}
 	}
 }

@@ -340,12 +340,28 @@ func (r *Run) emitRemote(cc ChildCall, rt *RemoteTask, depth int) {
 		name = EventApprovalRequired
 		calls := make([]map[string]any, 0, len(rt.Pending))
 		for _, p := range rt.Pending {
+			if p.Kind != "" {
+				continue
+			}
 			calls = append(calls, map[string]any{"id": p.ToolCallID, "name": p.Name, "input": jsonRaw(inputOrEmpty(p.Input)),
 				"expires_at": p.ExpiresAt.UTC().Format(time.RFC3339)})
 		}
 		data["round"], data["tool_calls"] = rt.Round, calls
 		if rt.ResumeURL != "" {
 			data["resume_url"] = rt.ResumeURL
+		}
+		if hasInputs(rt.Pending) {
+			// The remote's questions and client tools (docs/api.md,
+			// "Pauses for input").
+			in := map[string]any{"request_id": rt.ID, "status": rt.Status, "round": rt.Round, "inputs": PendingInputViews(rt.Pending, time.Time{}, false)}
+			if rt.ResumeURL != "" {
+				in["resume_url"] = rt.ResumeURL
+			}
+			if len(calls) == 0 {
+				name, data = EventInputRequired, in
+			} else {
+				r.emit(EventChild, childEvent(cc.Agent, rt.ContextID, rt.ID, depth, cc.Remote, EventInputRequired, in))
+			}
 		}
 	case StatusRunning:
 		return
