@@ -253,6 +253,16 @@ func testInputExpiry(t *testing.T, env *Env) {
 	if _, _, err := env.Resume(res, "alice", body); Code(err) != agent.CodeNotPaused {
 		t.Errorf("an answer after the expiry: %v", err)
 	}
+
+	// A round of an approval (1 h) and a question (2 h) is closed by the
+	// approval's expiry, and fails with its code.
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, askCall("q2"), Call("g2", "guarded", "x")))
+	mixed, _ := env.Invoke(t, "", "both")
+	env.Advance(time.Hour + time.Second)
+	both := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("q2", `"yes"`), {ToolCallID: "g2", Action: agent.ActionApprove}}}
+	if _, _, err := env.Resume(mixed, "alice", both); Code(err) != agent.CodeApprovalExpired {
+		t.Errorf("a round whose approval expired first: %v", err)
+	}
 }
 
 // testFiftyAnswers: fifty concurrent answers of one round are settled
