@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -309,6 +311,10 @@ func (r *Remote) Decide(ctx context.Context, contextID, taskID string, key agent
 		return nil, err
 	}
 	m := a2a.NewMessage(a2a.MessageRoleUser, dataPart(resumeData(body)))
+	if p := questionAnswer(body); p != nil {
+		// Another system's question: its answer is a message of its own.
+		m = a2a.NewMessage(a2a.MessageRoleUser, p)
+	}
 	m.ID, m.ContextID, m.TaskID = messageID, contextID, a2a.TaskID(taskID)
 	req := &a2a.SendMessageRequest{Message: m}
 	// The stream outlives this call (the caller's leg follows it): its own
@@ -526,6 +532,11 @@ func (r *Remote) task(t *a2a.Task) *agent.RemoteTask {
 	switch rt.Status {
 	case agent.StatusPaused:
 		rt.Question = text.String()
+		rt.QuestionID = string(m.ID)
+		if rt.QuestionID == "" {
+			sum := sha256.Sum256([]byte(rt.ID + "\x00" + rt.Question))
+			rt.QuestionID = hex.EncodeToString(sum[:8])
+		}
 	case agent.StatusFailed:
 		if rt.Error == nil {
 			rt.Error = &agent.ErrorInfo{Code: "remote_failed", Message: text.String()}
@@ -631,4 +642,32 @@ func remoteError(err error) error {
 		return agent.Errorf(agent.CodeInvalidDecisions, "%s", ae.Error())
 	}
 	return err
+}
+
+// questionAnswer is the part that answers another system's question
+// (docs/api.md, "Pauses for input"): the answer's text, or a data part
+// for another JSON value; a declined question says so with its reason.
+// Nil when body decides no such question.
+func questionAnswer(body agent.ResumeRequest) *a2a.Part {
+	if len(body.Decisions) != 1 || !strings.HasPrefix(body.Decisions[0].ToolCallID, agent.RemoteQuestionPrefix) {
+		return nil
+	}
+	d := body.Decisions[0]
+	if d.Action != agent.ActionAnswer {
+		reason := d.Reason
+		if reason == "" {
+			reason = body.Reason
+		}
+		if reason == "" {
+			reason = "no reason given"
+		}
+		return a2a.NewTextPart("I will not answer that: " + reason)
+	}
+	var s string
+	if json.Unmarshal(d.Result, &s) == nil {
+		return a2a.NewTextPart(s)
+	}
+	var v any
+	_ = json.Unmarshal(d.Result, &v)
+	return dataPart(v)
 }

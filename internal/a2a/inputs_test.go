@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 )
 
 const askerYAML = `apiVersion: tealagents/v1alpha1
@@ -116,5 +120,80 @@ func testRemoteAgentsQuestion(t *testing.T) {
 	rv := p.remoteTask(t, in["task_id"].(string))
 	if rv["status"] != "Completed" || strings.Count(fmt.Sprint(rv["items"]), "text:blue") != 1 {
 		t.Errorf("the remote task: %v %v", rv["status"], rv["items"])
+	}
+}
+
+// TestAnotherVendorsQuestion: another vendor's question (input-required
+// without Hitch's data, the A2A SDK's own server) is a pending input of
+// kind question at the caller; answered there, twenty times at once, the
+// answer reaches the vendor once, as a message, and the call completes.
+func TestAnotherVendorsQuestion(t *testing.T) { onBothStores(t, testAnotherVendorsQuestion) }
+
+func testAnotherVendorsQuestion(t *testing.T) {
+	var answers atomic.Int32
+	vendor := httptest.NewServer(a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(vendorExecutor{answers: &answers})))
+	t.Cleanup(vendor.Close)
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, via: func(string) string { return vendor.URL + "/vendor" }})
+	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling("which?"))
+	ins, _ := paused["pending_inputs"].([]any)
+	if code != 200 || paused["status"] != "Paused" || len(ins) != 1 {
+		t.Fatalf("front: %d %v", code, paused)
+	}
+	in := ins[0].(map[string]any)
+	if in["kind"] != "question" || in["question"] != "which account?" || in["agent"] != "billing" || in["name"] != "billing" ||
+		in["resume_url"] != vendor.URL+"/vendor/a2a/assistant" {
+		t.Fatalf("the pending input: %v", in)
+	}
+	url := p.url + paused["resume_url"].(string)
+	id := in["tool_call_id"].(string)
+	if code, out := httpCall(t, "POST", url, "alice", `{"decisions":[{"tool_call_id":"`+id+`","action":"answer","result":7}]}`); code != 400 {
+		t.Errorf("an answer that is not text: %d %v", code, out)
+	}
+	if code, out := httpCall(t, "POST", url, "alice", `{"decisions":[{"tool_call_id":"`+id+`","action":"approve"}]}`); code != 400 {
+		t.Errorf("an approval of a question: %d %v", code, out)
+	}
+	body := `{"decisions":[{"tool_call_id":"` + id + `","action":"answer","result":"savings"}]}`
+	var wg sync.WaitGroup
+	codes := make([]int, 20)
+	outs := make([]map[string]any, 20)
+	for i := range codes {
+		wg.Go(func() { codes[i], outs[i] = httpCall(t, "POST", url, "alice", body) })
+	}
+	wg.Wait()
+	for i := range codes {
+		if codes[i] != 200 || (outs[i]["status"] != "Completed" && outs[i]["status"] != "Running") {
+			t.Errorf("answer %d: %d %v", i, codes[i], outs[i])
+		}
+	}
+	done := p.waitStatus(t, paused["task_id"].(string), "Completed")
+	if !strings.Contains(fmt.Sprint(done["items"]), "account savings") {
+		t.Errorf("front's history: %v", done["items"])
+	}
+	if n := answers.Load(); n != 1 {
+		t.Errorf("the vendor got %d answers, want 1", n)
+	}
+}
+
+// TestAnotherVendorsQuestionExpires: the caller's copy of another
+// vendor's question expires after the a2a tool's input_ttl: the caller
+// ends Failed input_expired without a model call, and the vendor's task
+// is canceled.
+func TestAnotherVendorsQuestionExpires(t *testing.T) {
+	vendor := httptest.NewServer(a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(vendorExecutor{})))
+	t.Cleanup(vendor.Close)
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, via: func(string) string { return vendor.URL + "/vendor" }, inputTTL: "1s"})
+	_, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling("which?"))
+	if paused["status"] != "Paused" {
+		t.Fatalf("front: %v", paused)
+	}
+	done := p.waitStatus(t, paused["task_id"].(string), "Failed")
+	req := done["requests"].([]any)[0].(map[string]any)
+	if req["error"].(map[string]any)["code"] != "input_expired" {
+		t.Errorf("front's request: %v", req)
+	}
+	id := paused["pending_inputs"].([]any)[0].(map[string]any)["tool_call_id"].(string)
+	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"decisions":[{"tool_call_id":"`+id+`","action":"answer","result":"late"}]}`)
+	if code != 409 {
+		t.Errorf("an answer after the expiry: %d %v", code, out)
 	}
 }

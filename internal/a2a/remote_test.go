@@ -78,6 +78,8 @@ type pairOpts struct {
 	relay      *a2atest.Relay // between front and the remote
 	// extra are more agent files of front's system (name → YAML).
 	extra map[string]string
+	// inputTTL, when set, is front's billing tool's input_ttl.
+	inputTTL string
 }
 
 func startPairOpts(t testing.TB, o pairOpts) *pair {
@@ -99,7 +101,11 @@ func startPairOpts(t testing.TB, o pairOpts) *pair {
 	}
 	dispatch := o.dispatch
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "front.yaml"), []byte(fmt.Sprintf(frontYAML, target)), 0o644); err != nil {
+	front := fmt.Sprintf(frontYAML, target)
+	if o.inputTTL != "" {
+		front += "        input_ttl: " + o.inputTTL + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "front.yaml"), []byte(front), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for name, def := range o.extra {
@@ -752,17 +758,30 @@ func testRemoteAgentSendAgain(t *testing.T) {
 
 // vendorExecutor is another vendor's A2A agent, on the official SDK's own
 // server: "hello" completes with an artifact, "which?" asks a question
-// (input-required without Hitch's pending calls), "fail" fails.
-type vendorExecutor struct{}
+// (input-required without Hitch's pending calls) whose answer completes
+// the task ("account " and the answer), "fail" fails. answers counts the
+// answers it got.
+type vendorExecutor struct{ answers *atomic.Int32 }
 
-func (vendorExecutor) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+func (v vendorExecutor) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
-		if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
-			return
-		}
 		var text string
 		for _, p := range ec.Message.Parts {
 			text += p.Text()
+		}
+		if ec.StoredTask != nil && ec.StoredTask.Status.State == a2a.TaskStateInputRequired {
+			if v.answers != nil {
+				v.answers.Add(1)
+			}
+			if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) ||
+				!yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("account "+text)), nil) {
+				return
+			}
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+			return
+		}
+		if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+			return
 		}
 		switch text {
 		case "hello":
@@ -785,8 +804,8 @@ func (vendorExecutor) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter
 }
 
 // An agent of another vendor (the A2A SDK's own server) as a tool: its
-// answer is the call's result, its question (input-required without
-// pending calls) and its failure are error results saying so.
+// answer is the call's result, its failure an error result saying so.
+// (Its question is TestAnotherVendorsQuestion's.)
 func TestRemoteAgentOfAnotherVendor(t *testing.T) { onBothStores(t, testRemoteAgentOfAnotherVendor) }
 
 func testRemoteAgentOfAnotherVendor(t *testing.T) {
@@ -795,7 +814,6 @@ func testRemoteAgentOfAnotherVendor(t *testing.T) {
 	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, via: func(string) string { return vendor.URL + "/vendor" }})
 	for _, c := range []struct{ message, want string }{
 		{"hello", "hi from the other vendor"},
-		{"which?", "asks for input this agent cannot give: which account?"},
 		{"fail", "failed: remote_failed: no such thing"},
 	} {
 		code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(c.message))

@@ -35,6 +35,8 @@ type leafRun struct {
 	remote RemoteAgent
 	call   ChildCall
 	follow RemoteFollow
+	// answer: follow sends an answer first (remoteDecided).
+	answer bool
 }
 
 // resumeAtCaller decides a caller's round (docs/architecture.md): its decisions name
@@ -71,7 +73,7 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 	}
 	for _, d := range took {
 		cc := d.call
-		leaves = append(leaves, leafRun{remote: e.remoteOf(t.Agent, cc), call: cc, follow: d.follow,
+		leaves = append(leaves, leafRun{remote: e.remoteOf(t.Agent, cc), call: cc, follow: d.follow, answer: d.answer,
 			leaf: LeafRef{Agent: cc.Agent, TaskID: cc.TaskID, RequestID: cc.RequestID}, depth: 1, via: cc.ToolCallID})
 	}
 	next := e.nextOf(t)
@@ -150,7 +152,7 @@ func (e *Engine) followMovedCaller(ag *Agent, t *Task, in ResumeInput, leaves []
 				l.run.pollFirst = true
 				l.run.Execute(ctx, Discard)
 			}
-			if l.follow != nil {
+			if l.follow != nil && !l.answer {
 				_ = l.follow(ctx, nil) // the remote's stream, let go of
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -157,6 +158,13 @@ func answerOf(ag *Agent, i int, p PendingCall, di DecisionInput, c *CallDecision
 		// that re-sends): the answer is the stored one, named by its hash.
 		c.ResultHash = di.ResultHash
 		return nil
+	}
+	if strings.HasPrefix(p.ToolCallID, RemoteQuestionPrefix) {
+		// Another system's question: nobody else checks the answer.
+		var s string
+		if json.Unmarshal(di.Result, &s) != nil || strings.TrimSpace(s) == "" {
+			return Errorf(CodeInvalidInput, "decisions[%d]: the answer to %s must be a non-empty string (the agent %s's question)", i, p.ToolCallID, p.Name)
+		}
 	}
 	if it, ok := inputTool(ag, p.Name); ok && p.Leaf == nil {
 		if err := it.CheckResult(p.Input, di.Result); err != nil {

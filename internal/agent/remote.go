@@ -9,6 +9,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -98,8 +99,10 @@ type RemoteTask struct {
 	Pending []PendingCall
 	// ResumeURL is where the task is decided on its own system.
 	ResumeURL string
-	// Question is what an input-required task without pending calls asks.
-	Question string
+	// Question is what an input-required task without pending calls asks;
+	// QuestionID names that ask (its status message), so that the same
+	// question read again is the same pending input.
+	Question, QuestionID string
 	// Artifacts are its file and data artifacts (its answer's text is
 	// Output): copied into the caller's task when the call ends.
 	Artifacts []RemoteArtifact
@@ -284,11 +287,12 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 	switch rt.Status {
 	case StatusPaused:
 		if len(rt.Pending) == 0 {
-			q := rt.Question
-			if q == "" {
-				q = "(no question given)"
+			if rt.Question == "" {
+				return ErrorResult(u.ID, fmt.Sprintf("the agent %s asks for input without saying what (its task %s waits in context %s)", call.Agent, rt.ID, rt.ContextID)), nil
 			}
-			return ErrorResult(u.ID, fmt.Sprintf("the agent %s asks for input this agent cannot give: %s (its task %s waits in context %s)", call.Agent, q, rt.ID, rt.ContextID)), nil
+			// Another system's question: a pending input of this caller
+			// (docs/api.md, "Pauses for input"), its answer sent there.
+			rt.Pending = []PendingCall{r.remoteQuestion(u.Name, rt)}
 		}
 		return Block{}, &childPause{call: call, child: remoteChild(call, rt), remote: true}
 	case StatusRunning:
@@ -306,6 +310,23 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 	return res, nil
 }
 
+// RemoteQuestionPrefix starts the tool-call id of another system's
+// question: its answer goes there as a message, not as a decision.
+const RemoteQuestionPrefix = "a2a-question-"
+
+// remoteQuestion is a remote task's question as a pending input of kind
+// question, expiring after the remote tool's input_ttl (24 h unless set).
+func (r *Run) remoteQuestion(tool string, rt *RemoteTask) PendingCall {
+	ttl := DefaultInputTTL
+	if bt, ok := r.agent.Tool(tool); ok && bt.Policy.InputTTL > 0 {
+		ttl = bt.Policy.InputTTL
+	}
+	in, _ := json.Marshal(map[string]string{"question": rt.Question})
+	round := max(rt.Round, 1)
+	return PendingCall{ToolCallID: RemoteQuestionPrefix + rt.QuestionID, Name: tool, Kind: InputQuestion, Input: in,
+		Asked: &InputAsk{Question: rt.Question}, ExpiresAt: r.e.now().Add(ttl), Round: round}
+}
+
 // result is the remote task's end as a child's outcome.
 func (rt *RemoteTask) result() *RequestResult {
 	return &RequestResult{TaskID: rt.ContextID, RequestID: rt.ID, Status: rt.Status, Output: rt.Output, Error: rt.Error}
@@ -316,9 +337,13 @@ func (rt *RemoteTask) result() *RequestResult {
 // or a remote caller's own leaf) and input.
 func remoteChild(cc ChildCall, rt *RemoteTask) *Task {
 	pending := make([]PendingCall, len(rt.Pending))
+	url := rt.ResumeURL
+	if url == "" {
+		url = cc.Remote // another vendor's: its A2A endpoint is where it is answered
+	}
 	for i, p := range rt.Pending {
 		if p.Leaf == nil {
-			p.Leaf = &LeafRef{Agent: cc.Agent, TaskID: rt.ContextID, RequestID: rt.ID, URL: rt.ResumeURL}
+			p.Leaf = &LeafRef{Agent: cc.Agent, TaskID: rt.ContextID, RequestID: rt.ID, URL: url}
 		}
 		p.RemoteInput = inputOrEmpty(p.Input)
 		p.Input = p.RemoteInput
@@ -444,6 +469,25 @@ func (e *Engine) remoteMoved(ctx context.Context, t *Task, cc ChildCall) (bool, 
 					Error: &ErrorInfo{Code: CodeApprovalExpired, Message: fmt.Sprintf("the approval of %s asked by the agent %s expired", p.Name, cc.Agent)}}}, nil
 			}
 		}
+		if len(rt.Pending) == 0 {
+			// Another system's question: a new one is a move; this
+			// caller's own copy says when it expires.
+			asked := false
+			for _, p := range t.Active.Pending {
+				if p.Leaf == nil || p.Leaf.RequestID != rt.ID || !strings.HasPrefix(p.ToolCallID, RemoteQuestionPrefix) {
+					continue
+				}
+				if p.ToolCallID != RemoteQuestionPrefix+rt.QuestionID {
+					return true, nil, nil
+				}
+				asked = true
+				if !now.Before(p.ExpiresAt) {
+					return true, &RequestRecord{RequestView: RequestView{RequestID: rt.ID, Status: StatusFailed,
+						Error: &ErrorInfo{Code: CodeInputExpired, Message: fmt.Sprintf("the question of the agent %s expired at %s", cc.Agent, p.ExpiresAt.UTC().Format(time.RFC3339))}}}, nil
+				}
+			}
+			return !asked, nil, nil
+		}
 		return false, nil, nil
 	case StatusFailed:
 		if rt.Error != nil && IsExpiry(rt.Error.Code) {
@@ -465,6 +509,10 @@ type remoteDecision struct {
 type remoteDecided struct {
 	call   ChildCall
 	follow RemoteFollow
+	// answer: follow sends an answer to another system's question first,
+	// once the caller's claim took the decision (that system cannot tell
+	// a duplicate: the claim is what makes it once).
+	answer bool
 }
 
 // decideRemotes sends a caller's decision on to the remote tasks its
@@ -502,6 +550,20 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 	var took []remoteDecided
 	for _, via := range order {
 		g := groups[via]
+		if questionOnly(g.body) {
+			key := DecisionKey{RequestID: a.ID, Round: a.Round, ToolCallID: via}
+			took = append(took, remoteDecided{call: g.call, answer: true, follow: func(ctx context.Context, events RemoteEvents) error {
+				follow, err := g.ra.Decide(ctx, g.call.TaskID, g.call.RequestID, key, g.body)
+				if err != nil {
+					// Not delivered: the remote still asks, and the
+					// caller pauses on its question again.
+					e.log().Warn("an answer could not reach a remote agent; it asks again", "task_id", t.ID, "agent", g.call.Agent, "url", g.call.Remote, "err", err)
+					return err
+				}
+				return follow(ctx, events)
+			}})
+			continue
+		}
 		follow, err := g.ra.Decide(ctx, g.call.TaskID, g.call.RequestID, DecisionKey{RequestID: a.ID, Round: a.Round, ToolCallID: via}, g.body)
 		if err != nil {
 			var ae *Error
@@ -518,6 +580,17 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 		took = append(took, remoteDecided{call: g.call, follow: follow})
 	}
 	return took, nil
+}
+
+// questionOnly tells whether a remote decision answers another system's
+// question (and nothing else).
+func questionOnly(b ResumeRequest) bool {
+	for _, d := range b.Decisions {
+		if !strings.HasPrefix(d.ToolCallID, RemoteQuestionPrefix) {
+			return false
+		}
+	}
+	return len(b.Decisions) > 0
 }
 
 // awaitRemoteLeaf waits for a remote task this caller's decision went to:

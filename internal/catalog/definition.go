@@ -257,8 +257,8 @@ func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env E
 		return []agent.BoundTool{*b}, field
 	}
 	for _, key := range []string{"result_schema", "input_ttl"} {
-		if f[key] != nil {
-			d.fail(join(at, key), "only for an input tool (builtin: ask_user, or client: NAME)")
+		if f[key] != nil && (key != "input_ttl" || f["a2a"] == nil) {
+			d.fail(join(at, key), "only for an input tool (builtin: ask_user, or client: NAME; input_ttl also for an a2a agent, whose questions wait that long)")
 		}
 	}
 	policy := agent.ToolPolicy{ApprovalTTL: DefaultApprovalTTL, Timeout: DefaultToolTimeout}
@@ -270,6 +270,11 @@ func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env E
 	if n := f["timeout"]; n != nil {
 		if v, ok := d.duration(n, join(at, "timeout")); ok {
 			policy.Timeout = v
+		}
+	}
+	if n := f["input_ttl"]; n != nil && f["a2a"] != nil {
+		if v, ok := d.duration(n, join(at, "input_ttl")); ok {
+			policy.InputTTL = v
 		}
 	}
 	if f["agent"] != nil || f["a2a"] != nil {
