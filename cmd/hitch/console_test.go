@@ -270,7 +270,7 @@ spec:
 // real hitch serve stack (memory store, local model): streaming, approve,
 // reject with a reason, edit, the inbox, an expired approval, a decision
 // that lost to another tab, a reconnect after a dropped connection, a phone's
-// screen and CORS. Each step leaves a screenshot in $HITCH_ARTIFACTS (else
+// screen and CORS. Each step leaves a screenshot in $HITCH_SCREENSHOTS (else
 // a temporary directory).
 func TestConsole(t *testing.T) {
 	ctx := chromium.New(t, 1280, 900)

@@ -78,8 +78,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.store, "store", "memory", "where state is kept: memory or dynamodb")
 	fs.StringVar(&c.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB endpoint, e.g. http://127.0.0.1:8000 for DynamoDB Local; default: AWS")
 	fs.StringVar(&c.table, "table", "hitch", "DynamoDB table name")
-	// Not HITCH_ARTIFACTS: the tests' screenshots are kept there (the
-	// functions read it, with an S3 location).
+	// (The Lambda functions read HITCH_ARTIFACTS, an S3 location.)
 	fs.StringVar(&c.artifacts, "artifacts", "", "where artifacts' bytes are kept: a directory, or s3://bucket/prefix; default: memory with --store memory, else ./artifacts beside the agents' folder")
 	fs.BoolVar(&c.createTable, "create-table", false, "create the DynamoDB table if it does not exist")
 	fs.StringVar(&c.model, "model", "local", "the model: local (the built-in local model) or bedrock (Amazon Bedrock, default AWS credentials)")

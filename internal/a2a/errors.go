@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 
@@ -36,6 +37,12 @@ func toProto(err error, log *slog.Logger, id string) error {
 	}
 	var e *agent.Error
 	if !errors.As(err, &e) {
+		if errors.Is(err, context.Canceled) {
+			// The caller went away (its process died, it gave up): its
+			// call ended, not this server.
+			log.Info("a2a: the caller went away before the answer", "err", err)
+			return protoErr(a2a.ErrInternalError, agent.CodeInternal, "the caller went away")
+		}
 		log.Error("a2a: internal error", "err", err)
 		return protoErr(a2a.ErrInternalError, agent.CodeInternal, "the request could not be completed; it is logged")
 	}

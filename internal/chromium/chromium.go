@@ -78,11 +78,11 @@ func New(tb testing.TB, width, height int) context.Context {
 	return ctx
 }
 
-// ArtifactDir is where tests keep screenshots: $HITCH_ARTIFACTS (created if
+// ArtifactDir is where tests keep screenshots: $HITCH_SCREENSHOTS (created if
 // needed), else a temporary directory of the test.
 func ArtifactDir(tb testing.TB) string {
 	tb.Helper()
-	dir := os.Getenv("HITCH_ARTIFACTS")
+	dir := os.Getenv("HITCH_SCREENSHOTS")
 	if dir == "" {
 		return tb.TempDir()
 	}
