@@ -197,3 +197,31 @@ func TestAnotherVendorsQuestionExpires(t *testing.T) {
 		t.Errorf("an answer after the expiry: %d %v", code, out)
 	}
 }
+
+// TestAnotherVendorAsksTwice: the vendor's second question (after the
+// first answer) pauses the caller again, in a new round; its answer
+// completes the call.
+func TestAnotherVendorAsksTwice(t *testing.T) {
+	var answers atomic.Int32
+	vendor := httptest.NewServer(a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(vendorExecutor{answers: &answers})))
+	t.Cleanup(vendor.Close)
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, via: func(string) string { return vendor.URL + "/vendor" }})
+	_, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling("twice?"))
+	url := p.url + paused["resume_url"].(string)
+	first := paused["pending_inputs"].([]any)[0].(map[string]any)
+	code, out := httpCall(t, "POST", url, "alice", `{"decisions":[{"tool_call_id":"`+first["tool_call_id"].(string)+`","action":"answer","result":"savings"}]}`)
+	if code != 200 || out["status"] != "Paused" || out["round"] != float64(2) {
+		t.Fatalf("after the first answer: %d %v", code, out)
+	}
+	second := out["pending_inputs"].([]any)[0].(map[string]any)
+	if second["question"] != "which branch for savings?" || second["tool_call_id"] == first["tool_call_id"] {
+		t.Fatalf("the second question: %v (the first %v)", second, first)
+	}
+	code, out = httpCall(t, "POST", url, "alice", `{"decisions":[{"tool_call_id":"`+second["tool_call_id"].(string)+`","action":"answer","result":"north"}]}`)
+	if code != 200 || out["status"] != "Completed" || !strings.Contains(out["output"].(string), "account north") {
+		t.Fatalf("after the second answer: %d %v", code, out)
+	}
+	if n := answers.Load(); n != 2 {
+		t.Errorf("the vendor got %d answers, want 2", n)
+	}
+}

@@ -773,6 +773,11 @@ func (v vendorExecutor) Execute(_ context.Context, ec *a2asrv.ExecutorContext) i
 			if v.answers != nil {
 				v.answers.Add(1)
 			}
+			if m := ec.StoredTask.Status.Message; m != nil && len(m.Parts) > 0 && m.Parts[0].Text() == twiceQuestion {
+				// "twice?": a second question once the first is answered.
+				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("which branch for "+text+"?"))), nil)
+				return
+			}
 			if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) ||
 				!yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("account "+text)), nil) {
 				return
@@ -791,11 +796,16 @@ func (v vendorExecutor) Execute(_ context.Context, ec *a2asrv.ExecutorContext) i
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
 		case "which?":
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("which account?"))), nil)
+		case "twice?":
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart(twiceQuestion))), nil)
 		default:
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("no such thing"))), nil)
 		}
 	}
 }
+
+// twiceQuestion is the first of "twice?"'s two questions.
+const twiceQuestion = "which account (then a branch)?"
 
 func (vendorExecutor) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
