@@ -91,6 +91,7 @@ func inputOrEmpty(in json.RawMessage) json.RawMessage {
 // leaf rounds the pending calls are copies of (docs/architecture.md).
 func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, awaits []Await) {
 	a := r.task.Active
+	prevRound := a.Round
 	a.Round = round
 	a.Pending = pending
 	a.Awaits = awaits
@@ -99,6 +100,14 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 	wctx, cancel := writeContext(ctx)
 	defer cancel()
 	err := r.write(wctx, func(t *Task) {
+		if t.Active.CancelRequested {
+			// Rebased on a cancel's flag: no pause (nor its webhook, whose
+			// event ids the cancel's end then takes); the leg saves its
+			// entries, still holding the request, and ends Canceled.
+			t.Active.Round, t.Active.Pending, t.Active.Awaits, t.Active.Status = prevRound, nil, nil, StatusRunning
+			t.Status = StatusRunning
+			return
+		}
 		// approval_required and/or input_required, and request_complete,
 		// follow this write.
 		t.Active.LastEventID = r.eventID + int64(pauseEvents(pending))
@@ -106,7 +115,7 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 	}, nil, time.Time{})
 	if err != nil {
 		r.e.log().ErrorContext(ctx, "recording the pause failed", "task_id", r.task.ID, "request_id", r.reqID, "err", err)
-		a.Status, a.Pending, a.Awaits = StatusRunning, nil, nil
+		a.Round, a.Status, a.Pending, a.Awaits = prevRound, StatusRunning, nil, nil
 		r.task.Status = StatusRunning
 		r.fail(CodeInternal, "the request could not be saved")
 		return

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/localmodel"
 	"github.com/hitch-agents/hitch/internal/tools"
@@ -166,6 +168,8 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"CancelWhileALeafIsClaimed", testCancelLeafClaimed},
 		{"DeadContinuationTakenOver", testDeadContinuationTakenOver},
 		{"ContinuationConsumedByTheClaim", testContinuationConsumedByTheClaim},
+		{"CancelAfterASecondRound", testCancelAfterASecondRound},
+		{"CancelAfterASecondRoundAtTheLeaf", testCancelAfterASecondRoundAtTheLeaf},
 		{"InputAnsweredAtEveryLevel", testInputEveryLevel},
 		{"FiftyAnswersAtLeafAndRoot", testInputLeafRootRace},
 	} {
@@ -173,6 +177,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 	}
 	// A cancel racing a decision at a caller: the store's hook runs the
 	// cancel between the leaf's claim and the caller's.
+	t.Run("CancelLandsAsTheCallerPauses", func(t *testing.T) { testCancelLandsAsTheCallerPauses(t, newStore) })
 	t.Run("CancelRacesADecisionAtTheCaller", func(t *testing.T) {
 		hs := &hookStore{Store: newStore(t)}
 		testCancelRacesDecision(t, NewOrch(t, hs), hs)
@@ -1122,5 +1127,108 @@ func testContinuationConsumedByTheClaim(t *testing.T, o *Orch) {
 	}
 	if again, err := o.E.ConsumeContinue(ctx, cont.TaskID, cont.RequestID, cont.SK()); again != nil || err != nil {
 		t.Errorf("a stale delivery: %v %v, want nothing to do", again, err)
+	}
+}
+
+// testCancelAfterASecondRound: desk's leaf pauses twice; the first round
+// is approved at desk, which pauses in round 2; then desk is canceled.
+// Every webhook each commit owes has a key of its own (the store's guard):
+// the cancel's request.canceled never takes the key of round 2's
+// request.paused, which would overwrite it or reach a receiver as its
+// redelivery.
+func testCancelAfterASecondRound(t *testing.T, o *Orch) {
+	second := strings.Replace(Append("r2.txt", "y"), "/call", "/then", 1)
+	res, _ := o.Invoke(t, "desk", "", CallAgent("leaf", Append("r2.txt", "x")+"\n"+second))
+	if res.Status != agent.StatusPaused {
+		t.Fatalf("desk: %+v", res)
+	}
+	out, _, err := o.Resume("desk", res.TaskID, res.RequestID, Approve())
+	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
+		t.Fatalf("round 1 approved at desk: %+v %v", out, err)
+	}
+	c, err := o.E.Cancel(context.Background(), agent.CancelInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID, Reason: "enough"})
+	if err != nil || c.Pending || c.Result.Status != agent.StatusCanceled {
+		t.Fatalf("cancel of desk in round 2: %+v %v", c, err)
+	}
+}
+
+// testCancelAfterASecondRoundAtTheLeaf: as testCancelAfterASecondRound,
+// round 1 decided at the leaf and desk paused in round 2 by its
+// continuation.
+func testCancelAfterASecondRoundAtTheLeaf(t *testing.T, o *Orch) {
+	second := strings.Replace(Append("r2.txt", "y"), "/call", "/then", 1)
+	res, _ := o.Invoke(t, "desk", "", CallAgent("leaf", Append("r2.txt", "x")+"\n"+second))
+	if res.Status != agent.StatusPaused {
+		t.Fatalf("desk: %+v", res)
+	}
+	p := res.PendingApprovals[0]
+	if out, _, err := o.Resume("leaf", p.TaskID, p.RequestID, Approve()); err != nil || out.Status != agent.StatusPaused {
+		t.Fatalf("round 1 approved at the leaf: %+v %v", out, err)
+	}
+	if err := o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID); err != nil {
+		t.Fatal(err)
+	}
+	if v := o.View(t, "desk", res.TaskID); v.Status != agent.StatusPaused || v.Requests[len(v.Requests)-1].Status != agent.StatusPaused {
+		t.Fatalf("desk after its continuation: %+v", v)
+	}
+	c, err := o.E.Cancel(context.Background(), agent.CancelInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID, Reason: "enough"})
+	if err != nil || c.Pending || c.Result.Status != agent.StatusCanceled {
+		t.Fatalf("cancel of desk in round 2: %+v %v", c, err)
+	}
+}
+
+// testCancelLandsAsTheCallerPauses: desk's leaf pauses twice; round 1 is
+// approved at desk, whose leg runs the leaf and then pauses in round 2 —
+// but a cancel flags desk just before that pause is written. The pause's
+// write, rebased on the flag, is no pause: desk ends Canceled, and the
+// commits put no outbox key twice (the store's guard): the torture test
+// found a request.paused of round 2 whose key the request.canceled then
+// took — its delivery deleted the cancel's webhook, never sent.
+func testCancelLandsAsTheCallerPauses(t *testing.T, newStore func(testing.TB) agent.Store) {
+	hs := &hookStore{Store: newStore(t)}
+	o := NewOrch(t, hs)
+	second := strings.Replace(Append("r2.txt", "y"), "/call", "/then", 1)
+	res, _ := o.Invoke(t, "desk", "", CallAgent("leaf", Append("r2.txt", "x")+"\n"+second))
+	if res.Status != agent.StatusPaused {
+		t.Fatalf("desk: %+v", res)
+	}
+	leafTask := res.PendingApprovals[0].TaskID
+	ctx := context.Background()
+	hs.match = func(w *agent.Write) bool {
+		a := w.Task.Active
+		return w.Task.ID == leafTask && a != nil && a.Status == agent.StatusPaused && a.Round == 2
+	}
+	hs.after = func() {
+		// The cancel's flag, as another process writes it.
+		d, err := hs.Store.GetTask(ctx, res.TaskID)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		next := d.Clone()
+		next.Version, next.WriteID = d.Version+1, uuid.NewString()
+		next.Active.CancelRequested, next.Active.CanceledBy, next.Active.CanceledAt = true, "alice", time.Now()
+		if err := hs.Store.Write(ctx, &agent.Write{Task: next, PrevVersion: d.Version}); err != nil {
+			t.Errorf("flag desk: %v", err)
+		}
+	}
+	out, _, err := o.Resume("desk", res.TaskID, res.RequestID, Approve())
+	if err != nil || out.Status != agent.StatusCanceled {
+		t.Errorf("round 1 approved at desk, a cancel flag landing before its pause: %+v %v, want Canceled", out, err)
+	}
+	v := o.View(t, "desk", res.TaskID)
+	if v.Status != agent.StatusCanceled {
+		t.Fatalf("desk: %s", v.Status)
+	}
+	items, err := o.Store.ListRequestOutbox(ctx, res.TaskID, res.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	canceled := false
+	for _, it := range items {
+		canceled = canceled || (it.Kind == agent.OutboxWebhook && it.Event == agent.EventRequestCanceled)
+	}
+	if !canceled {
+		t.Errorf("desk was canceled and no request.canceled webhook is owed: %+v", items)
 	}
 }
