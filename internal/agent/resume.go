@@ -195,7 +195,8 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 		return e.resumePastRound(ag, t, in, now)
 	}
 	switch {
-	case a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested && roundExpired(a, now):
+	case a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested && roundExpired(a, now) &&
+		!e.leafDecided(ctx, a):
 		// A leaf of the chain expired: the whole chain ends, nothing runs
 		// and no model is called anywhere (docs/architecture.md).
 		at := roundExpiry(a)
@@ -219,6 +220,41 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 		return e.claimResume(ctx, ag, t, items, in, now)
 	}
 	return e.resumeRunning(ctx, ag, t, items, in, now)
+}
+
+// leafDecided tells whether a local leaf the caller's round awaits has
+// moved past that round by a decision taken at its own URL (it runs that
+// round, or went on from it, and did not end by expiry): the round was
+// decided before the copy of its expiry the caller holds was reached, so
+// the chain did not expire; the leaves' answer tables decide (caller.go).
+func (e *Engine) leafDecided(ctx context.Context, a *ActiveRequest) bool {
+	for _, w := range a.Awaits {
+		if remoteVia(a, w) != nil {
+			continue
+		}
+		lt, err := e.Store.GetTask(ctx, w.TaskID)
+		if err != nil {
+			continue
+		}
+		la := lt.Active
+		switch {
+		case la != nil && la.ID == w.RequestID:
+			if la.Round > w.Round || (la.Round == w.Round && la.Status == StatusRunning && decisionOf(la.Decisions, w.Round) != nil) {
+				return true
+			}
+		default:
+			rec, err := e.findRecord(ctx, w.TaskID, w.RequestID)
+			if err == nil && rec != nil {
+				err = e.loadDecisions(ctx, w.TaskID, w.RequestID, &rec.Decisions)
+			}
+			if err == nil && rec != nil && !(rec.Status == StatusFailed && rec.Error != nil && IsExpiry(rec.Error.Code)) {
+				if d := decisionOf(rec.Decisions, w.Round); d != nil && d.Approver != ApproverExpiry {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // resumePastRound: a decision of a round the request moved past (paused

@@ -170,6 +170,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ContinuationConsumedByTheClaim", testContinuationConsumedByTheClaim},
 		{"CancelAfterASecondRound", testCancelAfterASecondRound},
 		{"CancelAfterASecondRoundAtTheLeaf", testCancelAfterASecondRoundAtTheLeaf},
+		{"LeafDecidedBeforeTheCallersExpiry", testLeafDecidedBeforeTheCallersExpiry},
 		{"InputAnsweredAtEveryLevel", testInputEveryLevel},
 		{"FiftyAnswersAtLeafAndRoot", testInputLeafRootRace},
 	} {
@@ -1230,5 +1231,30 @@ func testCancelLandsAsTheCallerPauses(t *testing.T, newStore func(testing.TB) ag
 	}
 	if !canceled {
 		t.Errorf("desk was canceled and no request.canceled webhook is owed: %+v", items)
+	}
+}
+
+// testLeafDecidedBeforeTheCallersExpiry: pair waits on twin alone; twin's
+// round is approved at twin's own URL, in time, and runs; pair's copy of
+// the round's expiry is not cleared by it (pair hears of twin through its
+// continuation, not delivered here), and passes. An approval at pair then
+// is no expiry — the round was decided before it expired — but twin's
+// answer table: the same decision, its stored outcome; pair goes on.
+func testLeafDecidedBeforeTheCallersExpiry(t *testing.T, o *Orch) {
+	res, _ := o.Invoke(t, "pair", "", CallAgent("twin", Append("t.txt", "x")))
+	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 {
+		t.Fatalf("pair: %+v", res)
+	}
+	p := res.PendingApprovals[0]
+	if out, _, err := o.Resume("twin", p.TaskID, p.RequestID, Approve()); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("approve at twin: %+v %v", out, err)
+	}
+	time.Sleep(1100 * time.Millisecond) // past the round's expiry, which pair still shows
+	out, _, err := o.Resume("pair", res.TaskID, res.RequestID, Approve())
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Errorf("the same approval at pair after twin ran: %+v %v, want pair's outcome (Completed), not an expiry", out, err)
+	}
+	if got := o.Lines("t.txt"); len(got) != 1 {
+		t.Errorf("t.txt = %q: twin's call ran %d times", got, len(got))
 	}
 }
