@@ -222,39 +222,40 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 	return e.resumeRunning(ctx, ag, t, items, in, now)
 }
 
-// leafDecided tells whether a local leaf the caller's round awaits has
-// moved past that round by a decision taken at its own URL (it runs that
-// round, or went on from it, and did not end by expiry): the round was
-// decided before the copy of its expiry the caller holds was reached, so
-// the chain did not expire; the leaves' answer tables decide (caller.go).
+// leafDecided tells whether every leaf the caller's round awaits has moved
+// past that round by a decision taken at its own URL (it runs that round,
+// or went on from it, and did not end by expiry): the round was decided
+// before the copy of its expiry the caller holds was reached, so the chain
+// did not expire; the leaves' answer tables decide (caller.go). One leaf
+// still waiting in the round (or a remote one, whose state is not read
+// here) leaves the expiry to end the whole chain.
 func (e *Engine) leafDecided(ctx context.Context, a *ActiveRequest) bool {
 	for _, w := range a.Awaits {
-		if remoteVia(a, w) != nil {
-			continue
-		}
-		lt, err := e.Store.GetTask(ctx, w.TaskID)
-		if err != nil {
-			continue
-		}
-		la := lt.Active
-		switch {
-		case la != nil && la.ID == w.RequestID:
-			if la.Round > w.Round || (la.Round == w.Round && la.Status == StatusRunning && decisionOf(la.Decisions, w.Round) != nil) {
-				return true
-			}
-		default:
-			rec, err := e.findRecord(ctx, w.TaskID, w.RequestID)
-			if err == nil && rec != nil {
-				err = e.loadDecisions(ctx, w.TaskID, w.RequestID, &rec.Decisions)
-			}
-			if err == nil && rec != nil && !(rec.Status == StatusFailed && rec.Error != nil && IsExpiry(rec.Error.Code)) {
-				if d := decisionOf(rec.Decisions, w.Round); d != nil && d.Approver != ApproverExpiry {
-					return true
-				}
-			}
+		if remoteVia(a, w) != nil || !e.awaitDecided(ctx, w) {
+			return false
 		}
 	}
-	return false
+	return len(a.Awaits) > 0
+}
+
+// awaitDecided tells whether the leaf round w was decided by a person.
+func (e *Engine) awaitDecided(ctx context.Context, w Await) bool {
+	lt, err := e.Store.GetTask(ctx, w.TaskID)
+	if err != nil {
+		return false
+	}
+	if la := lt.Active; la != nil && la.ID == w.RequestID {
+		return la.Round > w.Round || (la.Round == w.Round && la.Status == StatusRunning && decisionOf(la.Decisions, w.Round) != nil)
+	}
+	rec, err := e.findRecord(ctx, w.TaskID, w.RequestID)
+	if err != nil || rec == nil || (rec.Status == StatusFailed && rec.Error != nil && IsExpiry(rec.Error.Code)) {
+		return false
+	}
+	if err := e.loadDecisions(ctx, w.TaskID, w.RequestID, &rec.Decisions); err != nil {
+		return false
+	}
+	d := decisionOf(rec.Decisions, w.Round)
+	return d != nil && d.Approver != ApproverExpiry
 }
 
 // resumePastRound: a decision of a round the request moved past (paused
