@@ -171,6 +171,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"CancelAfterASecondRound", testCancelAfterASecondRound},
 		{"CancelAfterASecondRoundAtTheLeaf", testCancelAfterASecondRoundAtTheLeaf},
 		{"LeafDecidedBeforeTheCallersExpiry", testLeafDecidedBeforeTheCallersExpiry},
+		{"OneLeafDecidedTheOtherExpired", testOneLeafDecidedTheOtherExpired},
 		{"InputAnsweredAtEveryLevel", testInputEveryLevel},
 		{"FiftyAnswersAtLeafAndRoot", testInputLeafRootRace},
 	} {
@@ -1256,5 +1257,30 @@ func testLeafDecidedBeforeTheCallersExpiry(t *testing.T, o *Orch) {
 	}
 	if got := o.Lines("t.txt"); len(got) != 1 {
 		t.Errorf("t.txt = %q: twin's call ran %d times", got, len(got))
+	}
+}
+
+// testOneLeafDecidedTheOtherExpired: pair waits on leaf and twin; leaf is
+// approved at its own URL, twin is not and expires. An approval at pair is
+// 410: one waiting leaf expired ends the whole chain (the decided leaf's
+// result reaches nobody), and pair's model is not called.
+func testOneLeafDecidedTheOtherExpired(t *testing.T, o *Orch) {
+	res := pausedOnTwo(t, o)
+	for _, p := range res.PendingApprovals {
+		if p.Agent == "leaf" {
+			if out, _, err := o.Resume("leaf", p.TaskID, p.RequestID, Approve()); err != nil || out.Status != agent.StatusCompleted {
+				t.Fatalf("approve at leaf: %+v %v", out, err)
+			}
+		}
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if _, _, err := o.Resume("pair", res.TaskID, res.RequestID, Approve()); Code(err) != agent.CodeApprovalExpired {
+		t.Fatalf("approve at pair with twin expired and leaf decided: %v, want approval_expired", err)
+	}
+	if pv := o.View(t, "pair", res.TaskID); pv.Status != agent.StatusFailed {
+		t.Errorf("pair: %s", pv.Status)
+	}
+	if got := o.Lines("t.txt"); len(got) != 0 {
+		t.Errorf("twin's expired call ran: t.txt = %q", got)
 	}
 }
