@@ -71,19 +71,25 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func (r *Remote) conn(ctx context.Context) (*a2aclient.Client, error) {
 	r.once.Do(func() {
-		base := http.DefaultTransport
 		var timeout time.Duration
 		if r.hc != nil {
 			timeout = r.hc.Timeout
-			if r.hc.Transport != nil {
-				base = r.hc.Transport
-			}
 		}
-		hc := &http.Client{Timeout: timeout, Transport: headerTransport{base: base, headers: r.headers}}
+		hc := &http.Client{Timeout: timeout, Transport: r.transport()}
 		r.client, r.err = a2aclient.NewFromEndpoints(context.WithoutCancel(ctx),
 			[]*a2a.AgentInterface{a2a.NewAgentInterface(r.url, a2a.TransportProtocolJSONRPC)}, a2aclient.WithJSONRPCTransport(hc))
 	})
 	return r.client, r.err
+}
+
+// transport carries the entry's headers (and the caller's trace) on the
+// given client's transport, or the default one.
+func (r *Remote) transport() http.RoundTripper {
+	base := http.DefaultTransport
+	if r.hc != nil && r.hc.Transport != nil {
+		base = r.hc.Transport
+	}
+	return headerTransport{base: base, headers: r.headers}
 }
 
 // Send implements agent.RemoteAgent: SendStreamingMessage, its updates
@@ -212,11 +218,7 @@ func (r *Remote) fetch(ctx context.Context, raw string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr := http.DefaultTransport
-	if r.hc != nil && r.hc.Transport != nil {
-		tr = r.hc.Transport
-	}
-	hc := &http.Client{Transport: headerTransport{base: tr, headers: r.headers},
+	hc := &http.Client{Transport: r.transport(),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := hc.Do(req)
 	if err != nil {
