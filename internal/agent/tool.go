@@ -22,11 +22,18 @@ type ToolCall struct {
 	RequestID string
 	// IdempotencyKey is passed downstream: request_id#tool_call_id.
 	IdempotencyKey string
+	// Reply, on a call run again after it needed input (an MCP
+	// elicitation), is the server's state and the person's answers.
+	Reply *InputReply
 }
 
 // ToolOutput is a successful result: text and/or JSON blocks.
 type ToolOutput struct {
 	Content []Block
+	// NeedsInput, when set, is the tool asking for input before it gives
+	// its result (an MCP server's input_required): Content is ignored and
+	// the request pauses for the input (elicit.go).
+	NeedsInput *NeedsInput
 }
 
 // InputValidator is implemented by tools whose input is checked against
