@@ -110,7 +110,7 @@ func (d *decoder) mcpEntry(f map[string]*yaml.Node, at string, policy agent.Tool
 	if !ok {
 		return nil
 	}
-	srv, remotes, err := mcp.Connect(ctx, mcp.Config{URL: rawURL, Headers: headers, HTTPClient: env.MCP.HTTPClient})
+	srv, remotes, err := mcp.Connect(ctx, mcp.Config{URL: rawURL, Headers: headers, HTTPClient: env.MCP.HTTPClient, Log: env.MCP.Log})
 	if err != nil {
 		if optional {
 			env.MCP.logger().Warn("MCP server down at start-up: the agent loads without its tools (optional: true)",

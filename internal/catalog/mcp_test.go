@@ -22,7 +22,13 @@ import (
 func exampleServer(tb testing.TB) string {
 	tb.Helper()
 	srv := httptest.NewServer(mcpexample.New().Handler())
-	tb.Cleanup(srv.Close)
+	// The loaded agents' sessions stay open (a catalog keeps them for the
+	// life of the process), each with its standalone stream (GET), which
+	// Close would wait for.
+	tb.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
 	return srv.URL
 }
 

@@ -8,10 +8,27 @@
 // refused it before running anything. Every other failure — the server down,
 // an answer that is not MCP, a timeout — is the call's error, which the
 // engine reports to the model as an error result. The session is then
-// dropped so that the next call starts afresh.
+// dropped so that the next call starts afresh (a JSON-RPC error answer
+// keeps it: the server is there).
 //
 // Each call carries _meta {"idempotency_key": "<request_id>#<tool_call_id>"}
 // so that a server may recognise a call it has already run.
+//
+// A call is never sent twice to a server that took it. When the server
+// closes a call's response stream before the result (SSE with event ids),
+// the client resumes that stream with Last-Event-ID; it does not send the
+// call again, and a resumption that finds the session gone is the call's
+// error. On protocols before 2026-07-28 a session keeps the standalone
+// stream (GET) open, where a server may send its own requests.
+//
+// Elicitation (elicit.go): the client declares form and url elicitation,
+// no roots, no sampling. A server that needs input answers input_required
+// (protocol 2026-07-28, multi round-trip requests) or the error -32042; the
+// tool returns agent.NeedsInput, and the engine pauses for a person. The
+// answers come back as a new call (ToolCall.Reply) with the same arguments
+// and idempotency key. Hitch does not wait for a person inside a live
+// session: an elicitation/create request there (older protocols) is
+// answered cancel at once.
 package mcp
 
 import (
@@ -20,14 +37,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hitch-agents/hitch/internal/agent"
@@ -42,6 +62,9 @@ type Config struct {
 	Headers map[string]string
 	// HTTPClient is the client to use; http.DefaultClient's transport when nil.
 	HTTPClient *http.Client
+	// Log gets what the server does that Hitch refuses (an elicitation
+	// inside the session); slog.Default when nil.
+	Log *slog.Logger
 }
 
 // Server is a connection to one MCP server.
@@ -99,11 +122,25 @@ func Connect(ctx context.Context, cfg Config) (*Server, []Remote, error) {
 		t.DisableKeepAlives = true
 		base = t
 	}
-	s := &Server{
-		cfg:    cfg,
-		client: sdk.NewClient(&sdk.Implementation{Name: "hitch", Version: "1"}, nil),
-		http:   &http.Client{Transport: headerTransport{base: base, headers: cfg.Headers}},
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
 	}
+	s := &Server{
+		cfg:  cfg,
+		http: &http.Client{Transport: headerTransport{base: base, headers: cfg.Headers}},
+	}
+	s.client = sdk.NewClient(&sdk.Implementation{Name: "hitch", Version: "1"}, &sdk.ClientOptions{
+		// Elicitation in both modes; no roots (an empty RootsV2 leaves
+		// them out), no sampling (no handler).
+		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{
+			Form: &sdk.FormElicitationCapabilities{},
+			URL:  &sdk.URLElicitationCapabilities{},
+		}},
+		ElicitationHandler: s.elicitInSession,
+		// The rounds of a multi round-trip request are the engine's: each
+		// waits for a person, durably, and comes back as a new call.
+		MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true},
+	})
 	cs, err := s.connect(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -125,14 +162,25 @@ func Connect(ctx context.Context, cfg Config) (*Server, []Remote, error) {
 	return s, out, nil
 }
 
+// resumeRetries bounds the attempts to resume a response stream the server
+// closed (GET with Last-Event-ID; never a second POST of the call), and to
+// reconnect the standalone stream.
+const resumeRetries = 3
+
 func (s *Server) connect(ctx context.Context) (*sdk.ClientSession, error) {
-	t := &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.http, MaxRetries: -1, DisableStandaloneSSE: true}
+	// The standalone stream (GET) is open for older protocols, where a
+	// server may send its requests there (an elicitation/create, answered
+	// cancel at once); on 2026-07-28 the SDK opens none.
+	t := &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.http, MaxRetries: resumeRetries}
 	cs, err := s.client.Connect(ctx, t, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", s.cfg.URL, err)
 	}
 	return cs, nil
 }
+
+// URL is the server's endpoint.
+func (s *Server) URL() string { return s.cfg.URL }
 
 // Close ends the session.
 func (s *Server) Close() {
@@ -170,21 +218,31 @@ func (s *Server) drop(cs *sdk.ClientSession) {
 }
 
 // call calls a tool, replacing a session the server no longer knows once.
-func (s *Server) call(ctx context.Context, p *sdk.CallToolParams) (*sdk.CallToolResult, error) {
+// params makes the call's params afresh for each attempt (the SDK adds to
+// their _meta).
+func (s *Server) call(ctx context.Context, key string, params func() *sdk.CallToolParams) (*sdk.CallToolResult, error) {
 	for attempt := 0; ; attempt++ {
 		cs, err := s.current(ctx)
 		if err != nil {
 			return nil, err
 		}
-		res, err := cs.CallTool(ctx, p)
+		c := &callCtx{key: key}
+		res, err := cs.CallTool(context.WithValue(ctx, callCtxKey{}, c), params())
 		if err == nil {
 			return res, nil
 		}
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) {
+			// The server answered: its session is fine.
+			return nil, err
+		}
 		s.drop(cs)
-		// Neither was sent to a server that ran it: the session is gone
-		// (404) or closed before the request went out.
+		// Sent again only when no server took the call: the session is gone
+		// (404) or closed before the call went out. A session that broke
+		// after the server took the call (its response stream could not be
+		// resumed) is the call's error: it may have run.
 		gone := errors.Is(err, sdk.ErrSessionMissing) || errors.Is(err, sdk.ErrConnectionClosed)
-		if attempt == 0 && gone && ctx.Err() == nil {
+		if attempt == 0 && gone && !c.taken.Load() && ctx.Err() == nil {
 			continue
 		}
 		return nil, err
@@ -230,7 +288,8 @@ func (t *Tool) ValidateInput(input json.RawMessage) error {
 	return t.schema.Validate(input)
 }
 
-// Run calls the tool on the server.
+// Run calls the tool on the server. A call with a Reply sends the person's
+// answers to the server's earlier input_required (or -32042).
 func (t *Tool) Run(ctx context.Context, call agent.ToolCall) (agent.ToolOutput, error) {
 	if err := t.ValidateInput(call.Input); err != nil {
 		return agent.ToolOutput{}, err
@@ -243,22 +302,60 @@ func (t *Tool) Run(ctx context.Context, call agent.ToolCall) (agent.ToolOutput, 
 	if key == "" {
 		key = call.RequestID + "#" + call.ID
 	}
-	start := time.Now()
-	res, err := t.server.call(context.WithValue(ctx, keyCtx{}, key), &sdk.CallToolParams{
-		Meta:      sdk.Meta{"idempotency_key": key},
-		Name:      t.remote.Name,
-		Arguments: input,
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return agent.ToolOutput{}, fmt.Errorf("MCP server %s did not answer %s in %s: %v", t.server.cfg.URL, t.remote.Name, time.Since(start).Round(time.Millisecond), ctx.Err())
+	var responses sdk.InputResponseMap
+	state := ""
+	if call.Reply != nil {
+		var err error
+		if responses, state, err = reply(call.Reply); err != nil {
+			return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.cfg.URL, t.remote.Name, err)
 		}
-		return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.cfg.URL, t.remote.Name, err)
 	}
-	if res.IsError {
-		return agent.ToolOutput{}, errors.New(errorText(Result(res)))
+	params := func() *sdk.CallToolParams {
+		return &sdk.CallToolParams{
+			Meta:           sdk.Meta{"idempotency_key": key},
+			Name:           t.remote.Name,
+			Arguments:      input,
+			InputResponses: responses,
+			RequestState:   state,
+		}
 	}
-	return t.keep(ctx, res), nil
+	start := time.Now()
+	for shed := 0; ; shed++ {
+		res, err := t.server.call(ctx, key, params)
+		if err != nil {
+			if ni, ok, nerr := urlRequired(t.server.cfg.URL, err); ok {
+				if nerr != nil {
+					return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.cfg.URL, t.remote.Name, nerr)
+				}
+				return agent.ToolOutput{NeedsInput: ni}, nil
+			}
+			if ctx.Err() != nil {
+				return agent.ToolOutput{}, fmt.Errorf("MCP server %s did not answer %s in %s: %v", t.server.cfg.URL, t.remote.Name, time.Since(start).Round(time.Millisecond), ctx.Err())
+			}
+			return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.cfg.URL, t.remote.Name, err)
+		}
+		if res.NeedsInput() {
+			if len(res.InputRequests) == 0 {
+				// Load shedding: the server is busy; the same call again.
+				if shed < shedRetries {
+					if err := sleep(ctx, shedDelay<<shed); err != nil {
+						return agent.ToolOutput{}, fmt.Errorf("MCP server %s did not answer %s in %s: %v", t.server.cfg.URL, t.remote.Name, time.Since(start).Round(time.Millisecond), err)
+					}
+					continue
+				}
+				return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: the server answered input_required without a request %d times (it sheds load); try later", t.server.cfg.URL, t.remote.Name, shed+1)
+			}
+			ni, err := needsInput(t.server.cfg.URL, res.RequestState, res.InputRequests)
+			if err != nil {
+				return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.cfg.URL, t.remote.Name, err)
+			}
+			return agent.ToolOutput{NeedsInput: ni}, nil
+		}
+		if res.IsError {
+			return agent.ToolOutput{}, errors.New(errorText(Result(res)))
+		}
+		return t.keep(ctx, res), nil
+	}
 }
 
 // keep maps a successful result like Result, but keeps its images, embedded
@@ -480,27 +577,39 @@ func sameJSON(text string, compact []byte) bool {
 	return bytes.Equal(c.Bytes(), compact)
 }
 
-// keyCtx carries a call's idempotency key to its HTTP requests.
-type keyCtx struct{}
+// callCtx is one attempt of a call, carried by the context to its HTTP
+// requests: its idempotency key, and whether a server took its POST.
+type callCtx struct {
+	key   string
+	taken atomic.Bool
+}
+
+type callCtxKey struct{}
 
 // headerTransport adds the entry's headers to every request, and to a
 // call's requests the Idempotency-Key header (the same key as _meta's), for
-// servers that dedupe at the HTTP layer.
+// servers that dedupe at the HTTP layer. It notes a call's POST that a
+// server took: any answer but 404 (the session is unknown: nothing ran),
+// or a failure after the request went out.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
 }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	key, _ := r.Context().Value(keyCtx{}).(string)
-	if len(h.headers) > 0 || key != "" {
+	c, _ := r.Context().Value(callCtxKey{}).(*callCtx)
+	if len(h.headers) > 0 || c != nil {
 		r = r.Clone(r.Context())
 		for k, v := range h.headers {
 			r.Header.Set(k, v)
 		}
-		if key != "" {
-			r.Header.Set("Idempotency-Key", key)
+		if c != nil {
+			r.Header.Set("Idempotency-Key", c.key)
 		}
 	}
-	return h.base.RoundTrip(r)
+	resp, err := h.base.RoundTrip(r)
+	if c != nil && r.Method == http.MethodPost && (err != nil || resp.StatusCode != http.StatusNotFound) {
+		c.taken.Store(true)
+	}
+	return resp, err
 }
