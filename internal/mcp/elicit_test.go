@@ -199,6 +199,7 @@ type hit struct {
 	Method, RPC, LastEventID, IdempotencyKey, Protocol string
 	ID                                                 any
 	Body                                               string
+	Region                                             string // Mcp-Param-Region
 }
 
 // recorder notes the requests a handler gets.
@@ -209,7 +210,7 @@ type recorder struct {
 }
 
 func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := hit{Method: r.Method, LastEventID: r.Header.Get("Last-Event-ID"), IdempotencyKey: r.Header.Get("Idempotency-Key"), Protocol: r.Header.Get("Mcp-Protocol-Version")}
+	h := hit{Method: r.Method, LastEventID: r.Header.Get("Last-Event-ID"), IdempotencyKey: r.Header.Get("Idempotency-Key"), Protocol: r.Header.Get("Mcp-Protocol-Version"), Region: r.Header.Get("Mcp-Param-Region")}
 	if r.Method == http.MethodPost {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -613,5 +614,32 @@ func TestResumeAfterRestart(t *testing.T) {
 	// The next call gets a new session.
 	if _, err := call(t, s, remotes["login"], `{}`, nil, 10*time.Second); err != nil {
 		t.Errorf("the next call: %v", err)
+	}
+}
+
+// TestParamHeadersAfterReconnect: on 2026-07-28 a tool's x-mcp-header
+// argument goes out as its Mcp-Param header, which a go-sdk server checks;
+// a new session (the old one dropped) still sends it.
+func TestParamHeadersAfterReconnect(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "headers", Version: "1"}, nil)
+	srv.AddTool(&sdk.Tool{Name: "route", InputSchema: map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"region": map[string]any{"type": "string", "x-mcp-header": "Region"}},
+		"required":   []any{"region"},
+	}}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("routed"), nil })
+	rec := &recorder{next: sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true})}
+	h := serve(t, "127.0.0.1:0", rec)
+	s, remotes, _ := connectLogged(t, h.URL)
+	for i := range 2 {
+		out, err := call(t, s, remotes["route"], `{"region":"eu-north-1"}`, nil, 10*time.Second)
+		if got := textOf(t, out, err); got != "routed" {
+			t.Errorf("call %d: %q", i+1, got)
+		}
+		s.Close() // the next call gets a new session
+	}
+	for _, c := range rec.Hits(toolCalls) {
+		if c.Region != "eu-north-1" {
+			t.Errorf("a tools/call with Mcp-Param-Region %q", c.Region)
+		}
 	}
 }

@@ -203,6 +203,18 @@ func (s *Server) current(ctx context.Context) (*sdk.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
+	// On 2026-07-28 a call carries its tool's x-mcp-header arguments as
+	// Mcp-Param-* headers, which the SDK takes from the session's tool
+	// list: a new session lists the tools again, or a server that checks
+	// them would refuse the call.
+	if r := cs.InitializeResult(); r != nil && r.ProtocolVersion >= "2026-07-28" {
+		for _, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				s.cfg.Log.Warn("MCP server: listing the tools of a new session failed; calls go out without their Mcp-Param headers", "server", s.cfg.URL, "err", err.Error())
+				break
+			}
+		}
+	}
 	s.session = cs
 	return cs, nil
 }
