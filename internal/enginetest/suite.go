@@ -71,6 +71,9 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"InputPause", testInputPause},
 		{"InputRounds", testInputRounds},
 		{"InputExpiry", testInputExpiry},
+		{"ElicitPause", testElicitPause},
+		{"ElicitRounds", testElicitRounds},
+		{"ElicitExpiry", testElicitExpiry},
 		{"FiftyConcurrentAnswers", testFiftyAnswers},
 		{"AnswerTakeover", testAnswerTakeover},
 	} {
