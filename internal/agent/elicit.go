@@ -335,3 +335,16 @@ func (r *Run) turnSeq(uses []Block) int64 {
 	}
 	return 0
 }
+
+// shown is the decision as clients see it: what an MCP server asked
+// stays inside (its state is the server's).
+func (d Decision) shown() Decision {
+	if !slices.ContainsFunc(d.Calls, func(c CallDecision) bool { return c.Elicit != nil }) {
+		return d
+	}
+	d.Calls = slices.Clone(d.Calls)
+	for i := range d.Calls {
+		d.Calls[i].Elicit = nil
+	}
+	return d
+}

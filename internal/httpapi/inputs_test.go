@@ -174,4 +174,8 @@ func TestElicitationHTTP(t *testing.T) {
 	if runs := en.Booker.Runs(); len(runs) != 2 || runs[1].Reply == nil || len(runs[1].Reply.Responses) != 2 {
 		t.Errorf("the tool's runs: %+v", runs)
 	}
+	task := e.do(t, "GET", "/agents/acc/tasks/"+res["task_id"].(string), "alice", "")
+	if task.status != 200 || !strings.Contains(string(task.body), `"kind":"elicitation"`) || strings.Contains(string(task.body), "round-0") {
+		t.Errorf("GET task shows the decision's kind, never the server's state: %d %s", task.status, task.body)
+	}
 }
