@@ -70,6 +70,9 @@ func TestLoadMCP(t *testing.T) {
 			{"tk_close_ticket", func() agent.ToolPolicy { p := mcpPolicy(false, true); p.Timeout = 5 * time.Second; return p }()},
 			{"tk_search_notes", func() agent.ToolPolicy { p := mcpPolicy(true, false); p.Timeout = 5 * time.Second; return p }()},
 		}},
+		{"input_ttl", "      - mcp: " + url + "\n        name: tk\n        allow: [search_notes]\n        input_ttl: 30m\n", []toolView{
+			{"tk_search_notes", func() agent.ToolPolicy { p := mcpPolicy(false, true); p.InputTTL = 30 * time.Minute; return p }()},
+		}},
 		{"allow", "      - mcp: " + url + "\n        name: tk\n        allow: [search_notes]\n        requires_approval: false\n", []toolView{
 			{"tk_search_notes", mcpPolicy(false, true)},
 		}},
