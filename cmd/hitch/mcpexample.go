@@ -31,7 +31,7 @@ func mcpExample(ctx context.Context, args []string, stderr io.Writer) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcpexample.New().Handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stderr, "hitch mcp-example: MCP server (tools search_notes, close_ticket) on http://%s/mcp\n", ln.Addr())
+	fmt.Fprintf(stderr, "hitch mcp-example: MCP server (tools search_notes, close_ticket, reopen_ticket) on http://%s/mcp\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
