@@ -64,6 +64,13 @@ func startStackWith(tb testing.TB, detach bool) *stack { return startStackYAML(t
 // startStackYAML starts the stack with the assistant defined by def.
 func startStackYAML(tb testing.TB, def string, detach bool) *stack {
 	tb.Helper()
+	return startStackModel(tb, def, detach, nil)
+}
+
+// startStackModel starts the stack with the assistant defined by def, its
+// model wrapped by wrap (nil: none).
+func startStackModel(tb testing.TB, def string, detach bool, wrap func(agent.Model) agent.Model) *stack {
+	tb.Helper()
 	dir := tb.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "assistant.yaml"), []byte(def), 0o644); err != nil {
 		tb.Fatal(err)
@@ -72,15 +79,16 @@ func startStackYAML(tb testing.TB, def string, detach bool) *stack {
 	if err := os.MkdirAll(sandbox, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	_, _, _, srv := serveDir(tb, dir, time.Minute, detach)
+	_, _, _, srv := serveDir(tb, dir, time.Minute, detach, wrap)
 	return &stack{url: srv.URL, sandbox: sandbox, srv: srv}
 }
 
 // serveDir serves the agents of dir as hitch serve does (the test's store:
 // memory, or a table of its own on DynamoDB Local under a "/dynamodb"
 // subtest; the local model over the wire, dev auth, the A2A server), under
-// the OpenAPI contract check. feed is what its dispatcher reads.
-func serveDir(tb testing.TB, dir string, legTimeout time.Duration, detach bool) (e *agent.Engine, store agent.Store, feed <-chan agent.OutboxItem, srv *httptest.Server) {
+// the OpenAPI contract check. feed is what its dispatcher reads. wrap, when
+// given and not nil, wraps the model the engine calls.
+func serveDir(tb testing.TB, dir string, legTimeout time.Duration, detach bool, wrap ...func(agent.Model) agent.Model) (e *agent.Engine, store agent.Store, feed <-chan agent.OutboxItem, srv *httptest.Server) {
 	tb.Helper()
 	cat, err := catalog.LoadDir(dir, catalog.Env{Files: true})
 	if err != nil {
@@ -91,6 +99,11 @@ func serveDir(tb testing.TB, dir string, legTimeout time.Duration, detach bool) 
 		tb.Fatal(err)
 	}
 	tb.Cleanup(stop)
+	for _, w := range wrap {
+		if w != nil {
+			model = w(model)
+		}
+	}
 	log := slog.New(slog.DiscardHandler)
 	store, feed = newStore(tb)
 	e = &agent.Engine{Store: store, Model: model, Agents: cat, Log: log, LegTimeout: legTimeout, Artifacts: memstore.NewBytes()}
