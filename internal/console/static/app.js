@@ -882,7 +882,7 @@ function updateComposer() {
   $('send').disabled = !can;
   $('new-task').disabled = !S.agent || S.busy;
   $('message').placeholder = pendingLive()
-    ? 'This task waits for a decision on the calls above.'
+    ? (S.cards.some((c) => c.kind === 'input') ? 'This task waits for your answers above.' : 'This task waits for a decision on the calls above.')
     : 'Ask the agent… (Ctrl+Enter sends)';
 }
 
