@@ -223,6 +223,9 @@ func TestConsoleInputs(t *testing.T) {
 	if got := p.text("#status"); got != "Paused: waiting for your answers." {
 		t.Errorf("status = %q", got)
 	}
+	if got := evalJS[string](p, `document.getElementById('message').disabled + ' ' + document.getElementById('message').placeholder`); got != "true This task waits for your answers above." {
+		t.Errorf("composer: %q, want it disabled while the task waits for answers", got)
+	}
 	p.shot("inputs-01-round")
 	before := len(proxy.requests())
 	// Nothing filled in: nothing goes out, and each card says what it lacks.
@@ -317,6 +320,10 @@ func TestConsoleInputs(t *testing.T) {
 		chromedp.Click(client+` [data-field=meals] label:nth-of-type(3) input`),
 		chromedp.SendKeys(q+" input[type=number]", "2"))
 	p.shot("inputs-04-form")
+	p.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	p.wait("the form to fit a phone's screen", `document.documentElement.scrollWidth <= window.innerWidth`)
+	p.shot("inputs-04b-phone")
+	p.do(chromedp.EmulateViewport(1280, 1000))
 	p.do(chromedp.Click(bar + " button.send-round"))
 	p.waitDone(n + 1)
 	task = getTask(currentTask())
