@@ -207,3 +207,28 @@ func testElicitExpiry(t *testing.T, env *Env) {
 		t.Errorf("after the expiry: %s %+v", v.Status, last.Content)
 	}
 }
+
+// testFiftyElicitAnswers: fifty answers to an elicitation sent at once
+// while the first one's run is in flight: the call runs again once, the
+// model hears its result once, everyone gets the same outcome.
+func testFiftyElicitAnswers(t *testing.T, env *Env) {
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, bookCall("b1")))
+	res, _ := env.Invoke(t, "", "book")
+	env.Booker.Block = make(chan struct{})
+	env.Model.Add(agenttest.Say("booked once"))
+	body := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1", `{"action":"accept","content":{"size":6}}`)}}
+	first := sameOutcome(t, 50, func() { time.Sleep(50 * time.Millisecond); close(env.Booker.Block) },
+		func() (*agent.RequestResult, error) {
+			out, _, err := env.Resume(res, "alice", body)
+			return out, err
+		})
+	if first.Status != agent.StatusCompleted || first.Output != "booked once" {
+		t.Errorf("outcome = %+v", first)
+	}
+	if n := len(env.Booker.Runs()); n != 2 {
+		t.Errorf("the tool ran %d times, want 2 (the call, then once with the answer)", n)
+	}
+	if c := env.Model.NCalls(); c != 2 {
+		t.Errorf("the model was called %d times, want 2", c)
+	}
+}

@@ -19,7 +19,9 @@ type Elicitor struct {
 	Name string
 	// Asks are the requests of each round; a single form by default.
 	Asks [][]agent.Elicitation
-	mu   sync.Mutex
+	// Block, when set, is waited on by every run with answers.
+	Block chan struct{}
+	mu    sync.Mutex
 	runs []ElicitRun
 }
 
@@ -62,6 +64,13 @@ func (t *Elicitor) Run(ctx context.Context, c agent.ToolCall) (agent.ToolOutput,
 	t.mu.Lock()
 	t.runs = append(t.runs, ElicitRun{Key: c.IdempotencyKey, Input: string(c.Input), Reply: c.Reply})
 	t.mu.Unlock()
+	if c.Reply != nil && t.Block != nil {
+		select {
+		case <-t.Block:
+		case <-ctx.Done():
+			return agent.ToolOutput{}, ctx.Err()
+		}
+	}
 	round := 0
 	if c.Reply != nil {
 		if _, err := fmt.Sscanf(c.Reply.State, "round-%d", &round); err != nil {

@@ -74,6 +74,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ElicitPause", testElicitPause},
 		{"ElicitRounds", testElicitRounds},
 		{"ElicitExpiry", testElicitExpiry},
+		{"FiftyElicitAnswers", testFiftyElicitAnswers},
 		{"FiftyConcurrentAnswers", testFiftyAnswers},
 		{"AnswerTakeover", testAnswerTakeover},
 	} {
