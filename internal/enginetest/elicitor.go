@@ -22,7 +22,7 @@ type Elicitor struct {
 	// Block, when set, is waited on by every run with answers.
 	Block chan struct{}
 	mu    sync.Mutex
-	runs []ElicitRun
+	runs  []ElicitRun
 }
 
 // ElicitRun is one run of the Elicitor: what it was called with.
