@@ -232,3 +232,46 @@ func testFiftyElicitAnswers(t *testing.T, env *Env) {
 		t.Errorf("the model was called %d times, want 2", c)
 	}
 }
+
+// testElicitTakeover: the leg that claimed an answered elicitation died
+// before the call ran again. The takeover reads the answer back (META
+// holds its hash, the DEC# item the answer, the decision the server's
+// state): an idempotent tool runs again with it; any other gets
+// outcome_unknown and never runs twice.
+func testElicitTakeover(t *testing.T, env *Env) {
+	ag, _ := env.E.Agents.Get("acc")
+	for _, idempotent := range []bool{false, true} {
+		for i := range ag.Tools {
+			if ag.Tools[i].Tool == env.Booker {
+				ag.Tools[i].Policy.Idempotent = idempotent
+			}
+		}
+		env.Model.Add(agenttest.CallTools(agent.StopToolUse, bookCall("b1")))
+		res, _ := env.Invoke(t, "", "book")
+		runs := len(env.Booker.Runs())
+		body := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1", `{"action":"accept","content":{"size":3}}`)}}
+		if _, err := env.E.StartResume(context.Background(), agent.ResumeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+		env.Advance(5 * time.Minute)
+		env.Model.Add(agenttest.Say("recovered"))
+		out, _, err := env.Resume(res, "alice", body)
+		if err != nil || out.Status != agent.StatusCompleted {
+			t.Fatalf("idempotent=%v: takeover: %+v %v", idempotent, out, err)
+		}
+		got := modelResults(env.Model.Call(env.Model.NCalls() - 1))
+		all := env.Booker.Runs()
+		if idempotent {
+			if len(all) != runs+1 || all[len(all)-1].Reply == nil || all[len(all)-1].Reply.State != "round-0" {
+				t.Errorf("an idempotent tool's takeover: runs %+v", all[runs:])
+			}
+			if got != `b1=success:booked: party=accept{"size":3}` {
+				t.Errorf("results sent to the model: %s", got)
+			}
+			continue
+		}
+		if len(all) != runs || !strings.HasPrefix(got, "b1=error:") || !strings.Contains(got, "outcome_unknown") {
+			t.Errorf("a takeover of a non-idempotent tool: %d runs more, results %s", len(all)-runs, got)
+		}
+	}
+}

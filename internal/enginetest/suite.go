@@ -75,6 +75,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ElicitRounds", testElicitRounds},
 		{"ElicitExpiry", testElicitExpiry},
 		{"FiftyElicitAnswers", testFiftyElicitAnswers},
+		{"ElicitTakeover", testElicitTakeover},
 		{"FiftyConcurrentAnswers", testFiftyAnswers},
 		{"AnswerTakeover", testAnswerTakeover},
 	} {
