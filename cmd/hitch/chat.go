@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 )
 
@@ -173,6 +174,11 @@ func (c *chatClient) answer(paused map[string]any, approvals, inputs []any) erro
 	for _, p := range inputs {
 		in := p.(map[string]any)
 		d := map[string]any{"tool_call_id": in["tool_call_id"]}
+		if in["kind"] == "elicitation" {
+			d["action"], d["result"] = "answer", c.elicit(in)
+			decisions = append(decisions, d)
+			continue
+		}
 		choices, _ := in["choices"].([]any)
 		_, hasSchema := in["schema"]
 		if in["kind"] == "question" {
@@ -237,6 +243,107 @@ func chatResult(line string, choices []any, wantJSON bool) any {
 		if json.Unmarshal([]byte(line), &v) == nil {
 			return v
 		}
+	}
+	return line
+}
+
+// elicit asks an MCP server's request for input in the terminal: a URL
+// to open, then whether it is done; a form field by field. An empty line
+// at the first prompt declines.
+func (c *chatClient) elicit(in map[string]any) map[string]any {
+	decline := map[string]any{"action": "decline"}
+	fmt.Fprintf(c.out, "the MCP server %s (tool %s) asks: %s\n", in["server"], in["name"], in["question"])
+	if u, ok := in["url"].(string); ok && u != "" {
+		fmt.Fprintf(c.out, "  open %s\ndone there? [y/N] ", u)
+		if c.in.Scan() && strings.HasPrefix(strings.ToLower(strings.TrimSpace(c.in.Text())), "y") {
+			return map[string]any{"action": "accept"}
+		}
+		return decline
+	}
+	schema, _ := in["schema"].(map[string]any)
+	props, _ := schema["properties"].(map[string]any)
+	required := map[string]bool{}
+	if rs, ok := schema["required"].([]any); ok {
+		for _, r := range rs {
+			if s, ok := r.(string); ok {
+				required[s] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(props))
+	for name := range props {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	fmt.Fprint(c.out, "fill it in? [Y/n] ")
+	if c.in.Scan() && strings.HasPrefix(strings.ToLower(strings.TrimSpace(c.in.Text())), "n") {
+		return decline
+	}
+	content := map[string]any{}
+	for _, name := range names {
+		p, _ := props[name].(map[string]any)
+		label := name
+		if t, ok := p["title"].(string); ok && t != "" {
+			label = t
+		}
+		hint := formHint(p)
+		if required[name] {
+			hint += ", required"
+		}
+		fmt.Fprintf(c.out, "  %s (%s)> ", label, hint)
+		if !c.in.Scan() {
+			break
+		}
+		line := strings.TrimSpace(c.in.Text())
+		if line == "" {
+			continue
+		}
+		content[name] = formValue(p, line)
+	}
+	return map[string]any{"action": "accept", "content": content}
+}
+
+// formHint says what a form field takes.
+func formHint(p map[string]any) string {
+	if enum, ok := p["enum"].([]any); ok {
+		return fmt.Sprintf("one of %v", enum)
+	}
+	if items, ok := p["items"].(map[string]any); ok {
+		if enum, ok := items["enum"].([]any); ok {
+			return fmt.Sprintf("some of %v, comma-separated", enum)
+		}
+	}
+	if t, ok := p["type"].(string); ok {
+		return t
+	}
+	return "text"
+}
+
+// formValue is a typed line as the field's value: numbers and booleans
+// parsed, an array of enums split on commas; a line that does not parse
+// stays text (the server's schema check then says what is wrong).
+func formValue(p map[string]any, line string) any {
+	switch p["type"] {
+	case "integer", "number":
+		var n json.Number
+		if json.Unmarshal([]byte(line), &n) == nil {
+			return n
+		}
+	case "boolean":
+		switch strings.ToLower(line) {
+		case "y", "yes", "true":
+			return true
+		case "n", "no", "false":
+			return false
+		}
+	case "array":
+		var out []string
+		for _, s := range strings.Split(line, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
 	}
 	return line
 }

@@ -29,23 +29,9 @@ func mcpExample(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("mcp-example: %w", err)
 	}
 	mux := http.NewServeMux()
-	// A client's standalone stream (a GET) lasts as long as its session:
-	// the shutdown ends those streams and lets running calls finish.
-	streams, endStreams := context.WithCancel(context.Background())
-	defer endStreams()
-	h := mcpexample.New().Handler()
-	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			ctx, cancel := context.WithCancel(r.Context())
-			defer cancel()
-			defer context.AfterFunc(streams, cancel)()
-			r = r.WithContext(ctx)
-		}
-		h.ServeHTTP(w, r)
-	}))
+	mux.Handle("/mcp", mcpexample.New().Handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	srv.RegisterOnShutdown(endStreams)
-	fmt.Fprintf(stderr, "hitch mcp-example: MCP server (tools search_notes, close_ticket) on http://%s/mcp\n", ln.Addr())
+	fmt.Fprintf(stderr, "hitch mcp-example: MCP server (tools search_notes, close_ticket, reopen_ticket) on http://%s/mcp\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -60,11 +60,11 @@ func TestMCPExample(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"close_ticket", "search_notes"}) {
+	if !slices.Equal(names, []string{"close_ticket", "reopen_ticket", "search_notes"}) {
 		t.Errorf("tools %v", names)
 	}
 
-	// The example agent loads with the server up (both tools) and down
+	// The example agent loads with the server up (its tools) and down
 	// (optional: without them).
 	def, err := os.ReadFile("../../examples/mcp/tickets.yaml")
 	if err != nil {
@@ -74,7 +74,7 @@ func TestMCPExample(t *testing.T) {
 		url  string
 		want []string
 	}{
-		{url, []string{"get_time", "tickets_close_ticket", "tickets_search_notes"}},
+		{url, []string{"get_time", "tickets_close_ticket", "tickets_reopen_ticket", "tickets_search_notes"}},
 		{"http://127.0.0.1:1/mcp", []string{"get_time"}},
 	} {
 		data := strings.Replace(string(def), "http://127.0.0.1:8090/mcp", tc.url, 1)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -63,6 +64,13 @@ func startStackWith(tb testing.TB, detach bool) *stack { return startStackYAML(t
 // startStackYAML starts the stack with the assistant defined by def.
 func startStackYAML(tb testing.TB, def string, detach bool) *stack {
 	tb.Helper()
+	return startStackModel(tb, def, detach, nil)
+}
+
+// startStackModel starts the stack with the assistant defined by def, its
+// model wrapped by wrap (nil: none).
+func startStackModel(tb testing.TB, def string, detach bool, wrap func(agent.Model) agent.Model) *stack {
+	tb.Helper()
 	dir := tb.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "assistant.yaml"), []byte(def), 0o644); err != nil {
 		tb.Fatal(err)
@@ -71,15 +79,16 @@ func startStackYAML(tb testing.TB, def string, detach bool) *stack {
 	if err := os.MkdirAll(sandbox, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	_, _, _, srv := serveDir(tb, dir, time.Minute, detach)
+	_, _, _, srv := serveDir(tb, dir, time.Minute, detach, wrap)
 	return &stack{url: srv.URL, sandbox: sandbox, srv: srv}
 }
 
 // serveDir serves the agents of dir as hitch serve does (the test's store:
 // memory, or a table of its own on DynamoDB Local under a "/dynamodb"
 // subtest; the local model over the wire, dev auth, the A2A server), under
-// the OpenAPI contract check. feed is what its dispatcher reads.
-func serveDir(tb testing.TB, dir string, legTimeout time.Duration, detach bool) (e *agent.Engine, store agent.Store, feed <-chan agent.OutboxItem, srv *httptest.Server) {
+// the OpenAPI contract check. feed is what its dispatcher reads. wrap, when
+// given and not nil, wraps the model the engine calls.
+func serveDir(tb testing.TB, dir string, legTimeout time.Duration, detach bool, wrap ...func(agent.Model) agent.Model) (e *agent.Engine, store agent.Store, feed <-chan agent.OutboxItem, srv *httptest.Server) {
 	tb.Helper()
 	cat, err := catalog.LoadDir(dir, catalog.Env{Files: true})
 	if err != nil {
@@ -90,6 +99,11 @@ func serveDir(tb testing.TB, dir string, legTimeout time.Duration, detach bool) 
 		tb.Fatal(err)
 	}
 	tb.Cleanup(stop)
+	for _, w := range wrap {
+		if w != nil {
+			model = w(model)
+		}
+	}
 	log := slog.New(slog.DiscardHandler)
 	store, feed = newStore(tb)
 	e = &agent.Engine{Store: store, Model: model, Agents: cat, Log: log, LegTimeout: legTimeout, Artifacts: memstore.NewBytes()}
@@ -382,11 +396,11 @@ func TestV03(t *testing.T) {
 	}
 }
 
-// Bad JSON-RPC gets the spec's codes with the Hitch code; a bad token is 401
-// before any JSON-RPC.
+// Bad JSON-RPC gets the spec's codes with the Hitch code, as JSON under
+// either version's shapes; a bad token is 401 before any JSON-RPC.
 func TestRPCErrors(t *testing.T) {
 	s := startStack(t)
-	rpc := func(user, version, body string) (int, map[string]any) {
+	rpc := func(user, version, body string) (int, string, map[string]any) {
 		req, _ := http.NewRequest("POST", s.url+"/a2a/assistant", strings.NewReader(body))
 		req.Header.Set("Authorization", user)
 		if version != "" {
@@ -400,48 +414,157 @@ func TestRPCErrors(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		var m map[string]any
 		_ = json.Unmarshal(b, &m)
-		return resp.StatusCode, m
+		return resp.StatusCode, resp.Header.Get("Content-Type"), m
 	}
-	codeOf := func(m map[string]any) (float64, string) {
+	codeOf := func(m map[string]any) (float64, string, string) {
 		e, _ := m["error"].(map[string]any)
 		code, _ := e["code"].(float64)
+		message, _ := e["message"].(string)
 		hitch := ""
 		if data, ok := e["data"].([]any); ok && len(data) > 0 {
 			if md, ok := data[len(data)-1].(map[string]any)["metadata"].(map[string]any); ok {
 				hitch, _ = md["code"].(string)
 			}
 		}
-		return code, hitch
+		return code, hitch, message
+	}
+	const unknown = "0190c6a8-5d0e-7000-8000-000000000000"
+	call := func(method, params string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
 	}
 	tests := []struct {
 		name, version, body string
 		code                float64
 		hitch               string
+		// message is a part of the error's message ("" checks none).
+		message string
 	}{
-		{"malformed JSON", "1.0", `{"jsonrpc":`, -32700, ""},
-		{"not a request", "1.0", `{"jsonrpc":"2.0","id":1}`, -32600, ""},
-		{"unknown method", "1.0", `{"jsonrpc":"2.0","id":1,"method":"Frobnicate","params":{}}`, -32601, ""},
-		{"unknown task", "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"0190c6a8-5d0e-7000-8000-000000000000"}}`, -32001, "task_not_found"},
-		{"not a task id", "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"nope"}}`, -32001, "task_not_found"},
-		{"negative historyLength", "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"0190c6a8-5d0e-7000-8000-000000000000","historyLength":-1}}`, -32602, "invalid_query"},
-		{"unknown context", "1.0", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","contextId":"0190c6a8-5d0e-7000-8000-000000000000","parts":[{"text":"hi"}]}}}`, -32001, "task_not_found"},
-		{"unsupported media type", "1.0", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"raw":"AAAA","mediaType":"audio/wav"}]}}}`, -32005, "invalid_content_type"},
-		{"push config", "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetTaskPushNotificationConfig","params":{"taskId":"x","id":"y"}}`, -32003, "push_notifications_not_supported"},
-		{"extended card", "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard","params":{}}`, -32004, "unsupported_operation"},
-		{"unknown version", "2.0", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`, -32009, "version_not_supported"},
-		{"0.3 name under 1.0", "1.0", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"0190c6a8-5d0e-7000-8000-000000000000"}}`, -32001, "task_not_found"},
+		{"malformed JSON", "1.0", `{"jsonrpc":`, -32700, "", ""},
+		{"not a request", "1.0", `{"jsonrpc":"2.0","id":1}`, -32600, "", ""},
+		{"unknown method", "1.0", call("Frobnicate", `{}`), -32601, "", ""},
+		{"unknown task", "1.0", call("GetTask", `{"id":"`+unknown+`"}`), -32001, "task_not_found", ""},
+		{"not a task id", "1.0", call("GetTask", `{"id":"nope"}`), -32001, "task_not_found", ""},
+		{"negative historyLength", "1.0", call("GetTask", `{"id":"`+unknown+`","historyLength":-1}`), -32602, "invalid_query", ""},
+		{"unknown context", "1.0", call("SendMessage", `{"message":{"messageId":"m","role":"ROLE_USER","contextId":"`+unknown+`","parts":[{"text":"hi"}]}}`), -32001, "task_not_found", ""},
+		{"unsupported media type", "1.0", call("SendMessage", `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"raw":"AAAA","mediaType":"audio/wav"}]}}`), -32005, "invalid_content_type", ""},
+		{"push config", "1.0", call("GetTaskPushNotificationConfig", `{"taskId":"x","id":"y"}`), -32003, "push_notifications_not_supported", ""},
+		{"extended card", "1.0", call("GetExtendedAgentCard", `{}`), -32004, "unsupported_operation", ""},
+		{"unknown version", "2.0", call("GetTask", `{"id":"x"}`), -32009, "version_not_supported", ""},
+		{"0.3 name under 1.0", "1.0", call("tasks/get", `{"id":"`+unknown+`"}`), -32001, "task_not_found", ""},
+
+		// The 0.3 shapes (no A2A-Version): the same codes, as JSON.
+		{"0.3 malformed JSON", "", `{"jsonrpc":`, -32700, "", ""},
+		{"0.3 not a request", "", `{"jsonrpc":"2.0","id":1}`, -32600, "", ""},
+		{"0.3 unknown method", "", call("tasks/frobnicate", `{}`), -32601, "", ""},
+		{"0.3 unknown task", "", call("tasks/get", `{"id":"`+unknown+`"}`), -32001, "task_not_found", ""},
+		{"0.3 params not an object", "", call("tasks/get", `[1]`), -32602, "", ""},
+
+		// A missing task id is a missing parameter, not an unknown task.
+		{"GetTask without id", "1.0", call("GetTask", `{}`), -32602, "invalid_id", "id"},
+		{"GetTask with an empty id", "1.0", call("GetTask", `{"id":""}`), -32602, "invalid_id", "id"},
+		{"GetTask without params", "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetTask"}`, -32602, "invalid_id", "id"},
+		{"0.3 tasks/get without id", "", call("tasks/get", `{}`), -32602, "invalid_id", "id"},
+		{"CancelTask without id", "1.0", call("CancelTask", `{}`), -32602, "invalid_id", "id"},
+		{"0.3 tasks/cancel without id", "", call("tasks/cancel", `{}`), -32602, "invalid_id", "id"},
+
+		// ListTasks: each bad parameter is invalid params naming it.
+		{"ListTasks unknown status", "1.0", call("ListTasks", `{"status":"TASK_STATE_DONE"}`), -32602, "invalid_query", "status"},
+		{"ListTasks a 0.3 state name", "1.0", call("ListTasks", `{"status":"completed"}`), -32602, "invalid_query", "TASK_STATE_COMPLETED"},
+		{"ListTasks status not a string", "1.0", call("ListTasks", `{"status":3}`), -32602, "invalid_query", "status"},
+		{"ListTasks pageSize 0", "1.0", call("ListTasks", `{"pageSize":0}`), -32602, "invalid_query", "pageSize"},
+		{"ListTasks pageSize 101", "1.0", call("ListTasks", `{"pageSize":101}`), -32602, "invalid_query", "pageSize"},
+		{"ListTasks pageSize -1", "1.0", call("ListTasks", `{"pageSize":-1}`), -32602, "invalid_query", "pageSize"},
+		{"ListTasks pageSize not an integer", "1.0", call("ListTasks", `{"pageSize":2.5}`), -32602, "invalid_query", "pageSize"},
+		{"ListTasks pageSize a string", "1.0", call("ListTasks", `{"pageSize":"ten"}`), -32602, "invalid_query", "pageSize"},
+		{"ListTasks malformed statusTimestampAfter", "1.0", call("ListTasks", `{"statusTimestampAfter":"yesterday"}`), -32602, "invalid_query", "statusTimestampAfter"},
+		{"ListTasks statusTimestampAfter a number", "1.0", call("ListTasks", `{"statusTimestampAfter":1767225600}`), -32602, "invalid_query", "statusTimestampAfter"},
+		{"ListTasks bad pageToken", "1.0", call("ListTasks", `{"pageToken":"x"}`), -32602, "invalid_query", "pageToken"},
+		{"tasks/list pageSize 0, no version", "", call("tasks/list", `{"pageSize":0}`), -32602, "invalid_query", "pageSize"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, m := rpc("Bearer alice", tt.version, tt.body)
-			code, hitch := codeOf(m)
+			status, ctype, m := rpc("Bearer alice", tt.version, tt.body)
+			code, hitch, message := codeOf(m)
 			if status != 200 || code != tt.code || hitch != tt.hitch {
 				t.Errorf("= %d %v %q (%v), want 200 %v %q", status, code, hitch, m, tt.code, tt.hitch)
 			}
+			if !strings.Contains(message, tt.message) {
+				t.Errorf("message %q does not say %q", message, tt.message)
+			}
+			if mt, _, _ := mime.ParseMediaType(ctype); mt != "application/json" {
+				t.Errorf("Content-Type %q, want application/json", ctype)
+			}
+			if m["jsonrpc"] != "2.0" {
+				t.Errorf("not a JSON-RPC response: %v", m)
+			}
 		})
 	}
-	if status, _ := rpc("Basic xyz", "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`); status != 401 {
+	if status, _, _ := rpc("Basic xyz", "1.0", call("GetTask", `{"id":"x"}`)); status != 401 {
 		t.Errorf("a bad token = %d, want 401", status)
+	}
+}
+
+// ListTasks' filters and page size, as the spec has them: a status, a page
+// of 1 to 100 (50 when absent), tasks whose status changed after a time.
+// Refused parameters change nothing.
+func TestListTasksParams(t *testing.T) {
+	s := startStack(t)
+	c := s.client(t, "alice")
+	ctx := context.Background()
+	done := send(t, c, text("hello"))
+	paused := send(t, c, text(`/call delete_file {"path": "x"}`))
+	ids := func(l *a2a.ListTasksResponse) []a2a.TaskID {
+		var out []a2a.TaskID
+		for _, t := range l.Tasks {
+			out = append(out, t.ID)
+		}
+		return out
+	}
+	list := func(req *a2a.ListTasksRequest) *a2a.ListTasksResponse {
+		t.Helper()
+		l, err := c.ListTasks(ctx, req)
+		if err != nil {
+			t.Fatalf("ListTasks(%+v): %v", req, err)
+		}
+		return l
+	}
+	if l := list(&a2a.ListTasksRequest{}); l.TotalSize != 2 || l.PageSize != 50 || len(l.Tasks) != 2 {
+		t.Errorf("no params: total %d, page %d, %v", l.TotalSize, l.PageSize, ids(l))
+	}
+	if l := list(&a2a.ListTasksRequest{Status: a2a.TaskStateCompleted}); l.TotalSize != 1 || ids(l)[0] != done.ID {
+		t.Errorf("completed: %v", ids(l))
+	}
+	if l := list(&a2a.ListTasksRequest{Status: a2a.TaskStateInputRequired}); l.TotalSize != 1 || ids(l)[0] != paused.ID {
+		t.Errorf("input-required: %v", ids(l))
+	}
+	if l := list(&a2a.ListTasksRequest{Status: a2a.TaskStateRejected}); l.TotalSize != 0 || len(l.Tasks) != 0 {
+		t.Errorf("rejected: %v", ids(l))
+	}
+	first := list(&a2a.ListTasksRequest{PageSize: 1})
+	if first.PageSize != 1 || len(first.Tasks) != 1 || first.Tasks[0].ID != paused.ID || first.NextPageToken == "" {
+		t.Fatalf("a page of 1: %v next %q", ids(first), first.NextPageToken)
+	}
+	if l := list(&a2a.ListTasksRequest{PageSize: 100, PageToken: first.NextPageToken}); len(l.Tasks) != 1 || l.Tasks[0].ID != done.ID || l.NextPageToken != "" {
+		t.Errorf("the next page: %v next %q", ids(l), l.NextPageToken)
+	}
+	before := done.Status.Timestamp.Add(-time.Hour)
+	if l := list(&a2a.ListTasksRequest{StatusTimestampAfter: &before}); l.TotalSize != 2 {
+		t.Errorf("after an hour ago: %v", ids(l))
+	}
+	later := time.Now().Add(time.Hour)
+	if l := list(&a2a.ListTasksRequest{StatusTimestampAfter: &later}); l.TotalSize != 0 {
+		t.Errorf("after an hour from now: %v", ids(l))
+	}
+	for _, bad := range []*a2a.ListTasksRequest{{Status: "TASK_STATE_DONE"}, {PageSize: 101}, {PageSize: -3}} {
+		if _, err := c.ListTasks(ctx, bad); !errors.Is(err, a2a.ErrInvalidParams) {
+			t.Errorf("ListTasks(%+v): %v, want invalid params", bad, err)
+		}
+	}
+	if got, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: paused.ID}); err != nil || got.Status.State != a2a.TaskStateInputRequired {
+		t.Errorf("the paused task after the refused calls: %+v %v", got, err)
+	}
+	if l := list(&a2a.ListTasksRequest{}); l.TotalSize != 2 {
+		t.Errorf("after the refused calls: %v", ids(l))
 	}
 }
 

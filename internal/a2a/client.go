@@ -583,13 +583,21 @@ func (r *Remote) readData(rt *agent.RemoteTask, v any) {
 		in, _ := json.Marshal(pv.Input)
 		exp, _ := time.Parse(time.RFC3339, pv.ExpiresAt)
 		pc := agent.PendingCall{ToolCallID: pv.ToolCallID, Name: pv.Name, Input: in, ExpiresAt: exp, Round: pv.Round, Rule: pv.Rule}
-		if pv.Kind == agent.InputQuestion || pv.Kind == agent.InputClient {
+		if pv.Kind == agent.InputQuestion || pv.Kind == agent.InputClient || pv.Kind == agent.InputElicitation {
 			// An input of the remote's round (docs/api.md, "Pauses for
 			// input"): answered here or there, as its approvals are.
 			pc.Kind = pv.Kind
 			pc.Asked = &agent.InputAsk{Question: pv.Question, Choices: pv.Choices}
 			if pv.Schema != nil {
 				pc.Asked.Schema, _ = json.Marshal(pv.Schema)
+			}
+			if pv.Kind == agent.InputElicitation {
+				// What the remote's MCP server asked (its state stays there).
+				mode := agent.ElicitForm
+				if pv.URL != "" {
+					mode = agent.ElicitURL
+				}
+				pc.Elicit = &agent.ElicitAsk{Elicitation: agent.Elicitation{Mode: mode, Message: pv.Question, Schema: pc.Asked.Schema, URL: pv.URL}, Server: pv.Server}
 			}
 		}
 		if pv.Agent != "" {

@@ -11,12 +11,13 @@
 //     is the request_id); a request is found by its id alone through the
 //     store's request lookup (A2A#<rid>), written with the request;
 //   - Running → working; Paused → input-required, the status message
-//     carrying the pending calls as a data part {"pending_approvals": […]};
+//     carrying the question(s) in a text part and the pending calls as a
+//     data part {"pending_approvals": […], "pending_inputs": […]};
 //     Completed → completed with the output as an artifact; Failed → failed;
 //     Canceled → canceled;
 //   - a message on an input-required task resumes it: a data part holding a
 //     ResumeRequest (action | decisions, round?) or a text part "approve" /
-//     "reject";
+//     "reject" (any plain text, when the round holds one question alone);
 //   - streams begin with the Task; answer deltas are artifact updates on one
 //     artifact; state changes are status updates. SubscribeToTask replays the
 //     request's durable event log and follows it live.

@@ -2,11 +2,14 @@ package a2a
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +30,9 @@ type handler struct {
 	// base is the API's base URL as the caller reached it: artifacts'
 	// download URLs are absolute.
 	base string
+	// invalid is the error of a ListTasks call whose params failed the
+	// check before the SDK's decoding (listParams).
+	invalid error
 	// runs counts the requests this call started that have not ended or
 	// paused yet, so that a caller that must outlive them (a Lambda
 	// invocation) can wait; once it waits (closed), nothing more starts.
@@ -78,8 +84,11 @@ func (f *found) active() bool {
 }
 
 // find reads the request an A2A task id names: unknown, not a UUID, another
-// agent's or another user's → TaskNotFound.
+// agent's or another user's → TaskNotFound; none → InvalidParams.
 func (h *handler) find(ctx context.Context, id a2a.TaskID) (*found, error) {
+	if id == "" {
+		return nil, invalidParams(agent.CodeInvalidID, "params.id is required: the id of a task")
+	}
 	rid, err := agent.ParseID("id", string(id))
 	if err != nil {
 		return nil, taskNotFound(string(id))
@@ -397,12 +406,18 @@ const listTasksScan = 50
 // context; without one, the requests of the user's 50 most recently updated
 // contexts.
 func (h *handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	if h.invalid != nil {
+		return nil, h.invalid
+	}
 	size := req.PageSize
 	switch {
-	case size == 0:
+	case size == 0: // absent (an explicit 0 is refused by listParams)
 		size = 50
 	case size < 1 || size > 100:
-		return nil, invalidParams(agent.CodeInvalidQuery, "pageSize must be 1 to 100")
+		return nil, badPageSize()
+	}
+	if req.Status != a2a.TaskStateUnspecified && !slices.Contains(taskStates, req.Status) {
+		return nil, badStatus(strconv.Quote(string(req.Status)))
 	}
 	if err := checkHistoryLength(req.HistoryLength); err != nil {
 		return nil, err
@@ -465,6 +480,61 @@ func (h *handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2
 		}
 	}
 	return resp, nil
+}
+
+// taskStates are the states ListTasks filters on (TASK_STATE_UNSPECIFIED,
+// or no status, filters none).
+var taskStates = []a2a.TaskState{
+	a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired,
+	a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected,
+}
+
+func badStatus(got string) error {
+	names := make([]string, len(taskStates))
+	for i, s := range taskStates {
+		names[i] = string(s)
+	}
+	return invalidParams(agent.CodeInvalidQuery, "status "+got+" is not a task state: one of "+strings.Join(names, ", "))
+}
+
+func badPageSize() error {
+	return invalidParams(agent.CodeInvalidQuery, "pageSize must be an integer from 1 to 100 (absent: 50)")
+}
+
+// listParams checks the ListTasks params that the SDK's decoding misreads:
+// pageSize 0, which it takes for an absent one, and a statusTimestampAfter
+// that is no RFC 3339 timestamp, which it answers as a parse error though
+// the JSON parsed; a status or pageSize of another JSON type, which it
+// answers without naming the field. Params that are no object are the
+// SDK's to refuse.
+func listParams(raw json.RawMessage) error {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(raw, &p) != nil {
+		return nil
+	}
+	set := func(name string) (json.RawMessage, bool) {
+		v, ok := p[name]
+		return v, ok && string(v) != "null"
+	}
+	if v, ok := set("pageSize"); ok {
+		var n int
+		if json.Unmarshal(v, &n) != nil || n < 1 || n > 100 {
+			return badPageSize()
+		}
+	}
+	if v, ok := set("status"); ok {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return badStatus(string(v))
+		}
+	}
+	if v, ok := set("statusTimestampAfter"); ok {
+		var at time.Time
+		if json.Unmarshal(v, &at) != nil {
+			return invalidParams(agent.CodeInvalidQuery, "statusTimestampAfter must be an RFC 3339 timestamp, such as 2026-01-02T15:04:05Z")
+		}
+	}
+	return nil
 }
 
 // GetExtendedAgentCard implements a2asrv.RequestHandler: there is none.

@@ -2,16 +2,24 @@ package a2a_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hitch-agents/hitch/internal/agent"
 )
 
 const askerYAML = `apiVersion: tealagents/v1alpha1
@@ -68,6 +76,156 @@ func TestQuestionOverA2A(t *testing.T) {
 	if done := send(t, c, yes); !strings.Contains(artifactText(done), "ask_user success: approve") {
 		t.Errorf("\"approve\" answering a question: %s %q", done.Status.State, artifactText(done))
 	}
+}
+
+// TestJSClientInputs: the official A2A JavaScript SDK's client answers an
+// agent's questions (tools/a2a-js/inputs.mjs), over 1.0 and over 0.3: a
+// round holding one question by a plain text reply, a question with a
+// schema by a data part's decisions (after two refused ones). Each answer
+// reaches the model once, as the call's tool result: text for the text,
+// JSON for the object.
+func TestJSClientInputs(t *testing.T) {
+	node, script := jsClient(t, "inputs.mjs")
+	for _, protocol := range []string{"1.0", "0.3"} {
+		t.Run(protocol, func(t *testing.T) {
+			m := &modelLog{}
+			s := startStackModel(t, askerYAML, true, func(in agent.Model) agent.Model { m.Model = in; return m })
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, node, script, s.url, "assistant", "alice", protocol).CombinedOutput()
+			t.Logf("node inputs.mjs (%s):\n%s", protocol, out)
+			if err != nil || !strings.Contains(string(out), "ALL OK inputs "+protocol) {
+				t.Fatalf("the JS client's inputs failed: %v", err)
+			}
+			answered := map[string]string{}
+			for _, line := range strings.Split(string(out), "\n") {
+				if f := strings.Fields(line); len(f) == 3 && f[0] == "ANSWERED" {
+					answered[f[1]] = f[2]
+				}
+			}
+			want := map[string]agent.Block{
+				"text": {Type: agent.BlockText, Text: "Q3 numbers"},
+				"data": {Type: agent.BlockJSON, JSON: json.RawMessage(`{"copies":3,"duplex":true}`)},
+			}
+			for how, block := range want {
+				id := answered[how]
+				if id == "" {
+					t.Errorf("the script did not say which call its %s answer was for", how)
+					continue
+				}
+				given, dup := m.given(id)
+				if len(given) != 1 || dup != 0 {
+					t.Errorf("%s answer %s: the model was given %d results for it (%d requests carried it twice), want 1", how, id, len(given), dup)
+					continue
+				}
+				r := given[0]
+				if r.Status != agent.ResultSuccess || len(r.Content) != 1 {
+					t.Errorf("%s answer: the model's result %+v", how, r)
+					continue
+				}
+				got := r.Content[0]
+				if got.Type != block.Type || got.Text != block.Text || !sameJSON(got.JSON, block.JSON) {
+					t.Errorf("%s answer: the model was given %s %q %s, want %s %q %s", how, got.Type, got.Text, got.JSON, block.Type, block.Text, block.JSON)
+				}
+			}
+			if n := m.count(); n != 4 {
+				t.Errorf("%d model calls, want 4: a question and the answer's results, twice", n)
+			}
+		})
+	}
+}
+
+// jsClient finds node and the script name of tools/a2a-js, skipping the test
+// when the SDK is not installed (failing it under CI). HITCH_A2A_JS
+// overrides where the SDK is installed (a directory holding node_modules).
+func jsClient(t *testing.T, name string) (node, script string) {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("..", "..", "tools", "a2a-js", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir := os.Getenv("HITCH_A2A_JS"); dir != "" {
+		// The script beside that node_modules (ES modules resolve from
+		// the script's directory).
+		b, err := os.ReadFile(script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		script = filepath.Join(dir, strings.TrimSuffix(name, ".mjs")+"-test.mjs")
+		if err := os.WriteFile(script, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(script) })
+	}
+	node, err = exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@a2a-js", "sdk", "package.json"))
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the A2A JS client is not installed (make tools): %v", err)
+		}
+		t.Skipf("the A2A JS client is not installed (make tools): %v", err)
+	}
+	return node, script
+}
+
+// modelLog is a model that keeps a copy of every request it is sent.
+type modelLog struct {
+	agent.Model
+	mu   sync.Mutex
+	reqs [][]agent.Message
+}
+
+func (m *modelLog) Converse(ctx context.Context, req *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
+	var msgs []agent.Message
+	if b, err := json.Marshal(req.Messages); err == nil {
+		_ = json.Unmarshal(b, &msgs)
+	}
+	m.mu.Lock()
+	m.reqs = append(m.reqs, msgs)
+	m.mu.Unlock()
+	return m.Model.Converse(ctx, req, on)
+}
+
+func (m *modelLog) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.reqs)
+}
+
+// given is the tool results for call id that the model was given as news
+// (in a request's last message), and the number of requests whose messages
+// carried more than one result for it.
+func (m *modelLog) given(id string) (results []agent.Block, dup int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, msgs := range m.reqs {
+		n := 0
+		for i, msg := range msgs {
+			for _, b := range msg.Content {
+				if b.Type != agent.BlockToolResult || b.ToolUseID != id {
+					continue
+				}
+				n++
+				if i == len(msgs)-1 {
+					results = append(results, b)
+				}
+			}
+		}
+		if n > 1 {
+			dup++
+		}
+	}
+	return results, dup
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && cmp.Equal(x, y)
 }
 
 // TestReplyThatDecidesNothing: a text reply to a round of approvals that is

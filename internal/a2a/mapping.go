@@ -69,6 +69,10 @@ func pauseText(pending, inputs []agent.PendingView) string {
 			lines = append(lines, in.Question+" (one of: "+strings.Join(in.Choices, ", ")+")")
 		case in.Kind == agent.InputQuestion:
 			lines = append(lines, in.Question)
+		case in.Kind == agent.InputElicitation && in.URL != "":
+			lines = append(lines, in.Question+" (open "+in.URL+", then answer)")
+		case in.Kind == agent.InputElicitation:
+			lines = append(lines, in.Question)
 		default:
 			lines = append(lines, "the client tool "+in.Name+" needs its result")
 		}

@@ -84,10 +84,10 @@ func (s *Server) ServeRPC(w http.ResponseWriter, r *http.Request, body []byte, a
 			"A2A-Version "+version+" is not supported: send 1.0, or no header for 0.3"))
 		return
 	}
-	body, v1 = renameMethod(body, v1)
+	body, v1, invalid := prepareCall(body, v1)
 	deadline, _ := r.Context().Deadline()
 	h := &handler{e: s.Engine, agent: ag.Name, user: user, log: s.log().With("agent", ag.Name, "a2a", true), deadline: deadline,
-		base: s.baseURL(r)}
+		base: s.baseURL(r), invalid: invalid}
 	keep := s.KeepAlive
 	if keep <= 0 {
 		keep = 15 * time.Second
@@ -101,23 +101,33 @@ func (s *Server) ServeRPC(w http.ResponseWriter, r *http.Request, body []byte, a
 	r2 := r.Clone(r.Context())
 	r2.Body = io.NopCloser(bytes.NewReader(body))
 	r2.ContentLength = int64(len(body))
+	// The SDK's 0.3 handler writes its errors without a Content-Type (Go
+	// would sniff text/plain): every answer is JSON, but a stream's, which
+	// says text/event-stream over this.
+	w.Header().Set("Content-Type", "application/json")
 	rpc.ServeHTTP(w, r2)
 	if !s.Detach {
 		h.wait()
 	}
 }
 
-// renameMethod gives the call the method name of the handler that answers
+// prepareCall gives the call the method name of the handler that answers
 // it: either version's names are taken, the shapes follow A2A-Version.
-// ListTasks, which 0.3 lacks, is answered by the 1.0 handler.
-func renameMethod(body []byte, v1 bool) ([]byte, bool) {
+// ListTasks, which 0.3 lacks, is answered by the 1.0 handler. A call
+// without params gets empty ones (JSON-RPC lets them be omitted; the SDK
+// would answer a parse error), so that the handler says what is missing.
+//
+// ListTasks' params are checked here for what the SDK's decoding loses
+// (listParams): a call they fail goes on with empty params, and the
+// handler answers invalid, in the SDK's shape.
+func prepareCall(body []byte, v1 bool) (out []byte, isV1 bool, invalid error) {
 	var call map[string]json.RawMessage
 	if json.Unmarshal(body, &call) != nil {
-		return body, v1 // the SDK answers the parse error
+		return body, v1, nil // the SDK answers the parse error
 	}
 	var method string
 	if json.Unmarshal(call["method"], &method) != nil {
-		return body, v1
+		return body, v1, nil
 	}
 	name := method
 	switch {
@@ -128,15 +138,24 @@ func renameMethod(body []byte, v1 bool) ([]byte, bool) {
 	case !v1 && v0Names[method] != "":
 		name = v0Names[method]
 	}
-	if name == method {
-		return body, v1
+	changed := name != method
+	if _, ok := call["params"]; !ok {
+		call["params"], changed = json.RawMessage(`{}`), true
+	}
+	if name == "ListTasks" {
+		if invalid = listParams(call["params"]); invalid != nil {
+			call["params"], changed = json.RawMessage(`{}`), true
+		}
+	}
+	if !changed {
+		return body, v1, nil
 	}
 	call["method"], _ = json.Marshal(name)
 	out, err := json.Marshal(call)
 	if err != nil {
-		return body, v1
+		return body, v1, invalid
 	}
-	return out, v1
+	return out, v1, invalid
 }
 
 func rpcID(body []byte) any {

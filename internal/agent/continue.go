@@ -329,6 +329,19 @@ func (r *Run) runContinued(ctx context.Context) {
 // the request when a sub-agent paused.
 func (r *Run) runAndRecord(ctx context.Context, uses []Block, given map[string]Block) {
 	results, paused := r.runTools(ctx, uses, given)
+	asked := r.takeAsked()
+	if len(asked) > 0 && len(paused) > 0 {
+		// A round waits on sub-agents or on this leg's own inputs, not
+		// both: the calls that asked end with an error the model can act
+		// on (it may call them again once the sub-agents are answered).
+		for i, u := range uses {
+			if _, ok := asked[u.ID]; ok {
+				results[i] = ErrorResult(u.ID, "the tool asked for input while a sub-agent call of the same turn paused; call it again once that is answered")
+				r.emit(EventToolResult, resultEvent(u.Name, results[i]))
+			}
+		}
+		asked = nil
+	}
 	if slices.ContainsFunc(paused, func(p childPause) bool { return p.handoff }) {
 		// The chain below is continued by the outbox: what ran is kept.
 		var done []Block
@@ -344,6 +357,10 @@ func (r *Run) runAndRecord(ctx context.Context, uses []Block, given map[string]B
 	}
 	if len(paused) > 0 {
 		r.pauseOnChildren(ctx, results, paused)
+		return
+	}
+	if len(asked) > 0 {
+		r.pauseOnInputs(ctx, uses, results, asked)
 		return
 	}
 	r.addResults(results)

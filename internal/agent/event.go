@@ -102,4 +102,8 @@ type PendingView struct {
 	Question string   `json:"question,omitempty"`
 	Choices  []string `json:"choices,omitempty"`
 	Schema   any      `json:"schema,omitempty"`
+	// On an MCP server's request for input: the URL to open (url mode)
+	// and the server.
+	URL    string `json:"url,omitempty"`
+	Server string `json:"server,omitempty"`
 }

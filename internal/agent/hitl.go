@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -196,10 +197,21 @@ func (r *Run) runDecided(ctx context.Context) bool {
 	for _, c := range d.Calls {
 		byID[c.ToolCallID] = c
 	}
+	replies, elicited := elicitReplies(d)
 	uses := r.danglingUses()
 	given := map[string]Block{}
 	for i, u := range uses {
 		c, decided := byID[u.ID]
+		if cs, ok := elicited[u.ID]; ok {
+			// An MCP call that asked for input: it runs again with the
+			// answers, or, any of them rejected, ends with the reasons.
+			decided = false
+			if b, rejected := r.elicitDecided(u.ID, d, cs); rejected {
+				given[u.ID] = b
+			} else {
+				r.setReply(u.ID, replies[u.ID])
+			}
+		}
 		switch {
 		case decided && c.Action == ActionReject:
 			ev := map[string]any{"tool_call_id": u.ID, "by": d.Approver, "round": d.Round}
@@ -285,4 +297,36 @@ func (c CallDecision) asInput(id string) DecisionInput {
 		di.Input = c.Input
 	}
 	return di
+}
+
+// elicitDecided emits the decisions on a call's elicitations and, when one
+// was rejected, returns the call's error result carrying the reasons.
+func (r *Run) elicitDecided(id string, d *Decision, cs []CallDecision) (Block, bool) {
+	var reasons []string
+	rejected := false
+	for _, c := range cs {
+		ev := map[string]any{"tool_call_id": c.ToolCallID, "by": d.Approver, "round": d.Round}
+		if c.Action == ActionReject {
+			rejected = true
+			if c.Reason != "" {
+				ev["reason"] = c.Reason
+				reasons = append(reasons, c.Reason)
+			}
+			if !r.takeover {
+				r.emit(EventRejected, ev)
+			}
+			continue
+		}
+		if !r.takeover {
+			r.emit(EventAnswered, ev)
+		}
+	}
+	if !rejected {
+		return Block{}, false
+	}
+	msg := "rejected by " + d.Approver
+	if len(reasons) > 0 {
+		msg += ": " + strings.Join(reasons, "; ")
+	}
+	return ErrorResult(id, msg), true
 }

@@ -27,6 +27,7 @@ import (
 const (
 	InputQuestion = "question"
 	InputClient   = "client"
+	// InputElicitation (elicit.go) is an MCP server's.
 )
 
 // ActionAnswer answers an input call with its result.
@@ -99,7 +100,14 @@ func (r *Run) inputCall(u Block, seq int64, now time.Time, round int) *PendingCa
 func (e *Engine) fillAsked(t *Task) {
 	for i := range t.Active.Pending {
 		p := &t.Active.Pending[i]
-		if p.Kind == "" || p.Asked != nil || p.Input == nil {
+		if p.Kind == "" || p.Asked != nil {
+			continue
+		}
+		if p.Elicit != nil {
+			p.Asked = p.Elicit.asked()
+			continue
+		}
+		if p.Input == nil {
 			continue
 		}
 		name := t.Agent
@@ -150,6 +158,7 @@ func checkDecisionKind(i int, p PendingCall, di DecisionInput) error {
 // caller's copy is checked at its leaf).
 func answerOf(ag *Agent, i int, p PendingCall, di DecisionInput, c *CallDecision) error {
 	c.Kind = p.Kind
+	c.Elicit = p.Elicit
 	if di.Action != ActionAnswer {
 		return nil
 	}
@@ -158,6 +167,11 @@ func answerOf(ag *Agent, i int, p PendingCall, di DecisionInput, c *CallDecision
 		// that re-sends): the answer is the stored one, named by its hash.
 		c.ResultHash = di.ResultHash
 		return nil
+	}
+	if p.Kind == InputElicitation {
+		if err := elicitAnswer(ag, i, p, di.Result); err != nil {
+			return err
+		}
 	}
 	if strings.HasPrefix(p.ToolCallID, RemoteQuestionPrefix) {
 		// Another system's question: nobody else checks the answer.
@@ -289,6 +303,9 @@ func PendingInputViews(ps []PendingCall, now time.Time, withExpired bool) []Pend
 			if len(p.Asked.Schema) > 0 {
 				pv.Schema = jsonRaw(p.Asked.Schema)
 			}
+		}
+		if p.Elicit != nil {
+			pv.URL, pv.Server = p.Elicit.URL, p.Elicit.Server
 		}
 		out = append(out, pv)
 	}

@@ -559,7 +559,7 @@ func pendingOf(d *Decision) []PendingCall {
 		if c.Action == ActionEdit {
 			hash = InputHash(c.OriginalInput)
 		}
-		out = append(out, PendingCall{ToolCallID: c.ToolCallID, Input: in, InputHash: hash, Round: d.Round, Rule: c.Rule, Kind: c.Kind})
+		out = append(out, PendingCall{ToolCallID: c.ToolCallID, Input: in, InputHash: hash, Round: d.Round, Rule: c.Rule, Kind: c.Kind, Elicit: c.Elicit})
 	}
 	return out
 }
@@ -938,7 +938,11 @@ func (e *Engine) pendingInputs(ctx context.Context, t *Task, items []Item) error
 			p.Input = p.RemoteInput
 			continue
 		}
-		if _, ok := inputs[p.ToolCallID]; !ok && p.ItemSeq > 0 {
+		callID := p.ToolCallID
+		if p.Elicit != nil {
+			callID = p.Elicit.callID(callID)
+		}
+		if _, ok := inputs[callID]; !ok && p.ItemSeq > 0 {
 			owner := t
 			if p.Leaf != nil {
 				// A sub-agent's call: its entry is in the leaf's task.
@@ -956,7 +960,7 @@ func (e *Engine) pendingInputs(ctx context.Context, t *Task, items []Item) error
 			}
 			collect(its)
 		}
-		p.Input = inputs[p.ToolCallID]
+		p.Input = inputs[callID]
 	}
 	e.fillAsked(t)
 	return nil

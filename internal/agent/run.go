@@ -60,6 +60,7 @@ type Run struct {
 	cancelMu sync.Mutex
 	canceled *cancelInfo
 	followSpec
+	elicitState
 	eventID  int64          // the last event id of the request
 	started  time.Time      // when the leg started (metrics)
 	firstOut bool           // the leg's first model output was seen

@@ -186,6 +186,9 @@ type PendingCall struct {
 	// Asked is what an input call asks: held in memory, filled in from the
 	// call's input and its tool (Engine.pendingInputs).
 	Asked *InputAsk `json:"-"`
+	// Elicit, on an MCP server's request for input, is what it asked and
+	// what its call runs again with (elicit.go).
+	Elicit *ElicitAsk `json:"elicit,omitempty"`
 }
 
 // Decision records who decided a round's calls, when and why.
@@ -219,6 +222,9 @@ type CallDecision struct {
 	Kind       string          `json:"kind,omitempty"`
 	Result     json.RawMessage `json:"result,omitempty"`
 	ResultHash string          `json:"result_hash,omitempty"`
+	// Elicit, on an answer to an MCP server's request for input, is what
+	// the pending input held: the call runs again with it.
+	Elicit *ElicitAsk `json:"elicit,omitempty"`
 }
 
 // RequestRecord is a finished request's record (REQ#), written once by the

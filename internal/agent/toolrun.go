@@ -176,7 +176,8 @@ func (r *Run) callTool(ctx context.Context, u Block) (res Block) {
 			res = ErrorResult(u.ID, "the tool failed unexpectedly")
 		}
 	}()
-	out, err := bt.Tool.Run(tctx, ToolCall{ID: u.ID, Name: u.Name, Input: input, RequestID: r.reqID, IdempotencyKey: r.reqID + "#" + u.ID})
+	out, err := bt.Tool.Run(tctx, ToolCall{ID: u.ID, Name: u.Name, Input: input, RequestID: r.reqID, IdempotencyKey: r.reqID + "#" + u.ID,
+		Reply: r.replies[u.ID]})
 	if err != nil {
 		msg := err.Error()
 		switch {
@@ -188,6 +189,12 @@ func (r *Run) callTool(ctx context.Context, u Block) (res Block) {
 			msg = fmt.Sprintf("the tool timed out after %s", timeout)
 		}
 		return r.truncate(ErrorResult(u.ID, msg))
+	}
+	if out.NeedsInput != nil {
+		// The call has no result yet: the turn pauses for its input once
+		// the other calls end (elicit.go).
+		r.noteAsked(u.ID, out.NeedsInput)
+		return Block{}
 	}
 	content := out.Content
 	if len(content) == 0 {

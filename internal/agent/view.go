@@ -198,6 +198,9 @@ func (e *Engine) viewRequests(ctx context.Context, t *Task) ([]RequestRecord, er
 		if recs[i].Decisions == nil {
 			recs[i].Decisions = []Decision{}
 		}
+		for j, d := range recs[i].Decisions {
+			recs[i].Decisions[j] = d.shown()
+		}
 	}
 	return recs, nil
 }

@@ -318,7 +318,7 @@ func TestLoadErrors(t *testing.T) {
 		{"client with approval", agentHead + "    tools:\n      - client: pick\n        description: d\n        requires_approval: false\n",
 			[]string{"agents/a.yaml: spec.agent.tools[0].requires_approval: an input tool never needs approval: its calls pause for the user's answer"}},
 		{"result_schema on a lambda", agentHead + "    tools:\n" + lambdaEntry + "        result_schema: {type: string}\n",
-			[]string{"agents/a.yaml: spec.agent.tools[0].result_schema: only for an input tool (builtin: ask_user, or client: NAME; input_ttl also for an a2a agent, whose questions wait that long)"}},
+			[]string{"agents/a.yaml: spec.agent.tools[0].result_schema: only for an input tool (builtin: ask_user, or client: NAME; input_ttl also for an a2a agent or an mcp server, whose questions wait that long)"}},
 		{"default_requires_approval", agentHead + "    default_requires_approval: sometimes\n",
 			[]string{`agents/a.yaml: spec.agent.default_requires_approval: must be true or false, got "sometimes"`}},
 		{"tools not a list", agentHead + "    tools: {builtin: clock}\n", []string{"agents/a.yaml: spec.agent.tools: must be a list, got a mapping"}},

@@ -257,8 +257,8 @@ func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env E
 		return []agent.BoundTool{*b}, field
 	}
 	for _, key := range []string{"result_schema", "input_ttl"} {
-		if f[key] != nil && (key != "input_ttl" || f["a2a"] == nil) {
-			d.fail(join(at, key), "only for an input tool (builtin: ask_user, or client: NAME; input_ttl also for an a2a agent, whose questions wait that long)")
+		if f[key] != nil && (key != "input_ttl" || (f["a2a"] == nil && f["mcp"] == nil)) {
+			d.fail(join(at, key), "only for an input tool (builtin: ask_user, or client: NAME; input_ttl also for an a2a agent or an mcp server, whose questions wait that long)")
 		}
 	}
 	policy := agent.ToolPolicy{ApprovalTTL: DefaultApprovalTTL, Timeout: DefaultToolTimeout}
@@ -272,7 +272,7 @@ func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env E
 			policy.Timeout = v
 		}
 	}
-	if n := f["input_ttl"]; n != nil && f["a2a"] != nil {
+	if n := f["input_ttl"]; n != nil && (f["a2a"] != nil || f["mcp"] != nil) {
 		if v, ok := d.duration(n, join(at, "input_ttl")); ok {
 			policy.InputTTL = v
 		}

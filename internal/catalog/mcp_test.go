@@ -22,13 +22,7 @@ import (
 func exampleServer(tb testing.TB) string {
 	tb.Helper()
 	srv := httptest.NewServer(mcpexample.New().Handler())
-	// The loaded agents' sessions stay open (a catalog keeps them for the
-	// life of the process), each with its standalone stream (GET), which
-	// Close would wait for.
-	tb.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-	})
+	tb.Cleanup(srv.Close)
 	return srv.URL
 }
 
@@ -70,11 +64,16 @@ func TestLoadMCP(t *testing.T) {
 	}{
 		{"annotations decide", "      - mcp: " + url + "\n        name: tk\n        headers: {Authorization: env:HITCH_TEST_MCP_TOKEN}\n", []toolView{
 			{"tk_close_ticket", mcpPolicy(true, false)},
+			{"tk_reopen_ticket", mcpPolicy(false, true)},
 			{"tk_search_notes", mcpPolicy(false, true)},
 		}},
 		{"the entry decides", "      - mcp: " + url + "\n        name: tk\n        requires_approval: [search_notes]\n        idempotent: [close_ticket]\n        timeout: 5s\n", []toolView{
 			{"tk_close_ticket", func() agent.ToolPolicy { p := mcpPolicy(false, true); p.Timeout = 5 * time.Second; return p }()},
+			{"tk_reopen_ticket", func() agent.ToolPolicy { p := mcpPolicy(false, false); p.Timeout = 5 * time.Second; return p }()},
 			{"tk_search_notes", func() agent.ToolPolicy { p := mcpPolicy(true, false); p.Timeout = 5 * time.Second; return p }()},
+		}},
+		{"input_ttl", "      - mcp: " + url + "\n        name: tk\n        allow: [search_notes]\n        input_ttl: 30m\n", []toolView{
+			{"tk_search_notes", func() agent.ToolPolicy { p := mcpPolicy(false, true); p.InputTTL = 30 * time.Minute; return p }()},
 		}},
 		{"allow", "      - mcp: " + url + "\n        name: tk\n        allow: [search_notes]\n        requires_approval: false\n", []toolView{
 			{"tk_search_notes", mcpPolicy(false, true)},
@@ -137,7 +136,7 @@ func TestLoadMCPErrors(t *testing.T) {
 		{"header not a ref", "      - mcp: " + url + "\n        name: tk\n        headers: {Authorization: Bearer abc}\n", []string{at + "headers.Authorization: ", "never the secret itself"}},
 		{"header env unset", "      - mcp: " + url + "\n        name: tk\n        headers: {Authorization: env:HITCH_TEST_UNSET_XYZ}\n", []string{at + "headers.Authorization: env:HITCH_TEST_UNSET_XYZ: environment variable HITCH_TEST_UNSET_XYZ is not set"}},
 		{"header ssm without client", "      - mcp: " + url + "\n        name: tk\n        headers: {Authorization: ssm:/x}\n", []string{at + "headers.Authorization: ssm:/x: no SSM client"}},
-		{"unknown allow", "      - mcp: " + url + "\n        name: tk\n        allow: [search_notes, nope]\n", []string{at + `allow[1]: server ` + url + ` has no tool "nope" (its tools: close_ticket, search_notes)`}},
+		{"unknown allow", "      - mcp: " + url + "\n        name: tk\n        allow: [search_notes, nope]\n", []string{at + `allow[1]: server ` + url + ` has no tool "nope" (its tools: close_ticket, reopen_ticket, search_notes)`}},
 		{"unknown requires_approval", "      - mcp: " + url + "\n        name: tk\n        requires_approval: [nope]\n", []string{at + `requires_approval[0]: unknown tool "nope"`}},
 		{"unknown idempotent", "      - mcp: " + url + "\n        name: tk\n        idempotent: [nope]\n", []string{at + `idempotent[0]: unknown tool "nope"`}},
 		{"outside allow", "      - mcp: " + url + "\n        name: tk\n        allow: [search_notes]\n        idempotent: [close_ticket]\n", []string{at + `idempotent[0]: unknown tool "close_ticket"`}},

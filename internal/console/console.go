@@ -1,7 +1,8 @@
 // Package console serves Hitch's web console: a small single-page client of
-// the HTTP API (docs/api.md) for people who approve tool calls. Its assets are
-// plain HTML, CSS and JavaScript modules embedded in the binary — no CDN, no
-// build step — so `hitch serve` serves it with nothing else installed.
+// the HTTP API (docs/api.md) for people who approve tool calls and answer
+// what agents ask. Its assets are plain HTML, CSS and JavaScript modules
+// embedded in the binary — no CDN, no build step — so `hitch serve` serves
+// it with nothing else installed.
 //
 // The console is a pure API client: everything it shows comes from the
 // routes of docs/api.md (GET /agents, the task lists, GET task, invoke, resume,

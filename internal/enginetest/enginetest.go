@@ -80,6 +80,8 @@ type Env struct {
 	// Slow needs no approval and is not idempotent; tests set its Block to
 	// hold a leg inside a tool (a process that dies mid-batch).
 	Slow *Tool
+	// Booker asks for input while it runs, as an MCP server's elicitation.
+	Booker *Elicitor
 	// Sandbox is the root of the real files tools: append_file needs
 	// approval (its side effect counts runs the way a user sees them).
 	Sandbox string
@@ -91,13 +93,14 @@ type Env struct {
 func New(tb testing.TB, store agent.Store) *Env {
 	tb.Helper()
 	env := &Env{Store: store, Model: &agenttest.ScriptModel{}, Safe: &Tool{Name: "safe"}, Guarded: &Tool{Name: "guarded"}, Retry: &Tool{Name: "retry"},
-		Slow: &Tool{Name: "slow"}, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+		Slow: &Tool{Name: "slow"}, Booker: &Elicitor{Name: "book_table"}, now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	env.Sandbox = tb.TempDir()
 	ag := &agent.Agent{Name: "acc", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
 		{Tool: env.Safe},
 		{Tool: env.Guarded, Policy: agent.ToolPolicy{RequiresApproval: true, ApprovalTTL: time.Hour}},
 		{Tool: env.Retry, Policy: agent.ToolPolicy{RequiresApproval: true, ApprovalTTL: time.Hour, Idempotent: true}},
 		{Tool: env.Slow},
+		{Tool: env.Booker, Policy: agent.ToolPolicy{InputTTL: 2 * time.Hour}},
 	}}
 	// Input tools (docs/api.md, "Pauses for input"): ask_user and a client
 	// tool whose result names a region.

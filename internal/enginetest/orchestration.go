@@ -29,6 +29,8 @@ type Orch struct {
 	Store   agent.Store
 	Sandbox string
 	Agents  map[string]*agent.Agent
+	// Booker is asker's tool that asks for input while it runs.
+	Booker *Elicitor
 }
 
 // NewOrch builds the orchestration engine over the store.
@@ -57,6 +59,7 @@ func NewOrch(tb testing.TB, store agent.Store) *Orch {
 		}
 		twinFiles = append(twinFiles, b)
 	}
+	booker := &Elicitor{Name: "book_table"}
 	as := agentSet{
 		"leaf": {Name: "leaf", Version: "1", ModelID: "m", MaxIterations: 6, Tools: files},
 		"twin": {Name: "twin", Version: "1", ModelID: "m", MaxIterations: 6, Tools: twinFiles},
@@ -70,7 +73,8 @@ func NewOrch(tb testing.TB, store agent.Store) *Orch {
 		// chief → front → asker, which asks the user (docs/api.md, "Pauses
 		// for input").
 		"asker": {Name: "asker", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
-			{Tool: tools.AskUser{}, Policy: agent.ToolPolicy{InputTTL: time.Hour}}}},
+			{Tool: tools.AskUser{}, Policy: agent.ToolPolicy{InputTTL: time.Hour}},
+			{Tool: booker, Policy: agent.ToolPolicy{InputTTL: time.Hour}}}},
 		"front": {Name: "front", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
 			{Tool: &agent.AgentTool{Agent: "asker", Description: "asks the user"}}}},
 		"chief": {Name: "chief", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
@@ -80,7 +84,7 @@ func NewOrch(tb testing.TB, store agent.Store) *Orch {
 		ag.Notifications = []agent.Notification{{URL: "https://hooks.example.com/" + ag.Name, Events: agent.NotificationEvents}}
 	}
 	store = &outboxGuard{Store: store, tb: tb, seen: map[string]string{}}
-	o := &Orch{Store: store, Sandbox: sandbox, Agents: as}
+	o := &Orch{Store: store, Sandbox: sandbox, Agents: as, Booker: booker}
 	// Legs of a minute: a decision at a caller continues the chain below
 	// while 5 s are left (testChainHandedOff forces the handoff).
 	o.E = &agent.Engine{Store: store, Model: model, Agents: as, LegTimeout: time.Minute, Log: slog.New(slog.DiscardHandler),
@@ -174,6 +178,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"OneLeafDecidedTheOtherExpired", testOneLeafDecidedTheOtherExpired},
 		{"InputAnsweredAtEveryLevel", testInputEveryLevel},
 		{"FiftyAnswersAtLeafAndRoot", testInputLeafRootRace},
+		{"ElicitationAnsweredAtTheRoot", testElicitAtRoot},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
 	}

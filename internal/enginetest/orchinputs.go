@@ -199,3 +199,40 @@ func testInputLeafRootRace(t *testing.T, o *Orch) {
 		t.Errorf("chief: %s", cv.Status)
 	}
 }
+
+// testElicitAtRoot: a leaf's MCP elicitation is the root's pending input
+// (with the leaf's references and what the server asked); content that
+// does not fit the form is refused at the root by the leaf's check,
+// changing nothing; the answer runs the leaf's call again once, with the
+// server's state, and the chain completes.
+func testElicitAtRoot(t *testing.T, o *Orch) {
+	res, _ := o.Invoke(t, "chief", "", CallAgent("front", CallAgent("asker", `/call book_table {"day":"friday"}`)))
+	if res.Status != agent.StatusPaused || len(res.PendingInputs) != 1 {
+		t.Fatalf("chief: %+v", res)
+	}
+	p := res.PendingInputs[0]
+	if p.Agent != "asker" || p.Kind != agent.InputElicitation || p.Question != "How many people?" || p.Server != "https://mcp.example.com/mcp" || p.Schema == nil {
+		t.Fatalf("chief's pending input: %+v", p)
+	}
+	before, _ := o.Store.GetTask(context.Background(), p.TaskID)
+	bad := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer(p.ToolCallID, `{"action":"accept","content":{"size":0}}`)}}
+	if _, _, err := o.Resume("chief", res.TaskID, res.RequestID, bad); Code(err) != agent.CodeInvalidInput {
+		t.Errorf("content outside the form at the root: %v", err)
+	}
+	if after, _ := o.Store.GetTask(context.Background(), p.TaskID); after.Version != before.Version {
+		t.Errorf("a refused answer changed the leaf")
+	}
+	good := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer(p.ToolCallID, `{"action":"accept","content":{"size":3}}`)}}
+	out, _, err := o.Resume("chief", res.TaskID, res.RequestID, good)
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("the answer at chief: %+v %v", out, err)
+	}
+	runs := o.Booker.Runs()
+	if len(runs) != 2 || runs[1].Reply == nil || runs[1].Reply.State != "round-0" || runs[1].Key != runs[0].Key {
+		t.Fatalf("the leaf's tool runs: %+v", runs)
+	}
+	lv := o.View(t, "asker", p.TaskID)
+	if n := strings.Count(itemsJSON(t, lv), `{"text":"booked: party=accept{\"size\":3}"`); lv.Status != agent.StatusCompleted || n != 1 {
+		t.Errorf("asker: %s, the result %d times in %s", lv.Status, n, itemsJSON(t, lv))
+	}
+}

@@ -71,6 +71,11 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"InputPause", testInputPause},
 		{"InputRounds", testInputRounds},
 		{"InputExpiry", testInputExpiry},
+		{"ElicitPause", testElicitPause},
+		{"ElicitRounds", testElicitRounds},
+		{"ElicitExpiry", testElicitExpiry},
+		{"FiftyElicitAnswers", testFiftyElicitAnswers},
+		{"ElicitTakeover", testElicitTakeover},
 		{"FiftyConcurrentAnswers", testFiftyAnswers},
 		{"AnswerTakeover", testAnswerTakeover},
 	} {

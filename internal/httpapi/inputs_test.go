@@ -11,6 +11,7 @@ import (
 
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+	"github.com/hitch-agents/hitch/internal/enginetest"
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/httpapi/contract"
 	"github.com/hitch-agents/hitch/internal/memstore"
@@ -126,5 +127,55 @@ func TestAgentsToolKinds(t *testing.T) {
 	want := []string{"ask_user:question:1h0m0s", "pick:client:24h0m0s", `pick_typed:client:24h0m0s:{"type":"string"}`, "other:agent", "get_time:tool"}
 	if !slices.Equal(got, want) {
 		t.Errorf("tools = %v, want %v", got, want)
+	}
+}
+
+// TestElicitationHTTP: an MCP server's requests for input (a URL and a
+// form) are pending inputs with their url, server and schema; a URL
+// answered with content is a 400; the answers run the call again. Every
+// body and event matches docs/openapi.yaml (contract.Check).
+func TestElicitationHTTP(t *testing.T) {
+	e, en := hitlEnv(t)
+	en.Booker.Asks = [][]agent.Elicitation{{
+		{Key: "login", Mode: agent.ElicitURL, Message: "Sign in first", URL: "https://book.example.com/login"},
+		enginetest.PartyForm,
+	}}
+	e.model.Add(agenttest.CallTools(agent.StopToolUse, agenttest.Use("b1", "book_table", `{"day":"friday"}`)))
+	r := e.do(t, "POST", "/agents/acc/invoke", "alice", `{"items":[{"content":"book"}]}`)
+	res := r.json(t)
+	ins, _ := res["pending_inputs"].([]any)
+	if r.status != 200 || len(ins) != 2 {
+		t.Fatalf("the pause: %d %s", r.status, r.body)
+	}
+	login, party := ins[0].(map[string]any), ins[1].(map[string]any)
+	if login["tool_call_id"] != "b1#login" || login["kind"] != "elicitation" || login["url"] != "https://book.example.com/login" ||
+		login["server"] != "https://mcp.example.com/mcp" || login["question"] != "Sign in first" {
+		t.Errorf("the URL input: %v", login)
+	}
+	if party["tool_call_id"] != "b1#party" || party["schema"] == nil || party["url"] != nil {
+		t.Errorf("the form input: %v", party)
+	}
+	url := res["resume_url"].(string)
+	const form = `{"tool_call_id":"b1#party","action":"answer","result":{"action":"accept","content":{"size":2}}}`
+	for _, tc := range []struct{ body, code string }{
+		{`{"decisions":[{"tool_call_id":"b1#login","action":"answer","result":{"action":"accept","content":{"x":1}}},` + form + `]}`, "invalid_input"},
+		{`{"decisions":[{"tool_call_id":"b1#login","action":"approve"},` + form + `]}`, "invalid_decisions"},
+		{`{"decisions":[{"tool_call_id":"b1","action":"answer","result":{"action":"accept"}},` + form + `]}`, "invalid_decisions"},
+	} {
+		if r := e.do(t, "POST", url, "alice", tc.body); r.status != 400 || r.code() != tc.code {
+			t.Errorf("%s: %d %s, want 400 %s", tc.body, r.status, r.body, tc.code)
+		}
+	}
+	e.model.Add(agenttest.Say("booked for two"))
+	good := `{"decisions":[{"tool_call_id":"b1#login","action":"answer","result":{"action":"accept"}},` + form + `]}`
+	if r := e.do(t, "POST", url, "alice", good); r.status != 200 || r.json(t)["output"] != "booked for two" {
+		t.Fatalf("the answers: %d %s", r.status, r.body)
+	}
+	if runs := en.Booker.Runs(); len(runs) != 2 || runs[1].Reply == nil || len(runs[1].Reply.Responses) != 2 {
+		t.Errorf("the tool's runs: %+v", runs)
+	}
+	task := e.do(t, "GET", "/agents/acc/tasks/"+res["task_id"].(string), "alice", "")
+	if task.status != 200 || !strings.Contains(string(task.body), `"kind":"elicitation"`) || strings.Contains(string(task.body), "round-0") {
+		t.Errorf("GET task shows the decision's kind, never the server's state: %d %s", task.status, task.body)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/catalog"
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/localmodel"
+	"github.com/hitch-agents/hitch/internal/mcp/mcpexample"
 	"github.com/hitch-agents/hitch/internal/memstore"
 )
 
@@ -253,5 +254,50 @@ func TestEngineResultsAsArtifacts(t *testing.T) {
 	}
 	if len(texts) != 6 || !slices.Contains(texts, "") {
 		t.Errorf("the tool result's blocks are %q; want the audio's note, the png and 4 notes", texts)
+	}
+}
+
+// TestEngineElicitation: the example server's reopen_ticket asks why (an
+// input_required form): the request pauses with the server's question and
+// schema; the answer runs the call again once, with the server's state,
+// and the model sees the server's result. A decline is the server's to
+// answer too.
+func TestEngineElicitation(t *testing.T) {
+	ex := mcpexample.New()
+	srv := serve(t, "127.0.0.1:0", ex.Handler())
+	a := newAPI(t, definition(srv.URL, "        allow: [reopen_ticket]\n"))
+	for _, tc := range []struct {
+		id     string
+		answer map[string]any
+		want   string
+	}{
+		{"T-2", map[string]any{"action": "accept", "content": map[string]any{"reason": "it came back", "urgent": true}}, "tk_reopen_ticket success: reopened T-2: it came back (urgent)"},
+		{"T-3", map[string]any{"action": "decline"}, "tk_reopen_ticket error: T-3 not reopened: the person chose decline"},
+	} {
+		res := a.post(t, "/agents/tickets/invoke", say(`/call tk_reopen_ticket {"id":"`+tc.id+`"}`))
+		if res["status"] != "Paused" {
+			t.Fatalf("invoke: %v, want Paused", res)
+		}
+		inputs, _ := res["pending_inputs"].([]any)
+		if len(inputs) != 1 {
+			t.Fatalf("pending inputs %v", res["pending_inputs"])
+		}
+		in := inputs[0].(map[string]any)
+		schema, _ := json.Marshal(in["schema"])
+		if in["kind"] != "elicitation" || in["server"] != srv.URL || !strings.Contains(fmt.Sprint(in["question"]), "Why reopen "+tc.id) || !strings.Contains(string(schema), `"reason"`) {
+			t.Errorf("pending input %v", in)
+		}
+		res = a.post(t, res["resume_url"].(string), map[string]any{"decisions": []any{
+			map[string]any{"tool_call_id": in["tool_call_id"], "action": "answer", "result": tc.answer},
+		}})
+		if res["status"] != "Completed" || !strings.Contains(fmt.Sprint(res["output"]), tc.want) {
+			t.Errorf("resume: %v, want the output to hold %q", res, tc.want)
+		}
+	}
+	if tk, _ := ex.Ticket("T-2"); !tk.Open || tk.Reason != "it came back" {
+		t.Errorf("T-2 after the answer: %+v", tk)
+	}
+	if tk, _ := ex.Ticket("T-3"); tk.Reason != "" {
+		t.Errorf("T-3 reopened after a decline: %+v", tk)
 	}
 }

@@ -2,6 +2,7 @@ package perf_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -146,6 +147,31 @@ func testCallsPerTurn(t *testing.T, notified bool) {
 	}
 	if diff := cmp.Diff(followOn, count()); diff != "" {
 		t.Errorf("resume (-want +got):\n%s", diff)
+	}
+	// An answered round costs what a decided round costs: a question, and
+	// an MCP elicitation (whose call runs again with the answer).
+	for _, in := range []struct {
+		name   string
+		call   agent.Block
+		answer string
+	}{
+		{"question", agenttest.Use("q1", "ask_user", `{"question":"Go?"}`), `"yes"`},
+		{"elicitation", agenttest.Use("b1", "book_table", `{"day":"monday"}`), `{"action":"accept","content":{"size":2}}`},
+	} {
+		env.Model.Add(agenttest.CallTools(agent.StopToolUse, in.call))
+		paused, _ := env.Invoke(t, first.TaskID, "ask")
+		if paused.Status != agent.StatusPaused {
+			t.Fatalf("%s: %+v", in.name, paused)
+		}
+		count()
+		env.Model.Add(agenttest.Say("answered"))
+		body := agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: in.call.ID, Action: agent.ActionAnswer, Result: json.RawMessage(in.answer)}}}
+		if out, _, err := env.Resume(paused, "alice", body); err != nil || out.Status != agent.StatusCompleted {
+			t.Fatalf("%s: %+v %v", in.name, out, err)
+		}
+		if diff := cmp.Diff(followOn, count()); diff != "" {
+			t.Errorf("an answered %s (-want +got):\n%s", in.name, diff)
+		}
 	}
 }
 

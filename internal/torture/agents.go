@@ -63,6 +63,10 @@ var (
 	LeafTools       = []string{"fx_effect", "fx_upsert", "fx_peek", "ex_effect"}
 )
 
+// AskTool is the leaf's question (ask_user): its calls are answered, never
+// run; the answer must reach the leaf's model once, as sent.
+const AskTool = "ask_user"
+
 // RemoteTools are, per agent of A, its tools that call an agent of B.
 var RemoteTools = map[string]bool{"rmid/leaf": true, "rtop/mid": true}
 
@@ -105,6 +109,8 @@ func Definitions(mcp, hook, remote string) map[string]string {
         idempotent: false
         approval_ttl: %[2]s
         timeout: 20s
+      - builtin: ask_user
+        input_ttl: 10m
 `, mcp, ShortTTL))
 	add("mid", "Hands work to the leaf.", "      - agent: leaf\n")
 	add("top", "Hands work to the mid.", "      - agent: mid\n")

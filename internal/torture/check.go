@@ -95,6 +95,7 @@ func Check(in Input) *Result {
 	}
 	c.atMostOnce()
 	c.onlyApproved()
+	c.onlyAnswered()
 	c.cancelMeansCancel()
 	c.historyTellsTruth()
 	c.answersAgree()
@@ -292,6 +293,50 @@ func (c *checker) onlyApproved() {
 	}
 }
 
+// onlyApproved's part for questions (invariants 1 and 2): an answer
+// reaches the model once, and only as an answer a client sent and the
+// leaf recorded.
+func (c *checker) onlyAnswered() {
+	for _, r := range c.w.Order {
+		for _, call := range r.Calls {
+			if call.Name == AskTool {
+				c.answeredOnce(call)
+			}
+		}
+	}
+}
+
+func (c *checker) answeredOnce(call *Call) {
+	{
+		rid := call.Req.ID
+		if call.Results > 1 {
+			c.add(1, []string{rid}, c.ridOps[rid], nil, "the question %s of %s %s has %d results in the history", call.Tag, call.Req.Agent, short(rid), call.Results)
+		}
+		if call.Result == nil || call.Result.Status != "success" {
+			return
+		}
+		d := call.Decision
+		if d == nil || d.Action != "answer" {
+			c.add(2, []string{rid}, c.ridOps[rid], nil, "the question %s of %s %s has the answer %q, but no answer is recorded", call.Tag, call.Req.Agent, short(rid), call.ResultText)
+			return
+		}
+		if d.V != call.ResultText {
+			c.add(2, []string{rid}, c.ridOps[rid], nil, "the question %s of %s %s reached the model as %q, but the answer recorded is %q", call.Tag, call.Req.Agent, short(rid), call.ResultText, d.V)
+		}
+		sent := false
+		for _, op := range c.decidingOps(call, "answer") {
+			for _, dd := range op.Decides {
+				if dd.RequestID == rid && dd.ToolCallID == call.ID && dd.V == call.ResultText {
+					sent = true
+				}
+			}
+		}
+		if !sent {
+			c.add(2, []string{rid}, c.ridOps[rid], nil, "the question %s of %s %s reached the model as %q, which no client sent", call.Tag, call.Req.Agent, short(rid), call.ResultText)
+		}
+	}
+}
+
 // frozen is whether e may have been started by a holder frozen past its
 // lease when the cancel answered at t: its process was stopped before t and
 // the call started right after it was continued.
@@ -374,7 +419,7 @@ var markerRE = regexp.MustCompile(`ran #(\d+);`)
 func (c *checker) historyTellsTruth() {
 	for _, r := range c.w.Order {
 		for _, call := range r.Calls {
-			if call.Result == nil || call.Tag == "" {
+			if call.Result == nil || call.Tag == "" || call.Name == AskTool {
 				continue
 			}
 			es := c.execs[call.Key()]
@@ -522,6 +567,9 @@ func (c *checker) answersAgree() {
 			case op.Status == 200 && call.Decision != nil && call.Decision.Action != d.Action:
 				c.add(5, []string{d.RequestID}, append([]int{op.ID}, c.ridOps[d.RequestID]...), nil,
 					"op #%d (%s of %s, tag %s) answered %s, but the recorded decision is %s by %s", op.ID, d.Action, call.Name, call.Tag, o, call.Decision.Action, call.Decision.Approver)
+			case op.Status == 200 && call.Decision != nil && d.Action == "answer" && call.Decision.V != d.V:
+				c.add(5, []string{d.RequestID}, append([]int{op.ID}, c.ridOps[d.RequestID]...), nil,
+					"op #%d (the answer %q to the question %s) answered %s, but the recorded answer is %q", op.ID, d.V, call.Tag, o, call.Decision.V)
 			case op.Status == 410 && call.Decision != nil && call.Decision.Approver != ApproverExpiry:
 				c.add(5, []string{d.RequestID}, append([]int{op.ID}, c.ridOps[d.RequestID]...), nil,
 					"op #%d (%s of %s, tag %s) answered 410, but the recorded decision is %s by %s", op.ID, d.Action, call.Name, call.Tag, call.Decision.Action, call.Decision.Approver)
@@ -559,7 +607,7 @@ func (c *checker) nothingHangs() {
 							r.Agent, short(r.ID), leaf.Agent, short(leaf.ID), leaf.Status)
 					}
 				}
-			} else if len(t.Pending) == 0 {
+			} else if len(t.Pending) == 0 && len(t.Inputs) == 0 {
 				c.add(6, []string{r.ID}, ops, nil, "%s %s is Paused with nothing to decide", r.Agent, short(r.ID))
 			}
 		}

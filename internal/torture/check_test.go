@@ -139,6 +139,23 @@ func chain() Input {
 	}
 }
 
+// asked is clean with a question beside the approval: answered "yes-t3"
+// in the same round, and the answer reached the model once.
+func asked() Input {
+	in := clean()
+	leaf := leafTask(&in)
+	q, _ := json.Marshal(map[string]any{"question": "t3?", "choices": []string{"yes-t3", "no-t3"}})
+	leaf.Items[1].Content = append(leaf.Items[1].Content, Block{Type: "tool_use", ID: "c3", Name: AskTool, Input: q})
+	leaf.Items[2].Content = append(leaf.Items[2].Content, result("c3", "success", "yes-t3"))
+	d := approve(1, User, at(1.0), "approve", "c1")
+	d.Action = "mixed"
+	d.Calls = append(d.Calls, DecisionCall{ToolCallID: "c3", Action: "answer", Result: json.RawMessage(`"yes-t3"`)})
+	leaf.Requests[0].Decisions = []Decision{d}
+	in.Ops[1].Body = `{"decisions":[{"tool_call_id":"c1","action":"approve"},{"tool_call_id":"c3","action":"answer","result":"yes-t3"}]}`
+	in.Ops[1].Decides = append(in.Ops[1].Decides, CallDecision{RequestID: rLeaf, ToolCallID: "c3", Action: "answer", V: "yes-t3"})
+	return in
+}
+
 func leafTask(in *Input) *Task { return in.Tasks[0] }
 
 func invariants(res *Result) []int {
@@ -164,6 +181,22 @@ func TestCheck(t *testing.T) {
 	}{
 		{name: "clean", base: clean, mutate: func(*Input) {}},
 		{name: "clean chain, remote leaf found by its message", base: chain, mutate: func(*Input) {}},
+		{name: "clean question", base: asked, mutate: func(*Input) {}},
+		{name: "the model got another answer than the one recorded", base: asked, want: []int{2}, mutate: func(in *Input) {
+			leafTask(in).Items[2].Content[2] = result("c3", "success", "no-t3")
+		}},
+		{name: "an answer no client sent was recorded and reached the model", base: asked, want: []int{2, 5}, mutate: func(in *Input) {
+			leafTask(in).Items[2].Content[2] = result("c3", "success", "no-t3")
+			leafTask(in).Requests[0].Decisions[0].Calls[1].Result = json.RawMessage(`"no-t3"`)
+		}},
+		{name: "an answer reached the model though the question was rejected", base: asked, want: []int{2}, mutate: func(in *Input) {
+			leafTask(in).Requests[0].Decisions[0].Calls[1] = DecisionCall{ToolCallID: "c3", Action: "reject"}
+			in.Ops[1].Decides[1] = CallDecision{RequestID: rLeaf, ToolCallID: "c3", Action: "reject"}
+		}},
+		{name: "the answer is in the history twice", base: asked, want: []int{1}, mutate: func(in *Input) {
+			lt := leafTask(in)
+			lt.Items = append(lt.Items, Item{Seq: 4, RequestID: rLeaf, Role: "tool", Content: []Block{result("c3", "success", "yes-t3")}})
+		}},
 		{name: "a non-idempotent call ran twice", base: clean, want: []int{1}, mutate: func(in *Input) {
 			e := in.Ledger[0]
 			e.N, e.Start = 3, at(1.5)

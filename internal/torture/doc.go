@@ -15,7 +15,8 @@
 // (Ledger, built with the official Go SDK): effect (not idempotent, needs
 // approval), upsert (idempotent, needs approval), peek (needs none), and
 // effect again under a short approval_ttl (ex_effect, 2 s) so that rounds
-// expire. Each run of a tool writes a ledger line — its idempotency key
+// expire; and ask_user, whose questions (their tag in their text, two
+// choices) are answered, never run. Each run of a tool writes a ledger line — its idempotency key
 // (<request_id>#<tool_call_id>, from the call's _meta), the request, the
 // tool, the process that called, the generator's tag of the call, its
 // input and the time — before its side effect, and its result names the
@@ -26,7 +27,9 @@
 //
 // A generator, seeded (TORTURE_SEED replays the choices), runs concurrent
 // flows: a message to a random chain (with an Idempotency-Key, sent again
-// with it after a lost answer), then approvals, rejections and edits sent
+// with it after a lost answer; a quarter of the leaves' scripts ask a
+// question beside their calls), then approvals, rejections, edits and
+// answers (a round holding a question is settled call by call) sent
 // at random levels — the leaf, a caller in the middle, the root; some
 // twice, some stale (an old round), some racing (identical or conflicting,
 // at once) — cancels at random levels, waits past an approval's expiry,
@@ -54,7 +57,9 @@
 //     a recorded decision approving it (not a rejection, not an expiry),
 //     a client's approval sent before it, with the input approved (the
 //     edited one after an edit); never after a rejection answered 200 or
-//     a decision answered 410.
+//     a decision answered 410. A question's answer reaches the model once
+//     (one result in the history), as the leaf recorded it and as a client
+//     sent it.
 //  3. Cancel means cancel: after a cancel answered 200 Canceled, nothing of
 //     that request or below it (local children by their parent link,
 //     remote ones by their message) starts, and nothing below it is left
@@ -67,7 +72,8 @@
 //  5. Answers agree: every answer to the same decision (same URL, same
 //     body) reports the same outcome (202 / Running and lost answers say
 //     nothing); a terminal answer is what GET task shows; a 200 to a
-//     decision means that decision is the one recorded.
+//     decision means that decision is the one recorded (for a question,
+//     that answer).
 //  6. Nothing hangs: after the quiet period no request is Running; a
 //     Paused one has something to decide, or waits on a leaf that is
 //     Paused; nothing is Paused or Running below a finished root.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,6 +90,12 @@ func (w *worker) script() string {
 	}
 	for range 1 + w.rng.IntN(2) {
 		call("/call")
+	}
+	if w.rng.IntN(4) == 0 {
+		// A question (its tag in its text), answered like an approval.
+		tag := fmt.Sprintf("t%d", w.g.tags.Add(1))
+		in, _ := json.Marshal(map[string]any{"question": tag + "?", "choices": []string{"yes-" + tag, "no-" + tag}})
+		lines = append(lines, "/call "+AskTool+" "+string(in))
 	}
 	if w.rng.IntN(10) < 4 {
 		call("/then")
@@ -240,17 +247,17 @@ func (l level) resumePath() string {
 
 // levels finds the levels of a paused chain, from its root's view.
 func (w *worker) levels(f *flow, v *Task) []level {
-	root := level{name: "root", proc: f.proc, agent: f.agent, taskID: f.taskID, round: v.Round, pending: v.Pending}
+	root := level{name: "root", proc: f.proc, agent: f.agent, taskID: f.taskID, round: v.Round, pending: v.shown()}
 	for _, r := range v.Requests {
 		if r.Status == "Paused" {
 			root.reqID = r.RequestID
 		}
 	}
-	if root.reqID == "" || len(v.Pending) == 0 {
+	if root.reqID == "" || len(root.pending) == 0 {
 		return nil
 	}
 	out := []level{root}
-	p := v.Pending[0]
+	p := root.pending[0]
 	if p.RequestID == "" || p.RequestID == root.reqID {
 		return out // the root is the leaf
 	}
@@ -266,7 +273,7 @@ func (w *worker) levels(f *flow, v *Task) []level {
 		}
 	}
 	if lt != nil && lt.Status == "Paused" {
-		leaf.round, leaf.pending = lt.Round, lt.Pending
+		leaf.round, leaf.pending = lt.Round, lt.shown()
 		out = append(out, leaf)
 	}
 	return out
@@ -307,7 +314,7 @@ func (w *worker) mid(f *flow, leaf level, lt *Task) (level, bool) {
 	if mt == nil || mt.Status != "Paused" {
 		return level{}, false
 	}
-	l := level{name: "mid", proc: midProc, agent: midAgent, taskID: taskID, round: mt.Round, pending: mt.Pending}
+	l := level{name: "mid", proc: midProc, agent: midAgent, taskID: taskID, round: mt.Round, pending: mt.shown()}
 	for _, r := range mt.Requests {
 		if r.Status == "Paused" {
 			l.reqID = r.RequestID
@@ -327,8 +334,25 @@ func (w *worker) decision(l level, kind string) (string, []CallDecision) {
 		return l.reqID
 	}
 	var decides []CallDecision
-	switch kind {
-	case "approve", "reject":
+	inputs := slices.ContainsFunc(pending, func(p PendingView) bool { return p.Kind != "" })
+	switch {
+	case inputs && kind != "mixed":
+		// A round holding inputs is settled call by call: approvals as
+		// kind says, inputs answered (or, with reject, rejected).
+		var ds []map[string]any
+		for _, p := range pending {
+			d := map[string]any{"tool_call_id": p.ToolCallID, "action": kind}
+			cd := CallDecision{RequestID: leafOf(p), ToolCallID: p.ToolCallID, Action: kind}
+			if p.Kind != "" && kind == "approve" {
+				cd.Action, cd.V = w.answer(p)
+				d["action"], d["result"] = cd.Action, cd.V
+			}
+			ds = append(ds, d)
+			decides = append(decides, cd)
+		}
+		b, _ := json.Marshal(map[string]any{"decisions": ds, "round": l.round})
+		return string(b), decides
+	case kind == "approve" || kind == "reject":
 		for _, p := range pending {
 			decides = append(decides, CallDecision{RequestID: leafOf(p), ToolCallID: p.ToolCallID, Action: kind})
 		}
@@ -342,6 +366,19 @@ func (w *worker) decision(l level, kind string) (string, []CallDecision) {
 	var ds []map[string]any
 	for _, p := range pending {
 		d := map[string]any{"tool_call_id": p.ToolCallID}
+		if p.Kind != "" {
+			action, v := w.answer(p)
+			if w.rng.IntN(4) == 0 {
+				action, v = "reject", ""
+			}
+			d["action"] = action
+			if action == "answer" {
+				d["result"] = v
+			}
+			decides = append(decides, CallDecision{RequestID: leafOf(p), ToolCallID: p.ToolCallID, Action: action, V: v})
+			ds = append(ds, d)
+			continue
+		}
 		switch w.rng.IntN(4) {
 		case 0, 1:
 			d["action"] = "approve"
@@ -367,6 +404,14 @@ func (w *worker) decision(l level, kind string) (string, []CallDecision) {
 	}
 	b, _ := json.Marshal(body)
 	return string(b), decides
+}
+
+// answer picks an answer to a question: one of its choices.
+func (w *worker) answer(p PendingView) (string, string) {
+	if len(p.Choices) == 0 {
+		return "answer", "fine"
+	}
+	return "answer", p.Choices[w.rng.IntN(len(p.Choices))]
 }
 
 func (w *worker) resume(f *flow, l level, body string, decides []CallDecision, note string) *Op {

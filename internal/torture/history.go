@@ -51,8 +51,9 @@ type Op struct {
 type CallDecision struct {
 	RequestID  string `json:"request_id"` // the leaf request
 	ToolCallID string `json:"tool_call_id"`
-	Action     string `json:"action"` // approve, reject, edit
-	V          string `json:"v,omitempty"`
+	Action     string `json:"action"` // approve, reject, edit, answer
+	// V is an edit's v, or an answer's value.
+	V string `json:"v,omitempty"`
 }
 
 // Result is the RequestResult an op's answer holds, if any.
@@ -89,6 +90,7 @@ type RequestResult struct {
 	Output    string        `json:"output"`
 	ResumeURL string        `json:"resume_url"`
 	Pending   []PendingView `json:"pending_approvals"`
+	Inputs    []PendingView `json:"pending_inputs"`
 	Error     *ErrorView    `json:"error"`
 }
 
@@ -110,6 +112,9 @@ type PendingView struct {
 	TaskID     string          `json:"task_id"`
 	RequestID  string          `json:"request_id"`
 	ResumeURL  string          `json:"resume_url"`
+	// Kind and Choices, on a pending input.
+	Kind    string   `json:"kind"`
+	Choices []string `json:"choices"`
 }
 
 // Fault is one fault the nemesis injected.

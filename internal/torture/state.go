@@ -25,7 +25,13 @@ type Task struct {
 	NextAfterSeq *int64        `json:"next_after_seq"`
 	Requests     []Request     `json:"requests"`
 	Pending      []PendingView `json:"pending_approvals"`
+	Inputs       []PendingView `json:"pending_inputs"`
 	WaitingOn    []WaitingOn   `json:"waiting_on"`
+}
+
+// shown are the calls a paused task shows: its approvals and inputs.
+func (t *Task) shown() []PendingView {
+	return append(append([]PendingView(nil), t.Pending...), t.Inputs...)
 }
 
 // Item is a history entry.
@@ -86,6 +92,9 @@ type DecisionCall struct {
 	ToolCallID string          `json:"tool_call_id"`
 	Action     string          `json:"action"`
 	Input      json.RawMessage `json:"input"`
+	// Result is an answer's value (the leaf's record; callers' copies
+	// keep its hash).
+	Result json.RawMessage `json:"result"`
 }
 
 // WaitingOn is a request a paused caller waits on.
@@ -156,6 +165,8 @@ type Call struct {
 	Result          *Block
 	// ResultText is the result's text and JSON, joined.
 	ResultText string
+	// Results counts the history's results of the call (one at most).
+	Results int
 	// Decision is the decision on this call, if its round was decided.
 	Decision *CallVerdict
 }
@@ -169,7 +180,7 @@ type CallVerdict struct {
 	Approver  string
 	Action    string
 	DecidedAt time.Time
-	// V is the edited input's v, for an edit.
+	// V is the edited input's v, for an edit; the answer, for an answer.
 	V string
 }
 
@@ -265,17 +276,23 @@ func (w *World) indexItems(t *Task) {
 			case "tool_use":
 				c := &Call{Req: r, ID: b.ID, Name: b.Name}
 				var in struct {
-					Tag     string `json:"tag"`
-					V       string `json:"v"`
-					Message string `json:"message"`
+					Tag      string `json:"tag"`
+					V        string `json:"v"`
+					Message  string `json:"message"`
+					Question string `json:"question"`
 				}
 				_ = json.Unmarshal(b.Input, &in)
 				c.Tag, c.V, c.Message = in.Tag, in.V, in.Message
+				if b.Name == AskTool {
+					// A question names its tag: "tN?".
+					c.Tag = strings.TrimSuffix(in.Question, "?")
+				}
 				r.Calls = append(r.Calls, c)
 				w.Calls[c.Key()] = c
 			case "tool_result":
 				if c := w.Calls[it.RequestID+"#"+b.ToolUseID]; c != nil {
 					c.Result, c.ResultText = b, resultText(b)
+					c.Results++
 				}
 			}
 		}
@@ -288,12 +305,15 @@ func (w *World) indexItems(t *Task) {
 					continue
 				}
 				v := &CallVerdict{Round: d.Round, Approver: d.Approver, Action: dc.Action, DecidedAt: d.DecidedAt}
-				if dc.Action == "edit" {
+				switch dc.Action {
+				case "edit":
 					var in struct {
 						V string `json:"v"`
 					}
 					_ = json.Unmarshal(dc.Input, &in)
 					v.V = in.V
+				case "answer":
+					_ = json.Unmarshal(dc.Result, &v.V)
 				}
 				c.Decision = v
 			}

@@ -3,21 +3,10 @@
 
 import { API, APIError, enc, loadSettings, saveSettings } from './api.js';
 import { validate } from './schema.js';
+import { el } from './dom.js';
+import { inputCard } from './inputs.js';
 
 const $ = (id) => document.getElementById(id);
-
-// el builds an element: el('p', {class: 'x'}, 'text', child).
-function el(tag, attrs = {}, ...kids) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
-    else if (v === true) e.setAttribute(k, '');
-    else e.setAttribute(k, v);
-  }
-  e.append(...kids.filter((k) => k !== null && k !== undefined));
-  return e;
-}
 
 const S = {
   settings: loadSettings(),
@@ -223,7 +212,7 @@ const entry = (kind, label, ...body) =>
   el('li', { class: `msg ${kind}` }, label ? el('span', { class: 'label' }, label) : null, ...body);
 
 function decisionEntry(action, by, reason, input, at) {
-  const what = { approve: 'Approved', reject: 'Rejected', edit: 'Edited and approved' }[action] || action;
+  const what = { approve: 'Approved', reject: 'Rejected', edit: 'Edited and approved', answer: 'Answered' }[action] || action;
   const who = by === 'system:expiry' ? 'Expired: no decision came in time' : `${what} by ${by}`;
   return entry(`decision ${action}`, '', `${who}${at ? ' at ' + time(at) : ''}`,
     reason ? ` — “${reason}”` : '', input ? el('code', {}, ' ' + json(input)) : null);
@@ -265,18 +254,7 @@ function renderTask(t) {
   renderRequests(t);
   renderArtifacts(t);
   const paused = [...(t.requests || [])].reverse().find((r) => r.status === 'Paused');
-  // A remote agent's call is decided here, at this task (the decision goes
-  // on to the other system), never with this token sent there; with one
-  // among them, every call of the round is decided here, together.
-  const atCaller = paused && (t.pending_approvals || []).some((p) => remoteLeaf(p.resume_url));
-  showApprovals((t.pending_approvals || []).map((p) => atCaller ? {
-    ...p, resume_url: '', round: t.round, agent: t.agent, task_id: t.task_id, request_id: paused.request_id,
-  } : {
-    ...p,
-    agent: p.agent || t.agent,
-    task_id: p.task_id || t.task_id,
-    request_id: p.request_id || paused?.request_id,
-  }));
+  showPending(paused ? roundCalls(t, { agent: t.agent, task_id: t.task_id, request_id: paused.request_id }) : []);
   updateComposer();
 }
 
@@ -362,10 +340,11 @@ function renderRequests(t) {
         ? ` (${d.calls.map((c) => c.action + (c.input ? ' ' + json(c.input) : '')).join('; ')})` : ''))))));
 }
 
-// ---- approval cards -------------------------------------------------------
+// ---- approval and input cards ------------------------------------------
 
 function clearApprovals() {
   S.cards = [];
+  S.panel = '';
   $('approvals').replaceChildren();
   $('approvals').hidden = true;
 }
@@ -377,43 +356,119 @@ function remoteLeaf(url) {
 }
 
 function pendingLive() {
-  return S.cards.some((c) => !c.expired && !c.sent);
+  return S.cards.some((c) => !c.expired && !c.sent && !c.closed);
 }
 
-// showApprovals renders one card per pending call, grouped by round: a
-// round's decisions go out together once each of its calls is decided.
-function showApprovals(calls) {
+// roundCalls lists a paused request's pending calls, approvals and inputs,
+// each with where it is decided. res holds pending_approvals,
+// pending_inputs and round (GET task, or a Paused RequestResult); ids names
+// the request ({agent, task_id, request_id}).
+function roundCalls(res, ids) {
+  const all = [...(res.pending_approvals || []), ...(res.pending_inputs || [])];
+  // A remote agent's call is decided here, at this task (the decision goes
+  // on to the other system), never with this token sent there; with one
+  // among them, every call of the round is decided here, together.
+  const atCaller = all.some((p) => remoteLeaf(p.resume_url));
+  return all.map((p) => atCaller ? {
+    ...p, resume_url: '', round: res.round, agent: ids.agent, task_id: ids.task_id, request_id: ids.request_id,
+  } : {
+    // A leaf's call is decided at the leaf, in the leaf's round.
+    ...p,
+    round: p.round || res.round,
+    agent: p.agent || ids.agent,
+    task_id: p.task_id || ids.task_id,
+    request_id: p.request_id || ids.request_id,
+  });
+}
+
+// showPending renders one card per pending call, grouped by round: a
+// round's decisions and answers go out together in one resume. The same
+// round shown again (the task re-read) keeps its cards and what was typed
+// in them; a round the server refused for good stays to read until another
+// round replaces it.
+function showPending(calls) {
+  const sig = calls.map((c) => [c.resume_url, c.agent, c.task_id, c.request_id, c.round, c.tool_call_id, !!c.expired].join('|')).join(',');
+  if (calls.length && sig === S.panel && pendingLive()) return;
+  if (!calls.length && S.cards.some((c) => c.closed)) return;
   clearApprovals();
   if (!calls.length) return;
+  S.panel = sig;
   const groups = new Map();
   for (const c of calls) {
     const url = c.resume_url || `/agents/${enc(c.agent)}/tasks/${enc(c.task_id)}/requests/${enc(c.request_id)}/resume`;
     const key = url + '#' + c.round;
-    if (!groups.has(key)) groups.set(key, { url, round: c.round, calls: [], choices: new Map(), ids: c });
-    groups.get(key).calls.push(c);
+    if (!groups.has(key)) groups.set(key, { url, round: c.round, calls: [], cards: [], choices: new Map(), ids: c, inputs: false, bar: null });
+    const g = groups.get(key);
+    g.calls.push(c);
+    if (c.kind) g.inputs = true;
   }
   const box = $('approvals');
-  box.append(el('h3', {}, 'Waiting for your decision'));
+  const anyInputs = calls.some((c) => c.kind);
+  box.append(el('h3', {}, anyInputs ? 'Waiting for you' : 'Waiting for your decision'));
   for (const g of groups.values()) {
     for (const c of g.calls) {
-      const card = makeCard(g, c);
+      const card = c.kind ? makeInputCard(g, c) : makeCard(g, c);
+      g.cards.push(card);
       S.cards.push(card);
       box.append(card.root);
     }
+    if (g.inputs) box.append(roundBar(g));
+    if (g.cards.some((c) => c.expired)) expireGroup(g);
   }
   box.hidden = false;
   tick();
   updateComposer();
 }
 
+function expiredText(call) {
+  const what = call.kind ? 'answered' : 'approved';
+  return `Expired at ${time(call.expires_at)}: it can no longer be ${what}. Send a new message to go on.`;
+}
+
+function makeInputCard(g, call) {
+  const card = inputCard(call, { agent: S.agent });
+  card.group = g;
+  card.restore = () => card.disable(false);
+  return card;
+}
+
+// roundBar is a round's Send button, for a round holding inputs: it goes
+// out once every input is answered (or declined) and every call decided.
+function roundBar(g) {
+  const errors = el('ul', { class: 'errors', role: 'alert' });
+  const status = el('p', { class: 'outcome', role: 'status' });
+  const send = el('button', { type: 'button', class: 'send-round' }, g.calls.length > 1 ? 'Send answers and decisions' : 'Send answer');
+  const actions = el('div', { class: 'actions' }, send);
+  const root = el('div', { class: 'card round-bar', 'data-round': String(g.round), role: 'group', 'aria-label': `Round ${g.round}` },
+    el('p', { class: 'hint' }, g.calls.length > 1
+      ? 'The calls above are settled together: answer each input and decide each approval, then send them at once.'
+      : 'Answer, then send.'),
+    errors, actions, status);
+  send.addEventListener('click', () => submitRound(g));
+  g.bar = {
+    root, status,
+    show(list) {
+      errors.replaceChildren(...list.map((m) => el('li', {}, m)));
+    },
+    disable(on) {
+      send.disabled = on;
+    },
+    close() {
+      actions.remove();
+    },
+  };
+  return root;
+}
+
 function makeCard(g, call) {
   const id = call.tool_call_id;
-  const card = { call, group: g, expired: false, sent: false };
+  const card = { call, group: g, expired: false, sent: false, closed: false };
   const expiry = el('p', { class: 'expiry' });
   const outcome = el('p', { class: 'outcome', role: 'status' });
   const approve = el('button', { type: 'button', class: 'approve', onclick: () => decide(card, { action: 'approve' }) }, 'Approve');
   const rejectBtn = el('button', { type: 'button', class: 'secondary reject', 'aria-expanded': 'false' }, 'Reject…');
   const editBtn = el('button', { type: 'button', class: 'secondary edit', 'aria-expanded': 'false' }, 'Edit…');
+  const changeBtn = el('button', { type: 'button', class: 'secondary change', hidden: true }, 'Change');
   const reason = el('input', { name: 'reason', id: `reason-${id}`, autocomplete: 'off' });
   const rejectForm = el('form', { class: 'reject-form', hidden: true },
     el('label', { for: `reason-${id}` }, 'Reason (the agent sees it)', reason),
@@ -429,7 +484,7 @@ function makeCard(g, call) {
   const root = el('article', { class: 'card', 'data-call': id, 'aria-label': `Approval of ${call.name}` },
     el('h3', {}, call.name, call.agent && call.agent !== S.agent ? el('small', {}, ` (agent ${call.agent})`) : null),
     el('pre', { class: 'input' }, JSON.stringify(call.input, null, 2)),
-    expiry, actions, rejectForm, editForm, outcome);
+    expiry, actions, rejectForm, editForm, changeBtn, outcome);
 
   rejectBtn.addEventListener('click', () => {
     toggle(editForm, editBtn, false);
@@ -467,6 +522,12 @@ function makeCard(g, call) {
     errors.replaceChildren();
     decide(card, { action: 'edit', input: value });
   });
+  changeBtn.addEventListener('click', () => {
+    g.choices.delete(id);
+    card.restore();
+    outcome.textContent = '';
+    approve.focus();
+  });
 
   Object.assign(card, {
     root, expiry, outcome,
@@ -478,16 +539,46 @@ function makeCard(g, call) {
     disable(on) {
       for (const b of root.querySelectorAll('button, input, textarea')) b.disabled = on;
     },
-    setExpired() {
-      card.expired = true;
-      root.classList.add('expired');
-      expiry.textContent = `Expired at ${time(call.expires_at)}: it can no longer be approved. Send a new message to go on.`;
+    // restore enables what the card's state allows: a decided call offers
+    // only Change (in a round that goes out with its Send button, or
+    // waits for other calls).
+    restore() {
+      const chosen = g.choices.has(id);
+      card.disable(chosen);
+      changeBtn.hidden = !chosen;
+      changeBtn.disabled = false;
+      if (chosen) {
+        toggle(rejectForm, rejectBtn, false);
+        toggle(editForm, editBtn, false);
+      }
+    },
+    // collect answers the call's decision for its round's Send button.
+    collect() {
+      const d = g.choices.get(id);
+      if (d) return { decision: d };
+      outcome.textContent = 'Decide this call: approve, reject or edit it.';
+      return { errors: [outcome.textContent] };
+    },
+    focus() {
+      (approve.disabled ? changeBtn : approve).focus();
+    },
+    close() {
+      card.closed = true;
+      if (!card.expired) expiry.textContent = '';
+      card.disable(true);
       actions.remove();
+      changeBtn.remove();
       rejectForm.remove();
       editForm.remove();
     },
+    setExpired() {
+      card.expired = true;
+      root.classList.add('expired');
+      expiry.textContent = expiredText(call);
+      card.close();
+    },
   });
-  if (call.expired) card.setExpired();
+  if (call.expired) card.expired = true;
   return card;
 }
 
@@ -503,88 +594,173 @@ function left(ms) {
   return h ? `${h}h ${m}m` : m ? `${m}m ${s % 60}s` : `${s}s`;
 }
 
-// tick counts down each card's time left; a card whose approval expired
-// offers no decision any more.
+// expireGroup closes a round whose time is up: it expires at the earliest
+// expires_at of its calls, all of them at once.
+function expireGroup(g) {
+  for (const c of g.cards) {
+    if (c.root.classList.contains('expired')) continue;
+    if (c.kind === 'input') c.setExpired(expiredText(c.call));
+    else c.setExpired();
+  }
+  g.bar?.close();
+}
+
+// tick counts down each card's time left; a round whose time is up offers
+// no decision any more.
 function tick() {
   const now = Date.now();
   let changed = false;
   for (const c of S.cards) {
-    if (c.expired || c.sent || !c.call.expires_at) continue;
+    if (c.expired || c.sent || c.closed || !c.call.expires_at) continue;
     const ms = Date.parse(c.call.expires_at) - now;
     if (ms <= 0) {
-      c.setExpired();
+      expireGroup(c.group);
       changed = true;
     } else {
       c.expiry.textContent = `Expires in ${left(ms)} (at ${time(c.call.expires_at)})`;
     }
   }
   if (changed) {
-    if (!pendingLive()) setStatus('The approval expired: nothing was run.');
+    if (!pendingLive()) setStatus(S.cards.some((c) => c.kind === 'input') ? 'The round expired: nothing was run.' : 'The approval expired: nothing was run.');
     updateComposer();
   }
 }
 setInterval(tick, 1000);
 
+// decide notes an approval card's decision. A round of approvals alone goes
+// out once each of its calls is decided; a round holding inputs waits for
+// its Send button.
 async function decide(card, decision) {
   const g = card.group;
-  if (card.expired) return;
+  if (card.expired || card.closed) return;
   g.choices.set(card.call.tool_call_id, decision);
-  if (g.choices.size < g.calls.length) {
-    card.outcome.textContent = `Your choice: ${decision.action}. Decide the other calls of this round to send it.`;
-    card.disable(true);
+  if (g.inputs || g.choices.size < g.calls.length) {
+    card.outcome.textContent = g.inputs
+      ? `Your choice: ${decision.action}. It goes out with the round's answers when you send them.`
+      : `Your choice: ${decision.action}. Decide the other calls of this round to send it.`;
+    card.restore();
     return;
   }
   const decisions = g.calls.map((c) => ({ tool_call_id: c.tool_call_id, ...g.choices.get(c.tool_call_id) }));
-  const cards = S.cards.filter((c) => c.group === g);
-  for (const c of cards) {
+  await sendRound(g, decisions, card);
+}
+
+// submitRound sends a round holding inputs: every card must give its
+// answer or decision; else each card says what it lacks and nothing is
+// sent.
+async function submitRound(g) {
+  if (g.cards.some((c) => c.expired || c.closed || c.sent)) return;
+  const decisions = [];
+  const lacking = [];
+  for (const c of g.cards) {
+    const r = c.collect();
+    if (r.errors) lacking.push(c);
+    else decisions.push({ tool_call_id: c.call.tool_call_id, ...r.decision });
+  }
+  if (lacking.length) {
+    g.bar.show([`${lacking.length} of the ${g.cards.length} calls of this round still need you: see ${lacking.length > 1 ? 'their cards' : 'its card'} above. Nothing was sent.`]);
+    lacking[0].focus();
+    return;
+  }
+  g.bar.show([]);
+  await sendRound(g, decisions, null);
+}
+
+async function sendRound(g, decisions, card) {
+  for (const c of g.cards) {
     c.disable(true);
     c.sent = true;
-    c.outcome.textContent = 'Sending…';
+    if (!g.inputs) c.outcome.textContent = 'Sending…';
+  }
+  if (g.bar) {
+    g.bar.disable(true);
+    g.bar.status.textContent = 'Sending…';
   }
   notice('');
   try {
     await runStream(g.url, { decisions }, { agent: g.ids.agent, task_id: g.ids.task_id, request_id: g.ids.request_id });
   } catch (e) {
-    for (const c of cards) c.sent = false;
-    g.choices.clear();
+    for (const c of g.cards) c.sent = false;
     setStatus('');
-    await decisionRefused(e, g, card, cards);
+    if (g.inputs) {
+      await answersRefused(e, g);
+    } else {
+      g.choices.clear();
+      await decisionRefused(e, g, card, g.cards);
+    }
     updateComposer();
   }
 }
+
+// conflictText re-reads the task after a 409 or 410 and says what the
+// round became.
+async function conflictText(e, g) {
+  const t = S.agent && S.taskId ? await openTask(S.taskId) : null;
+  const req = t?.requests?.find((r) => r.request_id === g.ids.request_id);
+  const d = req?.decisions?.find((x) => x.round === g.round);
+  loadInbox();
+  loadTasks();
+  const code = e instanceof APIError ? e.code : '';
+  if (code === 'approval_expired' || code === 'input_expired' || d?.approver === 'system:expiry') {
+    return `This round expired at ${time(g.calls[0].expires_at)}; nothing was run.`;
+  }
+  if (d) {
+    return `Another decision was recorded first: ${d.action} by ${d.approver} at ${time(d.decided_at)}${d.reason ? ` (“${d.reason}”)` : ''}. Yours was not applied.`;
+  }
+  return `This round was already decided elsewhere (${e.message}). Yours was not applied.`;
+}
+
+const FINAL = new Set(['decision_conflict', 'not_paused', 'approval_expired', 'input_expired']);
 
 async function decisionRefused(e, g, card, cards) {
   const code = e instanceof APIError ? e.code : '';
   if (code === 'invalid_input' || code === 'invalid_decisions') {
     for (const c of cards) {
-      c.disable(false);
+      c.restore();
       c.outcome.textContent = '';
     }
     card.showErrors([`The server refused the input: ${e.message}`]);
     return;
   }
-  if (code === 'decision_conflict' || code === 'not_paused' || code === 'approval_expired') {
+  if (FINAL.has(code)) {
     // Another tab or person decided first, or the round expired: show what
     // the task recorded.
-    const t = S.agent && S.taskId ? await openTask(S.taskId) : null;
-    const req = t?.requests?.find((r) => r.request_id === g.ids.request_id);
-    const d = req?.decisions?.find((x) => x.round === g.round);
-    if (code === 'approval_expired' || d?.approver === 'system:expiry') {
-      notice(`This approval expired at ${time(g.calls[0].expires_at)}; nothing was run.`);
-    } else if (d) {
-      notice(`Another decision was recorded first: ${d.action} by ${d.approver} at ${time(d.decided_at)}${d.reason ? ` (“${d.reason}”)` : ''}. Yours was not applied.`);
-    } else {
-      notice(`This round was already decided elsewhere (${e.message}). Yours was not applied.`);
-    }
-    loadInbox();
-    loadTasks();
+    notice(await conflictText(e, g));
     return;
   }
   for (const c of cards) {
-    c.disable(false);
+    c.restore();
     c.outcome.textContent = '';
   }
   notice(`The decision was not sent: ${e.message}`);
+}
+
+// answersRefused shows why the server refused a round holding inputs, in
+// the round's cards, with everything typed left in place: a 400 names the
+// call (its message holds the tool_call_id) and leaves the round open to
+// correct; a 409 or 410 closes it.
+async function answersRefused(e, g) {
+  const code = e instanceof APIError ? e.code : '';
+  g.bar.status.textContent = '';
+  if (FINAL.has(code)) {
+    for (const c of g.cards) c.close();
+    g.bar.close();
+    const h = $('approvals').querySelector('h3');
+    if (h) h.textContent = 'Not sent';
+    const what = await conflictText(e, g);
+    g.bar.show([`The server refused the answers: ${e.message}`, what]);
+    if (!g.bar.root.isConnected) notice(what); // another round took its place
+    updateComposer();
+    return;
+  }
+  for (const c of g.cards) c.restore();
+  g.bar.disable(false);
+  const named = g.cards.find((c) => e.message.includes(c.call.tool_call_id));
+  const text = code === 'invalid_input' || code === 'invalid_decisions'
+    ? `The server refused the answers: ${e.message}` : `The answers were not sent: ${e.message}`;
+  g.bar.show([text]);
+  if (named?.kind === 'input') named.showErrors([text]);
+  (named || g.cards[0]).focus(e.message);
 }
 
 // ---- streaming -------------------------------------------------------------
@@ -624,25 +800,24 @@ class Live {
         this.names[d.id] = d.name;
         this.add(entry('tool', `Tool call ${d.name}`, el('code', {}, json(d.input))));
         break;
-      case 'approval_required': {
+      case 'approval_required':
         setStatus('Paused: waiting for a decision.');
-        const atCaller = d.tool_calls.some((c) => remoteLeaf(c.resume_url));
-        showApprovals(d.tool_calls.map((c) => atCaller ? {
-          // With a remote agent's call, all decided at this request (above).
-          tool_call_id: c.id, name: c.name, input: c.input, expires_at: c.expires_at, round: d.round,
-          resume_url: d.resume_url, agent: S.agent, task_id: S.current.task_id, request_id: d.request_id,
-        } : {
-          // A leaf's call is decided at the leaf, in the leaf's round.
-          tool_call_id: c.id, name: c.name, input: c.input, expires_at: c.expires_at, round: c.round || d.round,
-          resume_url: c.resume_url || d.resume_url, agent: c.agent || S.agent,
-          task_id: c.task_id || S.current.task_id, request_id: c.request_id || d.request_id,
-        }));
         break;
-      }
+      case 'input_required':
+        setStatus('Paused: waiting for your answers.');
+        break;
+      case 'request_complete':
+        // The pause's cards, from the outcome (approval_required and
+        // input_required each tell only part of the round).
+        if (d.status === 'Paused') {
+          showPending(roundCalls(d, { agent: S.agent, task_id: d.task_id || S.current.task_id, request_id: d.request_id }));
+        }
+        break;
       case 'approved':
       case 'rejected':
+      case 'answered':
         clearApprovals();
-        this.add(decisionEntry(d.input ? 'edit' : name === 'approved' ? 'approve' : 'reject', d.by, d.reason, d.input));
+        this.add(decisionEntry(d.input ? 'edit' : name === 'answered' ? 'answer' : name === 'approved' ? 'approve' : 'reject', d.by, d.reason, d.input));
         break;
       case 'tool_result': {
         const out = typeof d.output === 'string' ? d.output : json(d.output);
@@ -693,7 +868,8 @@ async function runStream(path, body, ids) {
     await openTask(S.taskId);
   }
   const status = end.status || (end.code ? `Failed: ${end.code}` : '');
-  setStatus(status === 'Paused' ? 'Paused: waiting for a decision.' : status ? `Request ${status}.` : 'Done.');
+  const waits = S.cards.some((c) => c.kind === 'input') ? 'Paused: waiting for your answers.' : 'Paused: waiting for a decision.';
+  setStatus(status === 'Paused' ? waits : status ? `Request ${status}.` : 'Done.');
   // A counter of finished requests, for whoever watches the page (tests).
   document.body.dataset.done = String(Number(document.body.dataset.done || 0) + 1);
   await Promise.all([loadInbox(), loadTasks()]);
@@ -706,7 +882,7 @@ function updateComposer() {
   $('send').disabled = !can;
   $('new-task').disabled = !S.agent || S.busy;
   $('message').placeholder = pendingLive()
-    ? 'This task waits for a decision on the calls above.'
+    ? (S.cards.some((c) => c.kind === 'input') ? 'This task waits for your answers above.' : 'This task waits for a decision on the calls above.')
     : 'Ask the agent… (Ctrl+Enter sends)';
 }
 

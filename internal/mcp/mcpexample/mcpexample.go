@@ -1,10 +1,13 @@
 // Package mcpexample is a small MCP server to try MCP tools with (hitch
-// mcp-example): notes to search (read-only) and tickets to close
-// (destructive, so an agent asks for approval before it closes one).
+// mcp-example): notes to search (read-only), tickets to close
+// (destructive, so an agent asks for approval before it closes one), and
+// tickets to reopen, for which the server itself asks the person why (an
+// elicitation: a form the agent's request pauses on).
 package mcpexample
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -93,13 +96,69 @@ func (s *Server) MCP() *sdk.Server {
 		Description: "Close an open ticket by its id (T-1, T-2, T-3).",
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: &t, IdempotentHint: false},
 	}, s.close)
+	srv.AddTool(&sdk.Tool{
+		Name:        "reopen_ticket",
+		Description: "Reopen a closed ticket by its id; the server asks the person why.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"the ticket's id, e.g. T-2"}},"required":["id"]}`),
+		Annotations: &sdk.ToolAnnotations{DestructiveHint: &f, IdempotentHint: true},
+	}, s.reopen)
 	return srv
 }
 
-// Handler serves the server over streamable HTTP.
+// ReasonForm is what reopen_ticket asks the person.
+const ReasonForm = `{"type":"object","properties":{"reason":{"type":"string","title":"Why reopen it?","minLength":3},` +
+	`"urgent":{"type":"boolean","title":"Urgent"}},"required":["reason"]}`
+
+// reopen asks why (a form, multi round-trip: the request state names the
+// ticket) and reopens the ticket with the answer.
+func (s *Server) reopen(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	var in struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(req.Params.Arguments, &in); err != nil || in.ID == "" {
+		return errorResult("give the ticket's id"), nil
+	}
+	s.mu.Lock()
+	t, ok := s.tickets[in.ID]
+	s.mu.Unlock()
+	if !ok {
+		return errorResult(fmt.Sprintf("no ticket %q", in.ID)), nil
+	}
+	answer, ok := req.Params.InputResponses["reason"].(*sdk.ElicitResult)
+	if !ok || req.Params.RequestState != "reopen:"+in.ID {
+		return &sdk.CallToolResult{
+			InputRequests: sdk.InputRequestMap{"reason": &sdk.ElicitParams{Mode: "form",
+				Message: fmt.Sprintf("Why reopen %s (%q)?", t.ID, t.Title), RequestedSchema: json.RawMessage(ReasonForm)}},
+			RequestState: "reopen:" + in.ID,
+		}, nil
+	}
+	if answer.Action != "accept" {
+		return errorResult(fmt.Sprintf("%s not reopened: the person chose %s", in.ID, answer.Action)), nil
+	}
+	reason, _ := answer.Content["reason"].(string)
+	urgent, _ := answer.Content["urgent"].(bool)
+	s.mu.Lock()
+	t.Open, t.Reason = true, reason
+	out := *t
+	s.mu.Unlock()
+	text := fmt.Sprintf("reopened %s: %s", out.ID, reason)
+	if urgent {
+		text += " (urgent)"
+	}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}, nil
+}
+
+func errorResult(msg string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+}
+
+// Handler serves the server over streamable HTTP, stateless: protocol
+// 2026-07-28, where reopen_ticket's question is an input_required result
+// that the agent's request pauses on (a session of an older protocol would
+// ask inside the session, which Hitch answers cancel).
 func (s *Server) Handler() http.Handler {
 	srv := s.MCP()
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true})
 }
 
 // Ticket returns a copy of a ticket.

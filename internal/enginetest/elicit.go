@@ -1,0 +1,277 @@
+package enginetest
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+)
+
+// MCP elicitation (docs/api.md, "Pauses for input"): a call that ran and
+// asks for input pauses the turn once its other calls ended; the answers
+// go back to the tool in a new run with its state unchanged.
+
+// bookCall is a call of the Elicitor.
+func bookCall(id string) agent.Block {
+	return agenttest.Use(id, "book_table", `{"day":"friday"}`)
+}
+
+// testElicitPause: a form elicitation is a pending input; every refusal
+// changes nothing; the answer runs the call again, once, with the state,
+// the same idempotency key and the content; the repeat answers from the
+// store.
+func testElicitPause(t *testing.T, env *Env) {
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("s1", "safe", "look"), bookCall("b1")))
+	res, rec := env.Invoke(t, "", "book a table")
+	if res.Status != agent.StatusPaused || res.Round != 1 {
+		t.Fatalf("want Paused in round 1, got %+v", res)
+	}
+	if diff := cmp.Diff([]string{"look"}, env.Safe.Runs()); diff != "" {
+		t.Errorf("the turn's other call (-want +got):\n%s", diff)
+	}
+	if n := len(env.Booker.Runs()); n != 1 {
+		t.Fatalf("the tool ran %d times before the pause", n)
+	}
+	want := []string{"request_started", "tool_call", "tool_call", "tool_result", "input_required", "request_complete"}
+	if diff := cmp.Diff(want, rec.Names()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	exp := env.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339)
+	wantInputs := []agent.PendingView{{ToolCallID: "b1", Name: "book_table", Kind: agent.InputElicitation, Question: "How many people?",
+		Server: "https://mcp.example.com/mcp", ExpiresAt: exp, Round: 1}}
+	opts := cmp.FilterPath(func(p cmp.Path) bool {
+		f := p.Last().String()
+		return f == ".Input" || f == ".Schema"
+	}, cmp.Ignore())
+	if diff := cmp.Diff(wantInputs, res.PendingInputs, opts); diff != "" {
+		t.Errorf("pending inputs (-want +got):\n%s", diff)
+	}
+	if s, _ := json.Marshal(res.PendingInputs[0].Schema); !strings.Contains(string(s), `"size"`) {
+		t.Errorf("the input shows the form's schema: %s", s)
+	}
+	if in, _ := json.Marshal(res.PendingInputs[0].Input); string(in) != `{"day":"friday"}` {
+		t.Errorf("the input shows the call's arguments: %s", in)
+	}
+	v := env.view(t, res.TaskID, agent.ViewOptions{})
+	if len(v.PendingInputs) != 1 || v.PendingInputs[0].Question != "How many people?" || v.PendingInputs[0].Server == "" {
+		t.Fatalf("GET task: %+v", v.PendingInputs)
+	}
+	if got := v.Items[len(v.Items)-1]; len(got.Content) != 1 || got.Content[0]["tool_use_id"] != "s1" {
+		t.Errorf("the pause recorded the other call's result: %+v", got.Content)
+	}
+
+	before, items, _ := env.Store.LoadTask(context.Background(), res.TaskID)
+	for _, tc := range []struct {
+		name   string
+		result string
+		action string
+		code   string
+	}{
+		{"approve", "", agent.ActionApprove, agent.CodeInvalidDecisions},
+		{"not an object", `"4"`, agent.ActionAnswer, agent.CodeInvalidInput},
+		{"an unknown action", `{"action":"maybe"}`, agent.ActionAnswer, agent.CodeInvalidInput},
+		{"accept without content", `{"action":"accept"}`, agent.ActionAnswer, agent.CodeInvalidInput},
+		{"content outside the form", `{"action":"accept","content":{"size":0}}`, agent.ActionAnswer, agent.CodeInvalidInput},
+		{"a missing field", `{"action":"accept","content":{}}`, agent.ActionAnswer, agent.CodeInvalidInput},
+		{"a decline with content", `{"action":"decline","content":{"size":2}}`, agent.ActionAnswer, agent.CodeInvalidInput},
+		{"an unknown member", `{"action":"accept","content":{"size":2},"extra":1}`, agent.ActionAnswer, agent.CodeInvalidInput},
+	} {
+		d := agent.DecisionInput{ToolCallID: "b1", Action: tc.action}
+		if tc.result != "" {
+			d.Result = json.RawMessage(tc.result)
+		}
+		if _, _, err := env.Resume(res, "alice", agent.ResumeRequest{Decisions: []agent.DecisionInput{d}}); Code(err) != tc.code {
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
+		}
+	}
+	after, items2, _ := env.Store.LoadTask(context.Background(), res.TaskID)
+	if diff := cmp.Diff(before, after); diff != "" || len(items) != len(items2) || len(env.Booker.Runs()) != 1 {
+		t.Fatalf("a refused answer changed something:\n%s", diff)
+	}
+
+	env.Model.Add(agenttest.Say("booked"))
+	good := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1", `{"action":"accept","content":{"size":4}}`)}}
+	out, rec, err := env.Resume(res, "alice", good)
+	if err != nil || out.Status != agent.StatusCompleted || out.Output != "booked" {
+		t.Fatalf("answered: %+v %v", out, err)
+	}
+	want = []string{"request_started", "answered", "tool_result", "answer", "request_complete"}
+	if diff := cmp.Diff(want, rec.Names()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	runs := env.Booker.Runs()
+	if len(runs) != 2 {
+		t.Fatalf("the tool ran %d times, want 2 (the call, then the answer)", len(runs))
+	}
+	wantReply := &agent.InputReply{State: "round-0", Responses: []agent.ElicitResponse{{Key: "party", Action: "accept", Content: json.RawMessage(`{"size":4}`)}}}
+	if diff := cmp.Diff(wantReply, runs[1].Reply); diff != "" || runs[1].Key != runs[0].Key || runs[1].Input != runs[0].Input {
+		t.Errorf("the second run: key %q (first %q), input %s (first %s), reply (-want +got):\n%s", runs[1].Key, runs[0].Key, runs[1].Input, runs[0].Input, diff)
+	}
+	if got, want := modelResults(env.Model.Call(1)), `s1=success:safe did look; b1=success:booked: party=accept{"size":4}`; got != want {
+		t.Errorf("results sent to the model:\n got %s\nwant %s", got, want)
+	}
+	again, _, err := env.Resume(res, "alice", good)
+	if err != nil || again.Status != agent.StatusCompleted || len(env.Booker.Runs()) != 2 {
+		t.Errorf("the same answer again: %+v %v, %d runs", again, err, len(env.Booker.Runs()))
+	}
+	other := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1", `{"action":"accept","content":{"size":5}}`)}}
+	if _, _, err := env.Resume(res, "alice", other); Code(err) != agent.CodeDecisionConflict {
+		t.Errorf("another answer: %v", err)
+	}
+	if c := env.Model.NCalls(); c != 2 {
+		t.Errorf("the model was called %d times, want 2", c)
+	}
+}
+
+// testElicitRounds: a further request for input is a new round; a
+// decline goes back to the tool; several requests of one call are one
+// input each (<call>#<key>); a URL input takes no content; a reject ends
+// the call with the reason, without running it again.
+func testElicitRounds(t *testing.T, env *Env) {
+	site := agent.Elicitation{Key: "login", Mode: agent.ElicitURL, Message: "Sign in to the booking site", URL: "https://book.example.com/login?x=1"}
+	seat := agent.Elicitation{Key: "seat", Mode: agent.ElicitForm, Message: "Inside or outside?",
+		Schema: json.RawMessage(`{"type":"object","properties":{"where":{"type":"string","enum":["inside","outside"]}}}`)}
+	env.Booker.Asks = [][]agent.Elicitation{{PartyForm}, {site, seat}}
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, bookCall("b1")))
+	res, _ := env.Invoke(t, "", "book")
+	out, _, err := env.Resume(res, "alice", agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1", `{"action":"decline"}`)}})
+	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
+		t.Fatalf("round 2: %+v %v", out, err)
+	}
+	var ids []string
+	for _, p := range out.PendingInputs {
+		ids = append(ids, p.ToolCallID+"|"+p.URL)
+	}
+	if diff := cmp.Diff([]string{"b1#login|https://book.example.com/login?x=1", "b1#seat|"}, ids); diff != "" {
+		t.Errorf("round 2's inputs (-want +got):\n%s", diff)
+	}
+	if r := env.Booker.Runs()[1].Reply; r == nil || r.State != "round-0" || len(r.Responses) != 1 || r.Responses[0].Action != "decline" || r.Responses[0].Content != nil {
+		t.Errorf("the decline reached the tool as %+v", r)
+	}
+	bad := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1#login", `{"action":"accept","content":{"ok":true}}`), answer("b1#seat", `{"action":"accept","content":{"where":"inside"}}`)}}
+	if _, _, err := env.Resume(res, "alice", bad); Code(err) != agent.CodeInvalidInput {
+		t.Errorf("a URL input answered with content: %v", err)
+	}
+	env.Model.Add(agenttest.Say("ok"))
+	done := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1#login", `{"action":"accept"}`), answer("b1#seat", `{"action":"accept","content":{"where":"inside"}}`)}}
+	out, _, err = env.Resume(res, "alice", done)
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("round 2 answered: %+v %v", out, err)
+	}
+	if got, want := modelResults(env.Model.Call(1)), `b1=success:booked: login=accept, seat=accept{"where":"inside"}`; got != want {
+		t.Errorf("results sent to the model:\n got %s\nwant %s", got, want)
+	}
+	if r := env.Booker.Runs()[2].Reply; r == nil || r.State != "round-1" {
+		t.Errorf("round 2's state came back as %+v", r)
+	}
+
+	// A reject: the model hears the reason; the tool is not run again.
+	env.Booker.Asks = nil
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, bookCall("b2")))
+	res2, _ := env.Invoke(t, "", "book again")
+	env.Model.Add(agenttest.Say("understood"))
+	n := len(env.Booker.Runs())
+	out, _, err = env.Resume(res2, "alice", agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: "b2", Action: agent.ActionReject, Reason: "not this week"}}})
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("rejected: %+v %v", out, err)
+	}
+	if got := modelResults(env.Model.Call(3)); got != "b2=error:rejected by alice: not this week" {
+		t.Errorf("results sent to the model: %s", got)
+	}
+	if len(env.Booker.Runs()) != n {
+		t.Errorf("a rejected elicitation ran the tool again")
+	}
+}
+
+// testElicitExpiry: an unanswered elicitation expires input_expired, the
+// call closed, no model call and no run.
+func testElicitExpiry(t *testing.T, env *Env) {
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, bookCall("b1")))
+	res, _ := env.Invoke(t, "", "book")
+	env.Advance(2*time.Hour + time.Second)
+	body := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1", `{"action":"accept","content":{"size":2}}`)}}
+	if _, _, err := env.Resume(res, "alice", body); Code(err) != agent.CodeInputExpired {
+		t.Fatalf("a late answer: %v", err)
+	}
+	if c, n := env.Model.NCalls(), len(env.Booker.Runs()); c != 1 || n != 1 {
+		t.Errorf("the expiry ran something: %d model calls, %d runs", c, n)
+	}
+	v := env.view(t, res.TaskID, agent.ViewOptions{})
+	if last := v.Items[len(v.Items)-1]; v.Status != agent.StatusFailed || len(last.Content) != 1 || last.Content[0]["status"] != "error" {
+		t.Errorf("after the expiry: %s %+v", v.Status, last.Content)
+	}
+}
+
+// testFiftyElicitAnswers: fifty answers to an elicitation sent at once
+// while the first one's run is in flight: the call runs again once, the
+// model hears its result once, everyone gets the same outcome.
+func testFiftyElicitAnswers(t *testing.T, env *Env) {
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, bookCall("b1")))
+	res, _ := env.Invoke(t, "", "book")
+	env.Booker.Block = make(chan struct{})
+	env.Model.Add(agenttest.Say("booked once"))
+	body := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1", `{"action":"accept","content":{"size":6}}`)}}
+	first := sameOutcome(t, 50, func() { time.Sleep(50 * time.Millisecond); close(env.Booker.Block) },
+		func() (*agent.RequestResult, error) {
+			out, _, err := env.Resume(res, "alice", body)
+			return out, err
+		})
+	if first.Status != agent.StatusCompleted || first.Output != "booked once" {
+		t.Errorf("outcome = %+v", first)
+	}
+	if n := len(env.Booker.Runs()); n != 2 {
+		t.Errorf("the tool ran %d times, want 2 (the call, then once with the answer)", n)
+	}
+	if c := env.Model.NCalls(); c != 2 {
+		t.Errorf("the model was called %d times, want 2", c)
+	}
+}
+
+// testElicitTakeover: the leg that claimed an answered elicitation died
+// before the call ran again. The takeover reads the answer back (META
+// holds its hash, the DEC# item the answer, the decision the server's
+// state): an idempotent tool runs again with it; any other gets
+// outcome_unknown and never runs twice.
+func testElicitTakeover(t *testing.T, env *Env) {
+	ag, _ := env.E.Agents.Get("acc")
+	for _, idempotent := range []bool{false, true} {
+		for i := range ag.Tools {
+			if ag.Tools[i].Tool == env.Booker {
+				ag.Tools[i].Policy.Idempotent = idempotent
+			}
+		}
+		env.Model.Add(agenttest.CallTools(agent.StopToolUse, bookCall("b1")))
+		res, _ := env.Invoke(t, "", "book")
+		runs := len(env.Booker.Runs())
+		body := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1", `{"action":"accept","content":{"size":3}}`)}}
+		if _, err := env.E.StartResume(context.Background(), agent.ResumeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+		env.Advance(5 * time.Minute)
+		env.Model.Add(agenttest.Say("recovered"))
+		out, _, err := env.Resume(res, "alice", body)
+		if err != nil || out.Status != agent.StatusCompleted {
+			t.Fatalf("idempotent=%v: takeover: %+v %v", idempotent, out, err)
+		}
+		got := modelResults(env.Model.Call(env.Model.NCalls() - 1))
+		all := env.Booker.Runs()
+		if idempotent {
+			if len(all) != runs+1 || all[len(all)-1].Reply == nil || all[len(all)-1].Reply.State != "round-0" {
+				t.Errorf("an idempotent tool's takeover: runs %+v", all[runs:])
+			}
+			if got != `b1=success:booked: party=accept{"size":3}` {
+				t.Errorf("results sent to the model: %s", got)
+			}
+			continue
+		}
+		if len(all) != runs || !strings.HasPrefix(got, "b1=error:") || !strings.Contains(got, "outcome_unknown") {
+			t.Errorf("a takeover of a non-idempotent tool: %d runs more, results %s", len(all)-runs, got)
+		}
+	}
+}
