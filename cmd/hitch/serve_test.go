@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hitch-agents/hitch/internal/ddblocal"
+	"github.com/hitch-agents/hitch/internal/mcp/mcpexample"
 )
 
 func TestMain(m *testing.M) { ddblocal.Main(m) }
@@ -52,6 +54,12 @@ func startServe(t *testing.T, extra ...string) (string, string, *lockedBuffer) {
 			t.Fatal(err)
 		}
 	}
+	return startServeDir(t, dir, extra...)
+}
+
+// startServeDir runs hitch serve on the agents of dir.
+func startServeDir(t *testing.T, dir string, extra ...string) (string, string, *lockedBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
@@ -246,6 +254,34 @@ func TestChatAsks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"ask_user asks: Which colour?", "  2. blue", "[answered by carol]", "← ask_user success: \"blue\"", "results: ask_user success: blue"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the chat does not show %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// hitch chat answers an MCP server's form in the terminal: the example
+// server's reopen_ticket asks why; the fields typed reach the server, and
+// its result the model.
+func TestChatElicitation(t *testing.T) {
+	ex := httptest.NewServer(mcpexample.New().Handler())
+	t.Cleanup(ex.Close)
+	def, err := os.ReadFile("../../examples/mcp/tickets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tickets.yaml"), []byte(strings.Replace(string(def), "http://127.0.0.1:8090/mcp", ex.URL, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, _, _ := startServeDir(t, dir)
+	in := strings.NewReader("/call tickets_reopen_ticket {\"id\": \"T-2\"}\ny\nthe fix did not hold\nyes\n/quit\n")
+	var out bytes.Buffer
+	if err := chat(context.Background(), []string{"--url", base, "--agent", "tickets", "--token", "carol"}, in, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"the MCP server " + ex.URL, `asks: Why reopen T-2 ("Typo in the invoice footer")?`, "Why reopen it? (string, required)> ", "Urgent (boolean)> ",
+		"[answered by carol]", "reopened T-2: the fix did not hold (urgent)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the chat does not show %q:\n%s", want, out.String())
 		}
