@@ -18,6 +18,7 @@ import (
 
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/chromium"
+	"github.com/hitch-agents/hitch/internal/mcp/mcpexample"
 )
 
 // askerAgent pauses for input: ask_user, a client tool with a small result
@@ -443,4 +444,59 @@ func TestConsoleInputs(t *testing.T) {
 			t.Errorf("the page threw: %s (%s:%d)", m.Text, m.URL, m.Line)
 		}
 	}
+}
+
+// TestConsoleElicitation answers an MCP server's form in the console,
+// end to end: the example server's reopen_ticket asks why; the person
+// fills the form in Chromium and sends; the server gets the content and
+// the model its result.
+func TestConsoleElicitation(t *testing.T) {
+	ctx := chromium.New(t, 1280, 1000)
+	ex := httptest.NewServer(mcpexample.New().Handler())
+	t.Cleanup(ex.Close)
+	def, err := os.ReadFile("../../examples/mcp/tickets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tickets.yaml"), []byte(strings.Replace(string(def), "http://127.0.0.1:8090/mcp", ex.URL, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, _, _ := startServeDir(t, dir)
+	p := &browserPage{t: t, ctx: ctx, dir: chromium.ArtifactDir(t), start: time.Now()}
+	watchConsole(t, ctx)
+	const card = `#approvals article.card.input[data-kind=elicitation]`
+
+	p.do(chromedp.Navigate(base + "/console/"))
+	p.wait("the console to start", `document.body.dataset.ready === 'true'`)
+	p.do(chromedp.Click("#settings summary"), chromedp.SetValue("#user", "alice"), chromedp.Click(`#settings-form button[type=submit]`))
+	p.wait("tickets", `document.body.dataset.ready === 'true' && !!document.querySelector('#agents a[href="#/agents/tickets"]')`)
+	p.do(chromedp.Click(`#agents a[href="#/agents/tickets"]`))
+	p.wait("tickets' chat", `document.getElementById('chat-h').textContent.startsWith('tickets')`)
+	n := p.send(`/call tickets_reopen_ticket {"id":"T-3"}`)
+	p.waitDone(n)
+	// (The card's decline form has a reason field of its own.)
+	p.wait("the server's form", `!!document.querySelector('`+card+` .field[data-field=reason] input')`)
+	if got := p.text(card + " .question"); got != `Why reopen T-3 ("Export times out for large reports")?` {
+		t.Errorf("the server's message = %q", got)
+	}
+	p.do(chromedp.SendKeys(card+" .field[data-field=reason] input", "still times out"), chromedp.Click(card+" .field[data-field=urgent] input"))
+	p.shot("elicitation-01-filled")
+	p.do(chromedp.Click(`#approvals .round-bar button.send-round`))
+	p.waitDone(n + 1)
+	taskID := evalJS[string](p, `location.hash.split('/').pop()`)
+	code, body := call(t, "GET", base+"/agents/tickets/tasks/"+taskID, "alice", "")
+	if code != 200 {
+		t.Fatalf("GET task: %d %s", code, body)
+	}
+	task := decode(t, body)
+	if got := toolResults(t, task)["tickets_reopen_ticket"]; got != "reopened T-3: still times out (urgent)" {
+		t.Errorf("the tool's result = %v", got)
+	}
+	want := map[string]any{"action": "answer", "kind": "elicitation",
+		"result_hash": hashOf(`{"action":"accept","content":{"reason":"still times out","urgent":true}}`)}
+	if diff := cmp.Diff(want, decisionCalls(t, task)["tickets_reopen_ticket"]); diff != "" {
+		t.Errorf("the decision (-want +got):\n%s", diff)
+	}
+	p.shot("elicitation-02-answered")
 }
