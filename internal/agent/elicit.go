@@ -206,7 +206,11 @@ func elicitAnswer(ag *Agent, i int, p PendingCall, result json.RawMessage) error
 	}
 	if cc, ok := bt.Tool.(ContentChecker); ok {
 		if err := cc.CheckContent(p.Elicit.Schema, a.Content); err != nil {
-			return Errorf(CodeInvalidInput, "decisions[%d]: the content for %s does not fit the form: %s", i, p.ToolCallID, err.Error())
+			msg := err.Error()
+			if e, ok := err.(*Error); ok {
+				msg = e.Message
+			}
+			return Errorf(CodeInvalidInput, "decisions[%d]: the content for %s does not fit the form: %s", i, p.ToolCallID, msg)
 		}
 	}
 	return nil
