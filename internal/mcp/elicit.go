@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -200,4 +202,15 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// replyKey is the Idempotency-Key header of a call sent again with a
+// person's answers: the call's key and a digest of the answers and state.
+// A server that dedupes requests by that header takes each round as the
+// new request it is (and the same answers sent again as the same one);
+// _meta's idempotency_key stays the call's.
+func replyKey(key string, r *agent.InputReply) string {
+	b, _ := json.Marshal(r)
+	sum := sha256.Sum256(b)
+	return key + "#" + hex.EncodeToString(sum[:6])
 }

@@ -315,12 +315,13 @@ func (t *Tool) Run(ctx context.Context, call agent.ToolCall) (agent.ToolOutput, 
 		key = call.RequestID + "#" + call.ID
 	}
 	var responses sdk.InputResponseMap
-	state := ""
+	state, httpKey := "", key
 	if call.Reply != nil {
 		var err error
 		if responses, state, err = reply(call.Reply); err != nil {
 			return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.cfg.URL, t.remote.Name, err)
 		}
+		httpKey = replyKey(key, call.Reply)
 	}
 	params := func() *sdk.CallToolParams {
 		return &sdk.CallToolParams{
@@ -333,7 +334,7 @@ func (t *Tool) Run(ctx context.Context, call agent.ToolCall) (agent.ToolOutput, 
 	}
 	start := time.Now()
 	for shed := 0; ; shed++ {
-		res, err := t.server.call(ctx, key, params)
+		res, err := t.server.call(ctx, httpKey, params)
 		if err != nil {
 			if ni, ok, nerr := urlRequired(t.server.cfg.URL, err); ok {
 				if nerr != nil {
@@ -599,8 +600,9 @@ type callCtx struct {
 type callCtxKey struct{}
 
 // headerTransport adds the entry's headers to every request, and to a
-// call's requests the Idempotency-Key header (the same key as _meta's), for
-// servers that dedupe at the HTTP layer. It notes a call's POST that a
+// call's requests the Idempotency-Key header (the same key as _meta's, a
+// digest of the answers added on a call sent again with them: replyKey),
+// for servers that dedupe at the HTTP layer. It notes a call's POST that a
 // server took: any answer but 404 (the session is unknown: nothing ran),
 // or a failure after the request went out.
 type headerTransport struct {
