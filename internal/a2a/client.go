@@ -14,10 +14,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -99,11 +101,17 @@ func (r *Remote) transport() http.RoundTripper {
 func (r *Remote) Send(ctx context.Context, contextID, messageID, text string, events agent.RemoteEvents) (*agent.RemoteTask, error) {
 	wait := sendWait
 	landed := false // an earlier attempt may have reached the remote
+	// wrote: some request left for the remote. Go's transport sends a
+	// request again on a new connection when a kept-alive one closed
+	// under it, and then reports only the new connection's dial error: a
+	// dial error says nothing once anything was written.
+	var wrote atomic.Bool
+	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }})
 	for attempt := 1; ; attempt++ {
-		rt, err := r.send(ctx, contextID, messageID, text, events)
-		if landed && errors.Is(err, agent.ErrNotSent) {
-			// This attempt found no connection, an earlier one may have
-			// landed: the message is not surely unsent.
+		rt, err := r.send(tctx, contextID, messageID, text, events)
+		if (landed || wrote.Load()) && errors.Is(err, agent.ErrNotSent) {
+			// This attempt found no connection, but a request left
+			// before: the message is not surely unsent.
 			err = fmt.Errorf("sent, no answer came: %s", err.Error())
 		}
 		landed = landed || (err != nil && !errors.Is(err, agent.ErrNotSent))

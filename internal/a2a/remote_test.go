@@ -51,6 +51,8 @@ type pair struct {
 	url    string // front's
 	store  agent.Store
 	engine *agent.Engine
+	// relay is the relay's server, when front reaches the remote through one.
+	relay *httptest.Server
 }
 
 func startPair(t *testing.T) *pair { return startPairWith(t, true) }
@@ -90,9 +92,10 @@ func startPairOpts(t testing.TB, o pairOpts) *pair {
 	if o.via != nil {
 		target = o.via(remote.url)
 	}
+	var rs *httptest.Server
 	if o.relay != nil {
 		o.relay.To = remote.url
-		rs := httptest.NewServer(o.relay)
+		rs = httptest.NewServer(o.relay)
 		t.Cleanup(rs.Close)
 		target = rs.URL
 	}
@@ -121,7 +124,7 @@ func startPairOpts(t testing.TB, o pairOpts) *pair {
 		go func() { r.Run(ctx); close(done) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
-	return &pair{remote: remote, url: srv.URL, store: store, engine: e}
+	return &pair{remote: remote, url: srv.URL, store: store, engine: e, relay: rs}
 }
 
 func httpCall(t testing.TB, method, url, user, body string) (int, map[string]any) {
@@ -739,6 +742,60 @@ func testRemoteAgentReadAgain(t *testing.T) {
 
 // A message whose sending failed on the way is sent again with its id:
 // the call goes through, once.
+// A message that landed, its answer lost with the connection; the next
+// leg finds no connection to the remote at all. That leg's "not sent" says
+// nothing of the first leg's send: the caller hands off again rather than
+// give the call an error result (which would leave the remote's task
+// paused below a caller that moved on — the torture test found it); once
+// the remote is reachable, the message sent again finds the task it made,
+// and the approval runs the call once.
+func TestRemoteNotSentAfterItLanded(t *testing.T) { onBothStores(t, testRemoteNotSentAfterItLanded) }
+
+func testRemoteNotSentAfterItLanded(t *testing.T) {
+	var p *pair
+	var addr string
+	relay := &a2atest.Relay{Hold: func(_ context.Context, n int) bool {
+		if n == 1 {
+			// The remote took it; the relay goes away before its answer.
+			addr = p.relay.Listener.Addr().String()
+			p.relay.Listener.Close()
+			go p.relay.CloseClientConnections()
+			return false
+		}
+		return true
+	}}
+	p = startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, relay: relay})
+	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("landed.txt")))
+	if code != 202 || out["status"] != "Running" {
+		t.Fatalf("front, its answer lost: %d %v", code, out)
+	}
+	// Legs of the continuation find no connection for a while.
+	time.Sleep(2 * time.Second)
+	if _, v := httpCall(t, "GET", p.url+"/agents/front/tasks/"+out["task_id"].(string), "alice", ""); v["status"] != "Running" {
+		t.Fatalf("front while the remote is unreachable: %v (want it still Running, the message perhaps landed): %v", v["status"], v)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the relay's address %s could not be taken again: %v", addr, err)
+	}
+	back := &http.Server{Handler: relay}
+	go func() { _ = back.Serve(ln) }()
+	t.Cleanup(func() { _ = back.Close() })
+	paused := p.waitStatus(t, out["task_id"].(string), "Paused")
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	if reqs := p.remoteTask(t, pc["task_id"].(string))["requests"].([]any); len(reqs) != 1 {
+		t.Errorf("the remote task holds %d requests, want 1", len(reqs))
+	}
+	rid := paused["requests"].([]any)[0].(map[string]any)["request_id"].(string)
+	code, done := httpCall(t, "POST", p.url+"/agents/front/tasks/"+out["task_id"].(string)+"/requests/"+rid+"/resume", "alice", `{"action":"approve"}`)
+	if code != 200 || done["status"] != "Completed" {
+		t.Fatalf("the approval: %d %v", code, done)
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "landed.txt")); got != 1 {
+		t.Errorf("append_file ran %d times", got)
+	}
+}
+
 func TestRemoteAgentSendAgain(t *testing.T) { onBothStores(t, testRemoteAgentSendAgain) }
 
 func testRemoteAgentSendAgain(t *testing.T) {

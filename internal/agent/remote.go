@@ -252,6 +252,12 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 			call.TaskID, call.RequestID = rt.ContextID, rt.ID
 			r.learn(call)
 		}
+		if errors.Is(err, ErrNotSent) && !r.fresh[call.ToolCallID] {
+			// This leg's sends found no connection, but the call was
+			// planned by an earlier leg, whose send may have landed: not
+			// surely unsent (the next branch hands it to a new leg).
+			err = fmt.Errorf("an earlier leg's send may have landed; this leg's: %s", err.Error())
+		}
 	}
 	if call.RequestID != "" && (rt == nil || rt.Status == StatusRunning) {
 		rt, err = r.e.awaitRemote(ctx, at.Remote, call, r.deadline)
