@@ -23,11 +23,11 @@ import (
 )
 
 // Input kinds: what a pending input is (PendingCall.Kind; "" is an
-// approval).
+// approval). An MCP server's request for input is InputElicitation
+// (elicit.go).
 const (
 	InputQuestion = "question"
 	InputClient   = "client"
-	// InputElicitation (elicit.go) is an MCP server's.
 )
 
 // ActionAnswer answers an input call with its result.

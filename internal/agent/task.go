@@ -180,8 +180,8 @@ type PendingCall struct {
 	Round       int             `json:"round"`
 	// Rule is the approval rule that asked, when a rule did.
 	Rule string `json:"rule,omitempty"`
-	// Kind, on an input call (inputs.go), is InputQuestion or InputClient;
-	// "" is an approval.
+	// Kind, on an input call (inputs.go), is InputQuestion, InputClient
+	// or InputElicitation; "" is an approval.
 	Kind string `json:"kind,omitempty"`
 	// Asked is what an input call asks: held in memory, filled in from the
 	// call's input and its tool (Engine.pendingInputs).
