@@ -749,9 +749,19 @@ func testRemoteAgentReadAgain(t *testing.T) {
 // paused below a caller that moved on — the torture test found it); once
 // the remote is reachable, the message sent again finds the task it made,
 // and the approval runs the call once.
-func TestRemoteNotSentAfterItLanded(t *testing.T) { onBothStores(t, testRemoteNotSentAfterItLanded) }
+func TestRemoteNotSentAfterItLanded(t *testing.T) {
+	onBothStores(t, func(t *testing.T) { testRemoteNotSentAfterItLanded(t, false) })
+}
 
-func testRemoteNotSentAfterItLanded(t *testing.T) {
+// The same below a local caller (boss → front → the remote): front's leg
+// hands itself off, and boss, which ran front's leg, hands off with it —
+// never an error result "ended without an outcome" above a child that
+// goes on (the torture test found that next).
+func TestRemoteNotSentBelowALocalCaller(t *testing.T) {
+	onBothStores(t, func(t *testing.T) { testRemoteNotSentAfterItLanded(t, true) })
+}
+
+func testRemoteNotSentAfterItLanded(t *testing.T, viaBoss bool) {
 	var p *pair
 	var addr string
 	relay := &a2atest.Relay{Hold: func(_ context.Context, n int) bool {
@@ -764,15 +774,23 @@ func testRemoteNotSentAfterItLanded(t *testing.T) {
 		}
 		return true
 	}}
-	p = startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, relay: relay})
-	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("landed.txt")))
-	if code != 202 || out["status"] != "Running" {
-		t.Fatalf("front, its answer lost: %d %v", code, out)
+	p = startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, relay: relay, extra: map[string]string{"boss.yaml": bossYAML}})
+	root, body := "front", callBilling(appendLine("landed.txt"))
+	if viaBoss {
+		inner, _ := json.Marshal(map[string]string{"message": appendLine("landed.txt")})
+		msg, _ := json.Marshal(map[string]string{"message": "/call billing " + string(inner)})
+		b, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call front " + string(msg)}}})
+		root, body = "boss", string(b)
 	}
+	code, out := httpCall(t, "POST", p.url+"/agents/"+root+"/invoke", "alice", body)
+	if code != 202 || out["status"] != "Running" {
+		t.Fatalf("%s, the remote's answer lost: %d %v", root, code, out)
+	}
+	task := p.url + "/agents/" + root + "/tasks/" + out["task_id"].(string)
 	// Legs of the continuation find no connection for a while.
 	time.Sleep(2 * time.Second)
-	if _, v := httpCall(t, "GET", p.url+"/agents/front/tasks/"+out["task_id"].(string), "alice", ""); v["status"] != "Running" {
-		t.Fatalf("front while the remote is unreachable: %v (want it still Running, the message perhaps landed): %v", v["status"], v)
+	if _, v := httpCall(t, "GET", task, "alice", ""); v["status"] != "Running" {
+		t.Fatalf("%s while the remote is unreachable: %v (want it still Running, the message perhaps landed): %v", root, v["status"], v)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -781,15 +799,25 @@ func testRemoteNotSentAfterItLanded(t *testing.T) {
 	back := &http.Server{Handler: relay}
 	go func() { _ = back.Serve(ln) }()
 	t.Cleanup(func() { _ = back.Close() })
-	paused := p.waitStatus(t, out["task_id"].(string), "Paused")
+	var paused map[string]any
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, paused = httpCall(t, "GET", task, "alice", "")
+		if paused["status"] == "Paused" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is %v, want Paused: %v", root, paused["status"], paused)
+		}
+	}
 	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
 	if reqs := p.remoteTask(t, pc["task_id"].(string))["requests"].([]any); len(reqs) != 1 {
 		t.Errorf("the remote task holds %d requests, want 1", len(reqs))
 	}
 	rid := paused["requests"].([]any)[0].(map[string]any)["request_id"].(string)
-	code, done := httpCall(t, "POST", p.url+"/agents/front/tasks/"+out["task_id"].(string)+"/requests/"+rid+"/resume", "alice", `{"action":"approve"}`)
+	code, done := httpCall(t, "POST", task+"/requests/"+rid+"/resume", "alice",
+		`{"decisions":[{"tool_call_id":"`+pc["tool_call_id"].(string)+`","action":"approve"}]}`)
 	if code != 200 || done["status"] != "Completed" {
-		t.Fatalf("the approval: %d %v", code, done)
+		t.Fatalf("the approval at %s: %d %v", root, code, done)
 	}
 	if got := lines(t, filepath.Join(p.remote.sandbox, "landed.txt")); got != 1 {
 		t.Errorf("append_file ran %d times", got)

@@ -148,7 +148,11 @@ func (r *Run) runChild(ctx context.Context, u Block) (Block, *childPause) {
 		r.e.log().ErrorContext(ctx, "a sub-agent call failed", "task_id", r.taskID, "request_id", r.reqID, "agent", call.Agent, "err", err)
 		return ErrorResult(u.ID, fmt.Sprintf("the agent %s could not be reached", call.Agent)), nil
 	}
-	if out.handoff {
+	if out.handoff || out.res.Status == StatusRunning {
+		// Not attached for lack of time, or the child handed its own
+		// chain to the outbox (a remote below it whose answer did not
+		// come): the caller hands off too, and a new leg attaches to the
+		// child — never an error result above a child that goes on.
 		return Block{}, &childPause{call: call, handoff: true}
 	}
 	if out.res.Status == StatusPaused {
