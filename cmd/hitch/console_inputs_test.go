@@ -18,7 +18,6 @@ import (
 
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/chromium"
-	"github.com/hitch-agents/hitch/internal/mcp/mcpexample"
 )
 
 // askerAgent pauses for input: ask_user, a client tool with a small result
@@ -452,17 +451,7 @@ func TestConsoleInputs(t *testing.T) {
 // the model its result.
 func TestConsoleElicitation(t *testing.T) {
 	ctx := chromium.New(t, 1280, 1000)
-	ex := httptest.NewServer(mcpexample.New().Handler())
-	t.Cleanup(ex.Close)
-	def, err := os.ReadFile("../../examples/mcp/tickets.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tickets.yaml"), []byte(strings.Replace(string(def), "http://127.0.0.1:8090/mcp", ex.URL, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	base, _, _ := startServeDir(t, dir)
+	base, _ := startTickets(t)
 	p := &browserPage{t: t, ctx: ctx, dir: chromium.ArtifactDir(t), start: time.Now()}
 	watchConsole(t, ctx)
 	const card = `#approvals article.card.input[data-kind=elicitation]`

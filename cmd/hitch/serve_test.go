@@ -264,6 +264,25 @@ func TestChatAsks(t *testing.T) {
 // server's reopen_ticket asks why; the fields typed reach the server, and
 // its result the model.
 func TestChatElicitation(t *testing.T) {
+	base, mcpURL := startTickets(t)
+	in := strings.NewReader("/call tickets_reopen_ticket {\"id\": \"T-2\"}\ny\nthe fix did not hold\nyes\n/quit\n")
+	var out bytes.Buffer
+	if err := chat(context.Background(), []string{"--url", base, "--agent", "tickets", "--token", "carol"}, in, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"the MCP server " + mcpURL, `asks: Why reopen T-2 ("Typo in the invoice footer")?`, "Why reopen it? (string, required)> ", "Urgent (boolean)> ",
+		"[answered by carol]", "reopened T-2: the fix did not hold (urgent)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the chat does not show %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// startTickets runs the example MCP server and hitch serve on the example
+// agent that uses it (examples/mcp/tickets.yaml): serve's and the MCP
+// server's URLs.
+func startTickets(t *testing.T) (string, string) {
+	t.Helper()
 	ex := httptest.NewServer(mcpexample.New().Handler())
 	t.Cleanup(ex.Close)
 	def, err := os.ReadFile("../../examples/mcp/tickets.yaml")
@@ -275,17 +294,7 @@ func TestChatElicitation(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, _, _ := startServeDir(t, dir)
-	in := strings.NewReader("/call tickets_reopen_ticket {\"id\": \"T-2\"}\ny\nthe fix did not hold\nyes\n/quit\n")
-	var out bytes.Buffer
-	if err := chat(context.Background(), []string{"--url", base, "--agent", "tickets", "--token", "carol"}, in, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"the MCP server " + ex.URL, `asks: Why reopen T-2 ("Typo in the invoice footer")?`, "Why reopen it? (string, required)> ", "Urgent (boolean)> ",
-		"[answered by carol]", "reopened T-2: the fix did not hold (urgent)"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("the chat does not show %q:\n%s", want, out.String())
-		}
-	}
+	return base, ex.URL
 }
 
 func TestChatReject(t *testing.T) {
