@@ -78,7 +78,7 @@ func Check(in Input) *Result {
 		for _, rid := range opRequests(op) {
 			c.ridOps[rid] = append(c.ridOps[rid], op.ID)
 		}
-		if op.Kind == OpResume {
+		if op.Kind == OpResume && !refusedStatus(op.Status) {
 			for _, d := range op.Decides {
 				k := d.RequestID + "/" + d.ToolCallID
 				if n := len(c.decides[k]); n == 0 || c.decides[k][n-1].ID != op.ID {
@@ -99,6 +99,7 @@ func Check(in Input) *Result {
 	c.cancelMeansCancel()
 	c.historyTellsTruth()
 	c.answersAgree()
+	c.refusalsChangeNothing()
 	c.nothingHangs()
 	c.nothingLost()
 	return c.res
@@ -172,6 +173,41 @@ func (c *checker) faultBetween(proc string, from, to time.Time) bool {
 		}
 	}
 	return false
+}
+
+// refusedStatus is whether an answer refused its body: such a decision
+// took no effect, so it counts as no one's approval or answer.
+func refusedStatus(status int) bool {
+	return status == 400 || status == 413 || status == 422
+}
+
+// 5, for bodies the API must refuse: a malformed or contradictory body,
+// or one deciding a call wrongly beside valid decisions of the others, is
+// answered 4xx and changes nothing — no decision is recorded at its level
+// between the reads just before and just after it.
+func (c *checker) refusalsChangeNothing() {
+	for _, op := range c.in.Ops {
+		if !op.Refuse || op.Status == 0 {
+			continue
+		}
+		rids := opRequests(op)
+		if op.Status < 300 {
+			c.add(5, rids, []int{op.ID}, nil, "a body the API must refuse (%s) was answered %d: %s", op.Note, op.Status, clip(op.Resp, 300))
+			continue
+		}
+		if op.Before != "" && op.After != "" && op.Before != op.After {
+			c.add(5, rids, []int{op.ID}, nil, "a body answered %d %s (%s) changed the decisions recorded at its level: before %s; after %s",
+				op.Status, op.ErrorCode(), op.Note, op.Before, op.After)
+		}
+	}
+}
+
+// clip cuts s to n bytes for a report.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
 
 // 1. At most once.

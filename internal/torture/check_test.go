@@ -171,6 +171,18 @@ func invariants(res *Result) []int {
 	return out
 }
 
+// refusedOp is a body the API must refuse, sent to the leaf of clean
+// after its decision, with the decisions read before and after it.
+func refusedOp(id, status int, before, after string) Op {
+	resp := `{"error":{"code":"invalid_decisions","message":"…"}}`
+	if status == 200 {
+		resp = rr(rLeaf, tLeaf, "Completed", 0)
+	}
+	return Op{ID: id, Kind: OpResume, Proc: ProcA, Method: "POST", Path: "/agents/leaf/tasks/" + tLeaf + "/requests/" + rLeaf + "/resume",
+		Body: `{"action":"reject","round":1,"decisions":[{"tool_call_id":"c1","action":"approve"}]}`, Start: at(2), End: at(2.1),
+		Status: status, Resp: resp, Note: "leaf refused: action+decisions", Refuse: true, Before: before, After: after}
+}
+
 func TestCheck(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -231,6 +243,20 @@ func TestCheck(t *testing.T) {
 		}},
 		{name: "ran with no approval sent", base: clean, want: []int{2}, mutate: func(in *Input) {
 			in.Ops[1].Decides = nil
+		}},
+		{name: "ran with only an approval answered 400", base: clean, want: []int{2}, mutate: func(in *Input) {
+			// The body approving it was refused (it said reject as well):
+			// a refused body approves nothing.
+			in.Ops[1].Status, in.Ops[1].Resp = 400, `{"error":{"code":"invalid_decisions","message":"…"}}`
+		}},
+		{name: "a refused body answered 400 and changed nothing", base: clean, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, refusedOp(3, 400, "1 decisions: x", "1 decisions: x"))
+		}},
+		{name: "a contradictory body was answered 200", base: clean, want: []int{5}, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, refusedOp(3, 200, "", ""))
+		}},
+		{name: "a body answered 400 recorded a decision", base: clean, want: []int{5}, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, refusedOp(3, 400, "0 decisions: ", "1 decisions: …b001 r1 tort approve: c1=approve"))
 		}},
 		{name: "ran with another input than the edit approved", base: clean, want: []int{2}, mutate: func(in *Input) {
 			d := &leafTask(in).Requests[0].Decisions[0]

@@ -45,6 +45,13 @@ type Op struct {
 	// Decides, on a resume, are the leaf calls the sender was shown and
 	// decides, with the action it takes on each.
 	Decides []CallDecision `json:"decides,omitempty"`
+	// Refuse marks a body the API must refuse (malformed, contradictory,
+	// or deciding a call wrongly): any 2xx is a violation, and so is a
+	// change between Before and After — the user decisions recorded at the
+	// level, read just before and just after (empty when not compared).
+	Refuse bool   `json:"refuse,omitempty"`
+	Before string `json:"before,omitempty"`
+	After  string `json:"after,omitempty"`
 }
 
 // CallDecision is a decision on one leaf call, as a resume sends it.
@@ -196,6 +203,14 @@ func (r *Recorder) Finish(op *Op, status int, resp string, err error) {
 	if err != nil {
 		op.Err = err.Error()
 	}
+}
+
+// Amend changes a recorded op under the recorder's lock (what the
+// generator learns after the op's answer, such as a read that follows it).
+func (r *Recorder) Amend(op *Op, fn func(*Op)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fn(op)
 }
 
 // Observe records statuses an answer showed.
