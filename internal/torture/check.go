@@ -100,6 +100,7 @@ func Check(in Input) *Result {
 	c.historyTellsTruth()
 	c.answersAgree()
 	c.refusalsChangeNothing()
+	c.replaysWhole()
 	c.nothingHangs()
 	c.nothingLost()
 	return c.res
@@ -200,6 +201,27 @@ func (c *checker) refusalsChangeNothing() {
 				op.Status, op.ErrorCode(), op.Note, op.Before, op.After)
 		}
 	}
+}
+
+// 7, for event streams: a replay holds every event after its id once, in
+// order, and ends with the leg's request_complete or error; two replays of
+// one request agree (docs/api.md, Server-Sent Events).
+func (c *checker) replaysWhole() {
+	for _, op := range c.in.Ops {
+		if op.Kind == OpReplay && op.Problem != "" {
+			c.add(7, opRequests(op), []int{op.ID}, nil, "a replay of the events of %s was not whole: %s", short(reqOfPath(op.Path)), op.Problem)
+		}
+	}
+}
+
+var reqInEventsPath = regexp.MustCompile(`/requests/([0-9a-f-]{36})/events`)
+
+// reqOfPath is the request an events path names.
+func reqOfPath(path string) string {
+	if m := reqInEventsPath.FindStringSubmatch(path); m != nil {
+		return m[1]
+	}
+	return path
 }
 
 // clip cuts s to n bytes for a report.

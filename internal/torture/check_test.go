@@ -183,6 +183,12 @@ func refusedOp(id, status int, before, after string) Op {
 		Status: status, Resp: resp, Note: "leaf refused: action+decisions", Refuse: true, Before: before, After: after}
 }
 
+// replayOp is a replay of clean's leaf request, with what its reader found.
+func replayOp(id int, problem string) Op {
+	return Op{ID: id, Kind: OpReplay, Proc: ProcA, Method: "GET", Path: "/agents/leaf/tasks/" + tLeaf + "/requests/" + rLeaf + "/events",
+		Start: at(2), End: at(2.1), Status: 200, Note: "replay", Problem: problem, Events: 9}
+}
+
 func TestCheck(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -257,6 +263,12 @@ func TestCheck(t *testing.T) {
 		}},
 		{name: "a body answered 400 recorded a decision", base: clean, want: []int{5}, mutate: func(in *Input) {
 			in.Ops = append(in.Ops, refusedOp(3, 400, "0 decisions: ", "1 decisions: …b001 r1 tort approve: c1=approve"))
+		}},
+		{name: "a whole replay", base: clean, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, replayOp(3, ""))
+		}},
+		{name: "a replay cut short", base: clean, want: []int{7}, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, replayOp(3, "the replay after 12: ended with thinking (id 3440), not request_complete"))
 		}},
 		{name: "ran with another input than the edit approved", base: clean, want: []int{2}, mutate: func(in *Input) {
 			d := &leafTask(in).Requests[0].Decisions[0]

@@ -37,6 +37,8 @@ type cluster struct {
 	recv   *Receiver
 	rec    *Recorder
 	client *http.Client
+	// stream reads event streams, which may last longer than an answer.
+	stream *http.Client
 	procs  map[string]*proc
 }
 
@@ -45,7 +47,7 @@ func startCluster(t *testing.T, seed uint64, dir string) *cluster {
 	endpoint := ddblocal.Start(t)
 	c := &cluster{t: t, dir: dir, rec: &Recorder{}, procs: map[string]*proc{},
 		ledger: &Ledger{Delay: RandomDelay(seed, 300*time.Millisecond)},
-		client: &http.Client{Timeout: 45 * time.Second}}
+		client: &http.Client{Timeout: 45 * time.Second}, stream: &http.Client{Timeout: 5 * time.Minute}}
 	recv, err := NewReceiver(WebhookSecret, seed, 0.1)
 	if err != nil {
 		t.Fatal(err)

@@ -96,6 +96,15 @@ func (w *worker) script() string {
 		in, _ := json.Marshal(map[string]string{"tag": tag, "v": "v" + tag})
 		lines = append(lines, verb+" "+w.pick(tools)+" "+string(in))
 	}
+	if w.rng.IntN(8) == 0 {
+		// A long stream: a word of reasoning is an event, in the leaf's
+		// log and in every caller's (as child events).
+		words := make([]string, 1000+w.rng.IntN(3000))
+		for i := range words {
+			words[i] = "w" + strconv.Itoa(i)
+		}
+		lines = append(lines, "/think "+strings.Join(words, " "))
+	}
 	for range 1 + w.rng.IntN(2) {
 		call("/call")
 	}
@@ -190,6 +199,9 @@ func (w *worker) flow() {
 		}
 		if len(f.stale) > 0 && w.rng.IntN(3) == 0 {
 			w.sendStale(f)
+		}
+		if w.rng.IntN(3) == 0 {
+			w.replay(f, f.agent, f.taskID, f.reqID)
 		}
 		// The request ended: a follow-on, an edit of an earlier message, or
 		// the flow ends.

@@ -15,6 +15,9 @@ const (
 	OpResume = "resume"
 	OpCancel = "cancel"
 	OpGet    = "get"
+	// OpReplay reads a request's event stream again (after an id,
+	// reconnecting on cuts), as a client that lost its stream does.
+	OpReplay = "replay"
 )
 
 // Op is one operation of the workload as a client saw it (Jepsen's
@@ -52,6 +55,11 @@ type Op struct {
 	Refuse bool   `json:"refuse,omitempty"`
 	Before string `json:"before,omitempty"`
 	After  string `json:"after,omitempty"`
+	// Problem, on a replay, is what it found wrong with the stream (the
+	// generator reads it whole; a 20,000-event stream is not kept), and
+	// Events how many events the first read held.
+	Problem string `json:"problem,omitempty"`
+	Events  int    `json:"events,omitempty"`
 }
 
 // CallDecision is a decision on one leaf call, as a resume sends it.
@@ -203,6 +211,14 @@ func (r *Recorder) Finish(op *Op, status int, resp string, err error) {
 	if err != nil {
 		op.Err = err.Error()
 	}
+}
+
+// Replay records a replay, whole: it is judged by what the reader found.
+func (r *Recorder) Replay(op Op) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op.ID = len(r.ops) + 1
+	r.ops = append(r.ops, &op)
 }
 
 // Amend changes a recorded op under the recorder's lock (what the

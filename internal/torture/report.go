@@ -198,6 +198,12 @@ func Shapes(in Input, world *World) map[string]int {
 				m["refused, compared before and after"]++
 			}
 		}
+		if op.Kind == OpReplay && op.Status == 200 {
+			m["replays checked"]++
+			if op.Events >= 1000 {
+				m["replays of 1,000 events or more"]++
+			}
+		}
 		if strings.HasSuffix(op.Note, "racing the other levels") {
 			m["decisions racing at the leaves"]++
 		}
