@@ -75,6 +75,14 @@ var (
 // run; the answer must reach the leaf's model once, as sent.
 const AskTool = "ask_user"
 
+// ClientTool is the leaves' client tool: the client carries it out and
+// sends its result, {"pick": string}, which must fit its result_schema;
+// like a question's answer, it must reach the model once, as sent.
+const ClientTool = "pick"
+
+// inputTool is whether a call is answered by a client, never run.
+func inputTool(name string) bool { return name == AskTool || name == ClientTool }
+
 // RemoteTools are, per agent of A, its tools that call an agent of B.
 var RemoteTools = map[string]bool{"rmid/leaf": true, "rtop/mid": true, "rduo/leaf": true}
 
@@ -118,6 +126,11 @@ func Definitions(mcp, hook, remote string) map[string]string {
         approval_ttl: %[2]s
         timeout: 20s
       - builtin: ask_user
+        input_ttl: 10m
+      - client: pick
+        description: The person picks a value for a tag.
+        input_schema: {type: object, properties: {tag: {type: string}}, required: [tag]}
+        result_schema: {type: object, properties: {pick: {type: string}}, required: [pick], additionalProperties: false}
         input_ttl: 10m
 `, mcp, ShortTTL)
 	add("leaf", "Runs the test tools.", leafTools)

@@ -357,7 +357,7 @@ func (c *checker) onlyApproved() {
 func (c *checker) onlyAnswered() {
 	for _, r := range c.w.Order {
 		for _, call := range r.Calls {
-			if call.Name == AskTool {
+			if inputTool(call.Name) {
 				c.answeredOnce(call)
 			}
 		}
@@ -477,7 +477,7 @@ var markerRE = regexp.MustCompile(`ran #(\d+);`)
 func (c *checker) historyTellsTruth() {
 	for _, r := range c.w.Order {
 		for _, call := range r.Calls {
-			if call.Result == nil || call.Tag == "" || call.Name == AskTool {
+			if call.Result == nil || call.Tag == "" || inputTool(call.Name) {
 				continue
 			}
 			es := c.execs[call.Key()]

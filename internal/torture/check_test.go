@@ -156,6 +156,23 @@ func asked() Input {
 	return in
 }
 
+// picked is clean with a client tool beside the approval, its result sent
+// with the decision and given to the model as JSON.
+func picked() Input {
+	in := clean()
+	leaf := leafTask(&in)
+	leaf.Items[1].Content = append(leaf.Items[1].Content, Block{Type: "tool_use", ID: "c3", Name: ClientTool, Input: json.RawMessage(`{"tag":"t3"}`)})
+	leaf.Items[2].Content = append(leaf.Items[2].Content, Block{Type: "tool_result", ToolUseID: "c3", Status: "success",
+		Content: []Block{{Type: "json", JSON: json.RawMessage(`{"pick": "t3-1"}`)}}})
+	d := approve(1, User, at(1.0), "approve", "c1")
+	d.Action = "mixed"
+	d.Calls = append(d.Calls, DecisionCall{ToolCallID: "c3", Action: "answer", Result: json.RawMessage(`{"pick":"t3-1"}`)})
+	leaf.Requests[0].Decisions = []Decision{d}
+	in.Ops[1].Body = `{"decisions":[{"tool_call_id":"c1","action":"approve"},{"tool_call_id":"c3","action":"answer","result":{"pick":"t3-1"}}]}`
+	in.Ops[1].Decides = append(in.Ops[1].Decides, CallDecision{RequestID: rLeaf, ToolCallID: "c3", Action: "answer", V: `{"pick":"t3-1"}`})
+	return in
+}
+
 func leafTask(in *Input) *Task { return in.Tasks[0] }
 
 func invariants(res *Result) []int {
@@ -263,6 +280,14 @@ func TestCheck(t *testing.T) {
 		}},
 		{name: "a body answered 400 recorded a decision", base: clean, want: []int{5}, mutate: func(in *Input) {
 			in.Ops = append(in.Ops, refusedOp(3, 400, "0 decisions: ", "1 decisions: …b001 r1 tort approve: c1=approve"))
+		}},
+		{name: "clean client tool", base: picked, mutate: func(*Input) {}},
+		{name: "a client tool's result reached the model other than sent", base: picked, want: []int{2}, mutate: func(in *Input) {
+			leafTask(in).Items[2].Content[2].Content[0].JSON = json.RawMessage(`{"pick":"t3-2"}`)
+		}},
+		{name: "a client tool's result is in the history twice", base: picked, want: []int{1}, mutate: func(in *Input) {
+			lt := leafTask(in)
+			lt.Items = append(lt.Items, Item{Seq: 4, RequestID: rLeaf, Role: "tool", Content: []Block{lt.Items[2].Content[2]}})
 		}},
 		{name: "a whole replay", base: clean, mutate: func(in *Input) {
 			in.Ops = append(in.Ops, replayOp(3, ""))

@@ -114,6 +114,11 @@ func (w *worker) script() string {
 		in, _ := json.Marshal(map[string]any{"question": tag + "?", "choices": []string{"yes-" + tag, "no-" + tag}})
 		lines = append(lines, "/call "+AskTool+" "+string(in))
 	}
+	if w.rng.IntN(6) == 0 {
+		// A client tool: the client sends its result.
+		tag := fmt.Sprintf("t%d", w.g.tags.Add(1))
+		lines = append(lines, "/call "+ClientTool+` {"tag":"`+tag+`"}`)
+	}
 	if w.rng.IntN(10) < 4 {
 		call("/then")
 	}
@@ -389,7 +394,7 @@ func (w *worker) decision(l level, kind string) (string, []CallDecision) {
 			cd := CallDecision{RequestID: leafOf(p), ToolCallID: p.ToolCallID, Action: kind}
 			if p.Kind != "" && kind == "approve" {
 				cd.Action, cd.V = w.answer(p)
-				d["action"], d["result"] = cd.Action, cd.V
+				d["action"], d["result"] = cd.Action, resultValue(p, cd.V)
 			}
 			ds = append(ds, d)
 			decides = append(decides, cd)
@@ -417,7 +422,7 @@ func (w *worker) decision(l level, kind string) (string, []CallDecision) {
 			}
 			d["action"] = action
 			if action == "answer" {
-				d["result"] = v
+				d["result"] = resultValue(p, v)
 			}
 			decides = append(decides, CallDecision{RequestID: leafOf(p), ToolCallID: p.ToolCallID, Action: action, V: v})
 			ds = append(ds, d)
@@ -450,12 +455,29 @@ func (w *worker) decision(l level, kind string) (string, []CallDecision) {
 	return string(b), decides
 }
 
-// answer picks an answer to a question: one of its choices.
+// answer picks an answer to an input: one of a question's choices, or a
+// client tool's result ({"pick": …}, as compact JSON).
 func (w *worker) answer(p PendingView) (string, string) {
+	if p.Name == ClientTool {
+		var in struct {
+			Tag string `json:"tag"`
+		}
+		_ = json.Unmarshal(p.Input, &in)
+		return "answer", fmt.Sprintf(`{"pick":"%s-%d"}`, in.Tag, w.rng.IntN(100))
+	}
 	if len(p.Choices) == 0 {
 		return "answer", "fine"
 	}
 	return "answer", p.Choices[w.rng.IntN(len(p.Choices))]
+}
+
+// resultValue is an answer as a decision's result: a client tool's
+// result is a JSON object, a question's answer a string.
+func resultValue(p PendingView, v string) any {
+	if p.Name == ClientTool {
+		return json.RawMessage(v)
+	}
+	return v
 }
 
 func (w *worker) resume(f *flow, l level, body string, decides []CallDecision, note string) *Op {
@@ -476,7 +498,7 @@ func (w *worker) cancel(f *flow, l level, note string) *Op {
 // refusedShapes are the bodies refused makes, each of which the API must
 // answer 4xx, changing nothing.
 var refusedShapes = []string{"action+decisions", "unknown-field", "wrong-type", "bad-json", "bad-action",
-	"decided-twice", "answer-not-a-choice", "edit-breaks-schema"}
+	"decided-twice", "answer-not-a-choice", "edit-breaks-schema", "client-result-breaks-schema"}
 
 // refused sends, at a level, a body the API must refuse — malformed,
 // contradictory, or deciding one call wrongly beside valid decisions of
@@ -525,6 +547,14 @@ func (w *worker) refused(f *flow, l level) {
 				break
 			}
 			ds[i] = map[string]any{"tool_call_id": l.pending[i].ToolCallID, "action": "answer", "result": "none-of-these"}
+		case "client-result-breaks-schema":
+			i := slices.IndexFunc(l.pending, func(p PendingView) bool { return p.Name == ClientTool })
+			if i < 0 {
+				shape = "decided-twice"
+				ds = append(ds, ds[0])
+				break
+			}
+			ds[i] = map[string]any{"tool_call_id": l.pending[i].ToolCallID, "action": "answer", "result": map[string]any{"pick": 5, "extra": true}}
 		case "edit-breaks-schema":
 			i := slices.IndexFunc(l.pending, func(p PendingView) bool { return p.Kind == "" })
 			if i < 0 {
@@ -559,7 +589,8 @@ func (w *worker) validDecisions(l level) []map[string]any {
 	for _, p := range l.pending {
 		d := map[string]any{"tool_call_id": p.ToolCallID, "action": []string{"approve", "reject"}[w.rng.IntN(2)]}
 		if p.Kind != "" {
-			d["action"], d["result"] = w.answer(p)
+			action, v := w.answer(p)
+			d["action"], d["result"] = action, resultValue(p, v)
 		}
 		ds = append(ds, d)
 	}
