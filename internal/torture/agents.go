@@ -68,7 +68,7 @@ func (c Chain) ProcessOf(i int) string {
 var (
 	ApprovalTools   = map[string]bool{"fx_effect": true, "fx_upsert": true, "ex_effect": true}
 	IdempotentTools = map[string]bool{"fx_upsert": true}
-	LeafTools       = []string{"fx_effect", "fx_upsert", "fx_peek", "ex_effect"}
+	LeafTools       = []string{"fx_effect", "fx_upsert", "fx_peek", "fx_slow", "ex_effect"}
 )
 
 // AskTool is the leaf's question (ask_user): its calls are answered, never

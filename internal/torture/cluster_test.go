@@ -26,6 +26,8 @@ type proc struct {
 	p      *chaos.Process
 	relay  *chaos.Relay
 	agents []string
+	// dir holds its agents' definitions.
+	dir string
 }
 
 // cluster is what the torture test runs: DynamoDB Local, the test tools'
@@ -101,7 +103,7 @@ func startCluster(t *testing.T, seed uint64, dir string) *cluster {
 			t.Fatalf("%v; see %s", err, logf.Name())
 		}
 		t.Cleanup(func() { p.Cont(); p.Kill() })
-		c.procs[name] = &proc{name: name, p: p, relay: relay, agents: agents}
+		c.procs[name] = &proc{name: name, p: p, relay: relay, agents: agents, dir: agentDir}
 	}
 	return c
 }

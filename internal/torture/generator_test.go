@@ -45,8 +45,29 @@ type flow struct {
 	unsure time.Time
 }
 
+// BurstLegs is how many legs a burst runs at once: more than the 100 a
+// page of the reaper's index holds.
+const BurstLegs = 110
+
 func (g *generator) run(workers int) {
 	var wg sync.WaitGroup
+	// One burst, a third of the way in: BurstLegs new tasks at once, each
+	// running the slow tool, while the nemesis goes on.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		time.Sleep(time.Until(g.deadline) / 3)
+		var bw sync.WaitGroup
+		for i := range BurstLegs {
+			bw.Add(1)
+			go func() {
+				defer bw.Done()
+				w := &worker{g: g, id: 1000 + i, rng: rand.New(rand.NewPCG(g.seed, uint64(1000+i)))}
+				w.burst()
+			}()
+		}
+		bw.Wait()
+	}()
 	for i := range workers {
 		wg.Add(1)
 		go func() {
@@ -233,6 +254,21 @@ func (w *worker) flow() {
 		}
 		f.reqID = res.RequestID
 	}
+}
+
+// burst is one leg of a burst: a leaf on A running the slow tool, read
+// until it ends.
+func (w *worker) burst() {
+	f := &flow{id: int(w.g.flows.Add(1)), chain: Chains[0]}
+	f.proc, f.agent = f.chain.Proc, f.chain.Agents[0]
+	tag := fmt.Sprintf("t%d", w.g.tags.Add(1))
+	in, _ := json.Marshal(map[string]string{"tag": tag, "v": "v" + tag})
+	res := w.send(f, OpInvoke, "/agents/"+f.agent+"/invoke", itemsBody("", "/call fx_slow "+string(in)))
+	if res == nil {
+		return
+	}
+	f.taskID, f.reqID = res.TaskID, res.RequestID
+	w.settle(f)
 }
 
 // get reads a task, recorded.

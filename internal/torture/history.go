@@ -152,6 +152,10 @@ const (
 	FaultStallCont  = "stop past the lease, then continue"
 	FaultStallKill  = "stop past the lease, then kill"
 	FaultRestart    = "graceful restart"
+	// FaultRestartWithout restarts a process with one agent's definition
+	// left out for a few seconds (a deployment that dropped it), then
+	// again with it: its requests wait, and nothing else may.
+	FaultRestartWithout = "restart without an agent"
 )
 
 // Delivery is one webhook delivery attempt the receiver got.

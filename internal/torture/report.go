@@ -190,6 +190,11 @@ func Shapes(in Input, world *World) map[string]int {
 			m["callers of several children"]++
 		}
 	}
+	for _, e := range in.Ledger {
+		if e.Tool == ToolSlow {
+			m["burst legs run"]++
+		}
+	}
 	for _, op := range in.Ops {
 		if op.Refuse {
 			_, shape, _ := strings.Cut(op.Note, "refused: ")
