@@ -458,7 +458,7 @@ func short(id string) string {
 	return id
 }
 
-var notRunPrefixes = []string{"not run", "rejected by", "approval expired", "the approval of"}
+var notRunPrefixes = []string{"not run", "rejected by", "approval expired", "input expired", "the approval of"}
 
 // claimsNotRun is whether a result says its call did not run.
 func claimsNotRun(text string) bool {
@@ -469,6 +469,43 @@ func claimsNotRun(text string) bool {
 		}
 	}
 	return false
+}
+
+// agentCallsTellTruth holds invariant 4 for agent calls (local and
+// remote): a result saying "not run" belongs to a call whose child never
+// ran — no child request completed, and no tool ran anywhere below it.
+// (An expiry's result names the round that expired below, where tools may
+// have run before it paused: it does not say the call did not run.)
+func (c *checker) agentCallsTellTruth() {
+	ran := map[string][]int{}
+	for _, e := range c.in.Ledger {
+		ran[e.RequestID] = append(ran[e.RequestID], e.N)
+	}
+	for _, r := range c.w.Order {
+		for _, call := range r.Calls {
+			if call.Message == "" || call.Result == nil || !strings.HasPrefix(strings.TrimSpace(call.ResultText), "not run") {
+				continue
+			}
+			for _, ch := range r.Children {
+				if ch.ParentCall != call.ID {
+					continue
+				}
+				var execs []int
+				completed := ""
+				for _, below := range ch.Below() {
+					execs = append(execs, ran[below.ID]...)
+					if below == ch && below.Status == "Completed" {
+						completed = " and completed"
+					}
+				}
+				if len(execs) > 0 || completed != "" {
+					c.add(4, []string{r.ID, ch.ID}, append(c.ridOps[r.ID], c.ridOps[ch.ID]...), execs,
+						"the history of %s %s says its call of %s %q, but the child %s ran (%d tool runs below it%s)",
+						r.Agent, short(r.ID), call.Name, firstLine(call.ResultText), short(ch.ID), len(execs), completed)
+				}
+			}
+		}
+	}
 }
 
 var markerRE = regexp.MustCompile(`ran #(\d+);`)
@@ -501,6 +538,7 @@ func (c *checker) historyTellsTruth() {
 			}
 		}
 	}
+	c.agentCallsTellTruth()
 	for _, e := range c.in.Ledger {
 		call := c.w.Calls[e.Key]
 		if call == nil {

@@ -281,6 +281,10 @@ func TestCheck(t *testing.T) {
 		{name: "a body answered 400 recorded a decision", base: clean, want: []int{5}, mutate: func(in *Input) {
 			in.Ops = append(in.Ops, refusedOp(3, 400, "0 decisions: ", "1 decisions: …b001 r1 tort approve: c1=approve"))
 		}},
+		{name: "a caller says its agent call did not run, though the child ran", base: chain, want: []int{4}, mutate: func(in *Input) {
+			// A cancel of the caller that met the child's run (§10 Cancel).
+			in.Tasks[0].Items[2].Content[0] = result("k1", "error", "not run: the request was canceled by tort")
+		}},
 		{name: "clean client tool", base: picked, mutate: func(*Input) {}},
 		{name: "a client tool's result reached the model other than sent", base: picked, want: []int{2}, mutate: func(in *Input) {
 			leafTask(in).Items[2].Content[2].Content[0].JSON = json.RawMessage(`{"pick":"t3-2"}`)
