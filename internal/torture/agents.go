@@ -30,6 +30,11 @@ type Chain struct {
 	Proc   string
 	Agents []string
 	Remote int
+	// Fan, when set, are the children the first agent calls side by side
+	// in one model turn (a caller of two leaves: its decisions span both);
+	// FanRemote the index in Fan of the one reached over A2A (-1: none).
+	Fan       []string
+	FanRemote int
 }
 
 // Depth is the chain's length: 1 for a leaf called directly.
@@ -45,6 +50,9 @@ var Chains = []Chain{
 	{Proc: ProcA, Agents: []string{"xtop", "rmid", "leaf"}, Remote: 2},
 	{Proc: ProcB, Agents: []string{"leaf"}},
 	{Proc: ProcB, Agents: []string{"mid", "leaf"}},
+	{Proc: ProcA, Agents: []string{"duo", "leaf"}, Fan: []string{"leaf", "twin"}, FanRemote: -1},
+	{Proc: ProcA, Agents: []string{"rduo", "twin"}, Fan: []string{"twin", "leaf"}, FanRemote: 1},
+	{Proc: ProcB, Agents: []string{"duo", "leaf"}, Fan: []string{"leaf", "twin"}, FanRemote: -1},
 }
 
 // ProcessOf is the process serving the i-th agent of the chain.
@@ -60,15 +68,23 @@ func (c Chain) ProcessOf(i int) string {
 var (
 	ApprovalTools   = map[string]bool{"fx_effect": true, "fx_upsert": true, "ex_effect": true}
 	IdempotentTools = map[string]bool{"fx_upsert": true}
-	LeafTools       = []string{"fx_effect", "fx_upsert", "fx_peek", "ex_effect"}
+	LeafTools       = []string{"fx_effect", "fx_upsert", "fx_peek", "fx_slow", "ex_effect"}
 )
 
 // AskTool is the leaf's question (ask_user): its calls are answered, never
 // run; the answer must reach the leaf's model once, as sent.
 const AskTool = "ask_user"
 
+// ClientTool is the leaves' client tool: the client carries it out and
+// sends its result, {"pick": string}, which must fit its result_schema;
+// like a question's answer, it must reach the model once, as sent.
+const ClientTool = "pick"
+
+// inputTool is whether a call is answered by a client, never run.
+func inputTool(name string) bool { return name == AskTool || name == ClientTool }
+
 // RemoteTools are, per agent of A, its tools that call an agent of B.
-var RemoteTools = map[string]bool{"rmid/leaf": true, "rtop/mid": true}
+var RemoteTools = map[string]bool{"rmid/leaf": true, "rtop/mid": true, "rduo/leaf": true}
 
 const agentHead = `apiVersion: tealagents/v1alpha1
 kind: Agent
@@ -96,7 +112,7 @@ func Definitions(mcp, hook, remote string) map[string]string {
 	add := func(name, desc, tools string) {
 		files[name+".yaml"] = fmt.Sprintf(agentHead, name, desc) + tools + fmt.Sprintf(notifications, hook)
 	}
-	add("leaf", "Runs the test tools.", fmt.Sprintf(`      - mcp: %[1]s
+	leafTools := fmt.Sprintf(`      - mcp: %[1]s
         name: fx
         requires_approval: [effect, upsert]
         idempotent: [upsert]
@@ -111,9 +127,17 @@ func Definitions(mcp, hook, remote string) map[string]string {
         timeout: 20s
       - builtin: ask_user
         input_ttl: 10m
-`, mcp, ShortTTL))
+      - client: pick
+        description: The person picks a value for a tag.
+        input_schema: {type: object, properties: {tag: {type: string}}, required: [tag]}
+        result_schema: {type: object, properties: {pick: {type: string}}, required: [pick], additionalProperties: false}
+        input_ttl: 10m
+`, mcp, ShortTTL)
+	add("leaf", "Runs the test tools.", leafTools)
+	add("twin", "Runs the test tools too.", leafTools)
 	add("mid", "Hands work to the leaf.", "      - agent: leaf\n")
 	add("top", "Hands work to the mid.", "      - agent: mid\n")
+	add("duo", "Hands work to the leaf and the twin at once.", "      - agent: leaf\n      - agent: twin\n")
 	if remote != "" {
 		remote = strings.TrimRight(remote, "/")
 		add("rmid", "Hands work to the leaf of the other system.", fmt.Sprintf(`      - agent: leaf
@@ -125,6 +149,11 @@ func Definitions(mcp, hook, remote string) map[string]string {
         headers: {Authorization: env:HITCH_REMOTE_TOKEN}
 `, remote))
 		add("xtop", "Hands work to rmid.", "      - agent: rmid\n")
+		add("rduo", "Hands work to the twin here and the leaf of the other system at once.", fmt.Sprintf(`      - agent: twin
+      - agent: leaf
+        a2a: %s/a2a/leaf
+        headers: {Authorization: env:HITCH_REMOTE_TOKEN}
+`, remote))
 	}
 	return files
 }

@@ -78,7 +78,7 @@ func Check(in Input) *Result {
 		for _, rid := range opRequests(op) {
 			c.ridOps[rid] = append(c.ridOps[rid], op.ID)
 		}
-		if op.Kind == OpResume {
+		if op.Kind == OpResume && !refusedStatus(op.Status) {
 			for _, d := range op.Decides {
 				k := d.RequestID + "/" + d.ToolCallID
 				if n := len(c.decides[k]); n == 0 || c.decides[k][n-1].ID != op.ID {
@@ -99,6 +99,8 @@ func Check(in Input) *Result {
 	c.cancelMeansCancel()
 	c.historyTellsTruth()
 	c.answersAgree()
+	c.refusalsChangeNothing()
+	c.replaysWhole()
 	c.nothingHangs()
 	c.nothingLost()
 	return c.res
@@ -172,6 +174,62 @@ func (c *checker) faultBetween(proc string, from, to time.Time) bool {
 		}
 	}
 	return false
+}
+
+// refusedStatus is whether an answer refused its body: such a decision
+// took no effect, so it counts as no one's approval or answer.
+func refusedStatus(status int) bool {
+	return status == 400 || status == 413 || status == 422
+}
+
+// 5, for bodies the API must refuse: a malformed or contradictory body,
+// or one deciding a call wrongly beside valid decisions of the others, is
+// answered 4xx and changes nothing — no decision is recorded at its level
+// between the reads just before and just after it.
+func (c *checker) refusalsChangeNothing() {
+	for _, op := range c.in.Ops {
+		if !op.Refuse || op.Status == 0 {
+			continue
+		}
+		rids := opRequests(op)
+		if op.Status < 300 {
+			c.add(5, rids, []int{op.ID}, nil, "a body the API must refuse (%s) was answered %d: %s", op.Note, op.Status, clip(op.Resp, 300))
+			continue
+		}
+		if op.Before != "" && op.After != "" && op.Before != op.After {
+			c.add(5, rids, []int{op.ID}, nil, "a body answered %d %s (%s) changed the decisions recorded at its level: before %s; after %s",
+				op.Status, op.ErrorCode(), op.Note, op.Before, op.After)
+		}
+	}
+}
+
+// 7, for event streams: a replay holds every event after its id once, in
+// order, and ends with the leg's request_complete or error; two replays of
+// one request agree (docs/api.md, Server-Sent Events).
+func (c *checker) replaysWhole() {
+	for _, op := range c.in.Ops {
+		if op.Kind == OpReplay && op.Problem != "" {
+			c.add(7, opRequests(op), []int{op.ID}, nil, "a replay of the events of %s was not whole: %s", short(reqOfPath(op.Path)), op.Problem)
+		}
+	}
+}
+
+var reqInEventsPath = regexp.MustCompile(`/requests/([0-9a-f-]{36})/events`)
+
+// reqOfPath is the request an events path names.
+func reqOfPath(path string) string {
+	if m := reqInEventsPath.FindStringSubmatch(path); m != nil {
+		return m[1]
+	}
+	return path
+}
+
+// clip cuts s to n bytes for a report.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
 
 // 1. At most once.
@@ -299,7 +357,7 @@ func (c *checker) onlyApproved() {
 func (c *checker) onlyAnswered() {
 	for _, r := range c.w.Order {
 		for _, call := range r.Calls {
-			if call.Name == AskTool {
+			if inputTool(call.Name) {
 				c.answeredOnce(call)
 			}
 		}
@@ -400,7 +458,7 @@ func short(id string) string {
 	return id
 }
 
-var notRunPrefixes = []string{"not run", "rejected by", "approval expired", "the approval of"}
+var notRunPrefixes = []string{"not run", "rejected by", "approval expired", "input expired", "the approval of"}
 
 // claimsNotRun is whether a result says its call did not run.
 func claimsNotRun(text string) bool {
@@ -413,13 +471,50 @@ func claimsNotRun(text string) bool {
 	return false
 }
 
+// agentCallsTellTruth holds invariant 4 for agent calls (local and
+// remote): a result saying "not run" belongs to a call whose child never
+// ran — no child request completed, and no tool ran anywhere below it.
+// (An expiry's result names the round that expired below, where tools may
+// have run before it paused: it does not say the call did not run.)
+func (c *checker) agentCallsTellTruth() {
+	ran := map[string][]int{}
+	for _, e := range c.in.Ledger {
+		ran[e.RequestID] = append(ran[e.RequestID], e.N)
+	}
+	for _, r := range c.w.Order {
+		for _, call := range r.Calls {
+			if call.Message == "" || call.Result == nil || !strings.HasPrefix(strings.TrimSpace(call.ResultText), "not run") {
+				continue
+			}
+			for _, ch := range r.Children {
+				if ch.ParentCall != call.ID {
+					continue
+				}
+				var execs []int
+				completed := ""
+				for _, below := range ch.Below() {
+					execs = append(execs, ran[below.ID]...)
+					if below == ch && below.Status == "Completed" {
+						completed = " and completed"
+					}
+				}
+				if len(execs) > 0 || completed != "" {
+					c.add(4, []string{r.ID, ch.ID}, append(c.ridOps[r.ID], c.ridOps[ch.ID]...), execs,
+						"the history of %s %s says its call of %s %q, but the child %s ran (%d tool runs below it%s)",
+						r.Agent, short(r.ID), call.Name, firstLine(call.ResultText), short(ch.ID), len(execs), completed)
+				}
+			}
+		}
+	}
+}
+
 var markerRE = regexp.MustCompile(`ran #(\d+);`)
 
 // 4. The history tells the truth.
 func (c *checker) historyTellsTruth() {
 	for _, r := range c.w.Order {
 		for _, call := range r.Calls {
-			if call.Result == nil || call.Tag == "" || call.Name == AskTool {
+			if call.Result == nil || call.Tag == "" || inputTool(call.Name) {
 				continue
 			}
 			es := c.execs[call.Key()]
@@ -443,6 +538,7 @@ func (c *checker) historyTellsTruth() {
 			}
 		}
 	}
+	c.agentCallsTellTruth()
 	for _, e := range c.in.Ledger {
 		call := c.w.Calls[e.Key]
 		if call == nil {

@@ -156,6 +156,23 @@ func asked() Input {
 	return in
 }
 
+// picked is clean with a client tool beside the approval, its result sent
+// with the decision and given to the model as JSON.
+func picked() Input {
+	in := clean()
+	leaf := leafTask(&in)
+	leaf.Items[1].Content = append(leaf.Items[1].Content, Block{Type: "tool_use", ID: "c3", Name: ClientTool, Input: json.RawMessage(`{"tag":"t3"}`)})
+	leaf.Items[2].Content = append(leaf.Items[2].Content, Block{Type: "tool_result", ToolUseID: "c3", Status: "success",
+		Content: []Block{{Type: "json", JSON: json.RawMessage(`{"pick": "t3-1"}`)}}})
+	d := approve(1, User, at(1.0), "approve", "c1")
+	d.Action = "mixed"
+	d.Calls = append(d.Calls, DecisionCall{ToolCallID: "c3", Action: "answer", Result: json.RawMessage(`{"pick":"t3-1"}`)})
+	leaf.Requests[0].Decisions = []Decision{d}
+	in.Ops[1].Body = `{"decisions":[{"tool_call_id":"c1","action":"approve"},{"tool_call_id":"c3","action":"answer","result":{"pick":"t3-1"}}]}`
+	in.Ops[1].Decides = append(in.Ops[1].Decides, CallDecision{RequestID: rLeaf, ToolCallID: "c3", Action: "answer", V: `{"pick":"t3-1"}`})
+	return in
+}
+
 func leafTask(in *Input) *Task { return in.Tasks[0] }
 
 func invariants(res *Result) []int {
@@ -169,6 +186,24 @@ func invariants(res *Result) []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// refusedOp is a body the API must refuse, sent to the leaf of clean
+// after its decision, with the decisions read before and after it.
+func refusedOp(id, status int, before, after string) Op {
+	resp := `{"error":{"code":"invalid_decisions","message":"…"}}`
+	if status == 200 {
+		resp = rr(rLeaf, tLeaf, "Completed", 0)
+	}
+	return Op{ID: id, Kind: OpResume, Proc: ProcA, Method: "POST", Path: "/agents/leaf/tasks/" + tLeaf + "/requests/" + rLeaf + "/resume",
+		Body: `{"action":"reject","round":1,"decisions":[{"tool_call_id":"c1","action":"approve"}]}`, Start: at(2), End: at(2.1),
+		Status: status, Resp: resp, Note: "leaf refused: action+decisions", Refuse: true, Before: before, After: after}
+}
+
+// replayOp is a replay of clean's leaf request, with what its reader found.
+func replayOp(id int, problem string) Op {
+	return Op{ID: id, Kind: OpReplay, Proc: ProcA, Method: "GET", Path: "/agents/leaf/tasks/" + tLeaf + "/requests/" + rLeaf + "/events",
+		Start: at(2), End: at(2.1), Status: 200, Note: "replay", Problem: problem, Events: 9}
 }
 
 func TestCheck(t *testing.T) {
@@ -231,6 +266,38 @@ func TestCheck(t *testing.T) {
 		}},
 		{name: "ran with no approval sent", base: clean, want: []int{2}, mutate: func(in *Input) {
 			in.Ops[1].Decides = nil
+		}},
+		{name: "ran with only an approval answered 400", base: clean, want: []int{2}, mutate: func(in *Input) {
+			// The body approving it was refused (it said reject as well):
+			// a refused body approves nothing.
+			in.Ops[1].Status, in.Ops[1].Resp = 400, `{"error":{"code":"invalid_decisions","message":"…"}}`
+		}},
+		{name: "a refused body answered 400 and changed nothing", base: clean, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, refusedOp(3, 400, "1 decisions: x", "1 decisions: x"))
+		}},
+		{name: "a contradictory body was answered 200", base: clean, want: []int{5}, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, refusedOp(3, 200, "", ""))
+		}},
+		{name: "a body answered 400 recorded a decision", base: clean, want: []int{5}, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, refusedOp(3, 400, "0 decisions: ", "1 decisions: …b001 r1 tort approve: c1=approve"))
+		}},
+		{name: "a caller says its agent call did not run, though the child ran", base: chain, want: []int{4}, mutate: func(in *Input) {
+			// A cancel of the caller that met the child's run (§10 Cancel).
+			in.Tasks[0].Items[2].Content[0] = result("k1", "error", "not run: the request was canceled by tort")
+		}},
+		{name: "clean client tool", base: picked, mutate: func(*Input) {}},
+		{name: "a client tool's result reached the model other than sent", base: picked, want: []int{2}, mutate: func(in *Input) {
+			leafTask(in).Items[2].Content[2].Content[0].JSON = json.RawMessage(`{"pick":"t3-2"}`)
+		}},
+		{name: "a client tool's result is in the history twice", base: picked, want: []int{1}, mutate: func(in *Input) {
+			lt := leafTask(in)
+			lt.Items = append(lt.Items, Item{Seq: 4, RequestID: rLeaf, Role: "tool", Content: []Block{lt.Items[2].Content[2]}})
+		}},
+		{name: "a whole replay", base: clean, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, replayOp(3, ""))
+		}},
+		{name: "a replay cut short", base: clean, want: []int{7}, mutate: func(in *Input) {
+			in.Ops = append(in.Ops, replayOp(3, "the replay after 12: ended with thinking (id 3440), not request_complete"))
 		}},
 		{name: "ran with another input than the edit approved", base: clean, want: []int{2}, mutate: func(in *Input) {
 			d := &leafTask(in).Requests[0].Decisions[0]

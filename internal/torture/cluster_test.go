@@ -26,6 +26,8 @@ type proc struct {
 	p      *chaos.Process
 	relay  *chaos.Relay
 	agents []string
+	// dir holds its agents' definitions.
+	dir string
 }
 
 // cluster is what the torture test runs: DynamoDB Local, the test tools'
@@ -37,6 +39,8 @@ type cluster struct {
 	recv   *Receiver
 	rec    *Recorder
 	client *http.Client
+	// stream reads event streams, which may last longer than an answer.
+	stream *http.Client
 	procs  map[string]*proc
 }
 
@@ -45,7 +49,7 @@ func startCluster(t *testing.T, seed uint64, dir string) *cluster {
 	endpoint := ddblocal.Start(t)
 	c := &cluster{t: t, dir: dir, rec: &Recorder{}, procs: map[string]*proc{},
 		ledger: &Ledger{Delay: RandomDelay(seed, 300*time.Millisecond)},
-		client: &http.Client{Timeout: 45 * time.Second}}
+		client: &http.Client{Timeout: 45 * time.Second}, stream: &http.Client{Timeout: 5 * time.Minute}}
 	recv, err := NewReceiver(WebhookSecret, seed, 0.1)
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +103,7 @@ func startCluster(t *testing.T, seed uint64, dir string) *cluster {
 			t.Fatalf("%v; see %s", err, logf.Name())
 		}
 		t.Cleanup(func() { p.Cont(); p.Kill() })
-		c.procs[name] = &proc{name: name, p: p, relay: relay, agents: agents}
+		c.procs[name] = &proc{name: name, p: p, relay: relay, agents: agents, dir: agentDir}
 	}
 	return c
 }

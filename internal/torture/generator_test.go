@@ -39,10 +39,35 @@ type flow struct {
 	msgs    int
 	stale   []Op // decisions answered, to send again later (stale)
 	lastKey string
+	// unsure is when a decision or cancel of the flow last went
+	// unanswered: it may still land, so for a while nothing is compared
+	// before and after a refused body.
+	unsure time.Time
 }
+
+// BurstLegs is how many legs a burst runs at once: more than the 100 a
+// page of the reaper's index holds.
+const BurstLegs = 110
 
 func (g *generator) run(workers int) {
 	var wg sync.WaitGroup
+	// One burst, a third of the way in: BurstLegs new tasks at once, each
+	// running the slow tool, while the nemesis goes on.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		time.Sleep(time.Until(g.deadline) / 3)
+		var bw sync.WaitGroup
+		for i := range BurstLegs {
+			bw.Add(1)
+			go func() {
+				defer bw.Done()
+				w := &worker{g: g, id: 1000 + i, rng: rand.New(rand.NewPCG(g.seed, uint64(1000+i)))}
+				w.burst()
+			}()
+		}
+		bw.Wait()
+	}()
 	for i := range workers {
 		wg.Add(1)
 		go func() {
@@ -58,7 +83,11 @@ func (g *generator) run(workers int) {
 
 func (w *worker) op(f *flow, op Op) *Op {
 	op.Worker, op.Flow = w.id, f.id
-	return w.g.c.do(op)
+	done := w.g.c.do(op)
+	if done.Status == 0 && done.Method == "POST" {
+		f.unsure = time.Now()
+	}
+	return done
 }
 
 // pick chooses by weights.
@@ -88,6 +117,15 @@ func (w *worker) script() string {
 		in, _ := json.Marshal(map[string]string{"tag": tag, "v": "v" + tag})
 		lines = append(lines, verb+" "+w.pick(tools)+" "+string(in))
 	}
+	if w.rng.IntN(8) == 0 {
+		// A long stream: a word of reasoning is an event, in the leaf's
+		// log and in every caller's (as child events).
+		words := make([]string, 1000+w.rng.IntN(3000))
+		for i := range words {
+			words[i] = "w" + strconv.Itoa(i)
+		}
+		lines = append(lines, "/think "+strings.Join(words, " "))
+	}
 	for range 1 + w.rng.IntN(2) {
 		call("/call")
 	}
@@ -97,8 +135,28 @@ func (w *worker) script() string {
 		in, _ := json.Marshal(map[string]any{"question": tag + "?", "choices": []string{"yes-" + tag, "no-" + tag}})
 		lines = append(lines, "/call "+AskTool+" "+string(in))
 	}
+	if w.rng.IntN(6) == 0 {
+		// A client tool: the client sends its result.
+		tag := fmt.Sprintf("t%d", w.g.tags.Add(1))
+		lines = append(lines, "/call "+ClientTool+` {"tag":"`+tag+`"}`)
+	}
 	if w.rng.IntN(10) < 4 {
 		call("/then")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// message is a new message for the chain's first agent: a leaf's script
+// wrapped for each caller above it, or, for a chain that fans out, one
+// call of each child in one turn, each with a script of its own.
+func (w *worker) message(c Chain) string {
+	if len(c.Fan) == 0 {
+		return message(c, w.script())
+	}
+	var lines []string
+	for _, child := range c.Fan {
+		in, _ := json.Marshal(map[string]string{"message": w.script()})
+		lines = append(lines, "/call "+child+" "+string(in))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -149,7 +207,7 @@ func (w *worker) flow() {
 	f := &flow{id: int(w.g.flows.Add(1))}
 	f.chain = Chains[w.rng.IntN(len(Chains))]
 	f.proc, f.agent = f.chain.Proc, f.chain.Agents[0]
-	res := w.send(f, OpInvoke, "/agents/"+f.agent+"/invoke", itemsBody("", message(f.chain, w.script())))
+	res := w.send(f, OpInvoke, "/agents/"+f.agent+"/invoke", itemsBody("", w.message(f.chain)))
 	if res == nil {
 		return
 	}
@@ -168,11 +226,14 @@ func (w *worker) flow() {
 		if len(f.stale) > 0 && w.rng.IntN(3) == 0 {
 			w.sendStale(f)
 		}
+		if w.rng.IntN(3) == 0 {
+			w.replay(f, f.agent, f.taskID, f.reqID)
+		}
 		// The request ended: a follow-on, an edit of an earlier message, or
 		// the flow ends.
 		switch n := w.rng.IntN(100); {
 		case n < 35 && f.msgs < 3:
-			res = w.send(f, OpFollow, "/agents/"+f.agent+"/invoke", itemsBody(f.taskID, message(f.chain, w.script())))
+			res = w.send(f, OpFollow, "/agents/"+f.agent+"/invoke", itemsBody(f.taskID, w.message(f.chain)))
 		case n < 50 && f.msgs < 3:
 			var live []string
 			for _, r := range v.Requests {
@@ -184,7 +245,7 @@ func (w *worker) flow() {
 				return
 			}
 			rid := live[w.rng.IntN(len(live))]
-			res = w.send(f, OpEdit, "/agents/"+f.agent+"/tasks/"+f.taskID+"/requests/"+rid+"/edit", itemsBody("", message(f.chain, w.script())))
+			res = w.send(f, OpEdit, "/agents/"+f.agent+"/tasks/"+f.taskID+"/requests/"+rid+"/edit", itemsBody("", w.message(f.chain)))
 		default:
 			return
 		}
@@ -193,6 +254,21 @@ func (w *worker) flow() {
 		}
 		f.reqID = res.RequestID
 	}
+}
+
+// burst is one leg of a burst: a leaf on A running the slow tool, read
+// until it ends.
+func (w *worker) burst() {
+	f := &flow{id: int(w.g.flows.Add(1)), chain: Chains[0]}
+	f.proc, f.agent = f.chain.Proc, f.chain.Agents[0]
+	tag := fmt.Sprintf("t%d", w.g.tags.Add(1))
+	in, _ := json.Marshal(map[string]string{"tag": tag, "v": "v" + tag})
+	res := w.send(f, OpInvoke, "/agents/"+f.agent+"/invoke", itemsBody("", "/call fx_slow "+string(in)))
+	if res == nil {
+		return
+	}
+	f.taskID, f.reqID = res.TaskID, res.RequestID
+	w.settle(f)
 }
 
 // get reads a task, recorded.
@@ -257,24 +333,33 @@ func (w *worker) levels(f *flow, v *Task) []level {
 		return nil
 	}
 	out := []level{root}
-	p := root.pending[0]
-	if p.RequestID == "" || p.RequestID == root.reqID {
-		return out // the root is the leaf
-	}
-	leafProc, _ := w.g.c.procOf(p.ResumeURL)
-	if leafProc == "" {
-		leafProc = f.proc
-	}
-	leaf := level{name: "leaf", proc: leafProc, agent: p.Agent, taskID: p.TaskID, reqID: p.RequestID}
-	lt := w.get(f, leaf.proc, leaf.agent, leaf.taskID)
-	if f.chain.Depth() == 3 {
-		if mid, ok := w.mid(f, leaf, lt); ok {
-			out = append(out, mid)
+	// The leaves the root shows, in the order first shown: one for a
+	// chain, two for a caller that called two children in one turn.
+	var leafReqs []PendingView
+	for _, p := range root.pending {
+		if p.RequestID == "" || p.RequestID == root.reqID {
+			continue
+		}
+		if !slices.ContainsFunc(leafReqs, func(q PendingView) bool { return q.RequestID == p.RequestID }) {
+			leafReqs = append(leafReqs, p)
 		}
 	}
-	if lt != nil && lt.Status == "Paused" {
-		leaf.round, leaf.pending = lt.Round, lt.shown()
-		out = append(out, leaf)
+	for i, p := range leafReqs {
+		leafProc, _ := w.g.c.procOf(p.ResumeURL)
+		if leafProc == "" {
+			leafProc = f.proc
+		}
+		leaf := level{name: "leaf", proc: leafProc, agent: p.Agent, taskID: p.TaskID, reqID: p.RequestID}
+		lt := w.get(f, leaf.proc, leaf.agent, leaf.taskID)
+		if i == 0 && f.chain.Depth() == 3 {
+			if mid, ok := w.mid(f, leaf, lt); ok {
+				out = append(out, mid)
+			}
+		}
+		if lt != nil && lt.Status == "Paused" {
+			leaf.round, leaf.pending = lt.Round, lt.shown()
+			out = append(out, leaf)
+		}
 	}
 	return out
 }
@@ -345,7 +430,7 @@ func (w *worker) decision(l level, kind string) (string, []CallDecision) {
 			cd := CallDecision{RequestID: leafOf(p), ToolCallID: p.ToolCallID, Action: kind}
 			if p.Kind != "" && kind == "approve" {
 				cd.Action, cd.V = w.answer(p)
-				d["action"], d["result"] = cd.Action, cd.V
+				d["action"], d["result"] = cd.Action, resultValue(p, cd.V)
 			}
 			ds = append(ds, d)
 			decides = append(decides, cd)
@@ -373,7 +458,7 @@ func (w *worker) decision(l level, kind string) (string, []CallDecision) {
 			}
 			d["action"] = action
 			if action == "answer" {
-				d["result"] = v
+				d["result"] = resultValue(p, v)
 			}
 			decides = append(decides, CallDecision{RequestID: leafOf(p), ToolCallID: p.ToolCallID, Action: action, V: v})
 			ds = append(ds, d)
@@ -406,12 +491,29 @@ func (w *worker) decision(l level, kind string) (string, []CallDecision) {
 	return string(b), decides
 }
 
-// answer picks an answer to a question: one of its choices.
+// answer picks an answer to an input: one of a question's choices, or a
+// client tool's result ({"pick": …}, as compact JSON).
 func (w *worker) answer(p PendingView) (string, string) {
+	if p.Name == ClientTool {
+		var in struct {
+			Tag string `json:"tag"`
+		}
+		_ = json.Unmarshal(p.Input, &in)
+		return "answer", fmt.Sprintf(`{"pick":"%s-%d"}`, in.Tag, w.rng.IntN(100))
+	}
 	if len(p.Choices) == 0 {
 		return "answer", "fine"
 	}
 	return "answer", p.Choices[w.rng.IntN(len(p.Choices))]
+}
+
+// resultValue is an answer as a decision's result: a client tool's
+// result is a JSON object, a question's answer a string.
+func resultValue(p PendingView, v string) any {
+	if p.Name == ClientTool {
+		return json.RawMessage(v)
+	}
+	return v
 }
 
 func (w *worker) resume(f *flow, l level, body string, decides []CallDecision, note string) *Op {
@@ -427,6 +529,131 @@ func (w *worker) resume(f *flow, l level, body string, decides []CallDecision, n
 func (w *worker) cancel(f *flow, l level, note string) *Op {
 	return w.op(f, Op{Kind: OpCancel, Proc: l.proc, Method: "POST", Path: "/agents/" + l.agent + "/tasks/" + l.taskID + "/cancel",
 		Body: `{"reason":"torture"}`, Note: l.name + note})
+}
+
+// refusedShapes are the bodies refused makes, each of which the API must
+// answer 4xx, changing nothing.
+var refusedShapes = []string{"action+decisions", "unknown-field", "wrong-type", "bad-json", "bad-action",
+	"decided-twice", "answer-not-a-choice", "edit-breaks-schema", "client-result-breaks-schema"}
+
+// refused sends, at a level, a body the API must refuse — malformed,
+// contradictory, or deciding one call wrongly beside valid decisions of
+// the others — and reads the level's decisions before and after: a 2xx,
+// or any decision recorded, is a violation (invariant 5). Its Decides are
+// empty: it approves nothing.
+func (w *worker) refused(f *flow, l level) {
+	shape := refusedShapes[w.rng.IntN(len(refusedShapes))]
+	var body string
+	switch shape {
+	case "action+decisions":
+		// A body saying one thing with action and the other with
+		// decisions: neither may win.
+		action, other := "reject", "approve"
+		if w.rng.IntN(2) == 0 {
+			action, other = other, action
+		}
+		var ds []map[string]any
+		for _, p := range l.pending {
+			ds = append(ds, map[string]any{"tool_call_id": p.ToolCallID, "action": other})
+		}
+		b, _ := json.Marshal(map[string]any{"action": action, "round": l.round, "reason": "torture", "decisions": ds})
+		body = string(b)
+	case "unknown-field":
+		body = fmt.Sprintf(`{"action":"approve","round":%d,"approve_all":true}`, l.round)
+	case "wrong-type":
+		body = []string{fmt.Sprintf(`{"action":"approve","round":"%d"}`, l.round), `{"decisions":{"action":"approve"}}`, `{"action":true}`, `[]`}[w.rng.IntN(4)]
+	case "bad-json":
+		body = fmt.Sprintf(`{"action":"approve","round":%d`, l.round)
+	case "bad-action":
+		body = fmt.Sprintf(`{"action":"maybe","round":%d}`, l.round)
+	default:
+		// Valid decisions of every call shown, then one part made wrong.
+		ds := w.validDecisions(l)
+		if len(ds) == 0 {
+			return
+		}
+		switch shape {
+		case "decided-twice":
+			ds = append(ds, ds[w.rng.IntN(len(ds))])
+		case "answer-not-a-choice":
+			i := slices.IndexFunc(l.pending, func(p PendingView) bool { return len(p.Choices) > 0 })
+			if i < 0 {
+				shape = "decided-twice"
+				ds = append(ds, ds[0])
+				break
+			}
+			ds[i] = map[string]any{"tool_call_id": l.pending[i].ToolCallID, "action": "answer", "result": "none-of-these"}
+		case "client-result-breaks-schema":
+			i := slices.IndexFunc(l.pending, func(p PendingView) bool { return p.Name == ClientTool })
+			if i < 0 {
+				shape = "decided-twice"
+				ds = append(ds, ds[0])
+				break
+			}
+			ds[i] = map[string]any{"tool_call_id": l.pending[i].ToolCallID, "action": "answer", "result": map[string]any{"pick": 5, "extra": true}}
+		case "edit-breaks-schema":
+			i := slices.IndexFunc(l.pending, func(p PendingView) bool { return p.Kind == "" })
+			if i < 0 {
+				shape = "decided-twice"
+				ds = append(ds, ds[0])
+				break
+			}
+			ds[i] = map[string]any{"tool_call_id": l.pending[i].ToolCallID, "action": "edit", "input": map[string]any{"tag": 7, "v": []int{1}}}
+		}
+		b, _ := json.Marshal(map[string]any{"decisions": ds, "round": l.round})
+		body = string(b)
+	}
+	// The decisions are compared where nothing else records one meanwhile:
+	// not across a remote system, whose caller learns of decisions late.
+	compare := f.chain.Remote == 0 && f.chain.FanRemote < 0 && time.Since(f.unsure) > 30*time.Second
+	var before string
+	if compare {
+		before = userDecisions(w.get(f, l.proc, l.agent, l.taskID))
+	}
+	op := w.op(f, Op{Kind: OpResume, Proc: l.proc, Method: "POST", Path: l.resumePath(), Body: body,
+		Note: l.name + " refused: " + shape, Refuse: true, Before: before})
+	if compare && before != "" {
+		after := userDecisions(w.get(f, l.proc, l.agent, l.taskID))
+		w.g.c.rec.Amend(op, func(op *Op) { op.After = after })
+	}
+}
+
+// validDecisions decide every call a level shows validly: approvals
+// approved or rejected, questions answered with one of their choices.
+func (w *worker) validDecisions(l level) []map[string]any {
+	var ds []map[string]any
+	for _, p := range l.pending {
+		d := map[string]any{"tool_call_id": p.ToolCallID, "action": []string{"approve", "reject"}[w.rng.IntN(2)]}
+		if p.Kind != "" {
+			action, v := w.answer(p)
+			d["action"], d["result"] = action, resultValue(p, v)
+		}
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+// userDecisions is a task's decisions by people (not expiry), one line
+// each, in a canonical order; "" when the task could not be read.
+func userDecisions(t *Task) string {
+	if t == nil {
+		return ""
+	}
+	var lines []string
+	for _, r := range t.Requests {
+		for _, d := range r.Decisions {
+			if d.Approver == ApproverExpiry {
+				continue
+			}
+			line := fmt.Sprintf("%s r%d %s %s:", short(r.RequestID), d.Round, d.Approver, d.Action)
+			for _, c := range d.Calls {
+				line += " " + c.ToolCallID + "=" + c.Action
+			}
+			lines = append(lines, line)
+		}
+	}
+	slices.Sort(lines)
+	return fmt.Sprintf("%d decisions: %s", len(lines), strings.Join(lines, "; "))
 }
 
 // sendStale sends an earlier decision again, after its round passed.
@@ -450,7 +677,16 @@ func (w *worker) decideStep(f *flow, v *Task) bool {
 	}
 	at := func() level { return ls[w.rng.IntN(len(ls))] }
 	kinds := map[string]int{"approve": 30, "reject": 8, "mixed": 14, "twice": 8, "race": 8, "conflict": 7,
-		"cancel": 10, "cancel-race": 5, "stale": 4, "abandon": 3}
+		"cancel": 10, "cancel-race": 5, "stale": 4, "abandon": 3, "refused": 8}
+	leaves := 0
+	for _, l := range ls {
+		if l.name == "leaf" {
+			leaves++
+		}
+	}
+	if leaves > 1 {
+		kinds["leaves-race"] = 10
+	}
 	if expiring {
 		kinds["expire"] = 10
 	}
@@ -491,6 +727,21 @@ func (w *worker) decideStep(f *flow, v *Task) bool {
 			go func() {
 				defer wg.Done()
 				w.resume(f, s.l, s.body, s.ds, " "+k)
+			}()
+		}
+		wg.Wait()
+	case "refused":
+		w.refused(f, at())
+	case "leaves-race":
+		// A decision at each leaf's own URL and one at the root, at once:
+		// the root's is all or nothing, whatever the leaves' did.
+		var wg sync.WaitGroup
+		for _, l := range ls {
+			body, ds := w.decision(l, []string{"approve", "mixed"}[w.rng.IntN(2)])
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.resume(f, l, body, ds, " racing the other levels")
 			}()
 		}
 		wg.Wait()

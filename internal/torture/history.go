@@ -15,6 +15,9 @@ const (
 	OpResume = "resume"
 	OpCancel = "cancel"
 	OpGet    = "get"
+	// OpReplay reads a request's event stream again (after an id,
+	// reconnecting on cuts), as a client that lost its stream does.
+	OpReplay = "replay"
 )
 
 // Op is one operation of the workload as a client saw it (Jepsen's
@@ -45,6 +48,18 @@ type Op struct {
 	// Decides, on a resume, are the leaf calls the sender was shown and
 	// decides, with the action it takes on each.
 	Decides []CallDecision `json:"decides,omitempty"`
+	// Refuse marks a body the API must refuse (malformed, contradictory,
+	// or deciding a call wrongly): any 2xx is a violation, and so is a
+	// change between Before and After — the user decisions recorded at the
+	// level, read just before and just after (empty when not compared).
+	Refuse bool   `json:"refuse,omitempty"`
+	Before string `json:"before,omitempty"`
+	After  string `json:"after,omitempty"`
+	// Problem, on a replay, is what it found wrong with the stream (the
+	// generator reads it whole; a 20,000-event stream is not kept), and
+	// Events how many events the first read held.
+	Problem string `json:"problem,omitempty"`
+	Events  int    `json:"events,omitempty"`
 }
 
 // CallDecision is a decision on one leaf call, as a resume sends it.
@@ -137,6 +152,10 @@ const (
 	FaultStallCont  = "stop past the lease, then continue"
 	FaultStallKill  = "stop past the lease, then kill"
 	FaultRestart    = "graceful restart"
+	// FaultRestartWithout restarts a process with one agent's definition
+	// left out for a few seconds (a deployment that dropped it), then
+	// again with it: its requests wait, and nothing else may.
+	FaultRestartWithout = "restart without an agent"
 )
 
 // Delivery is one webhook delivery attempt the receiver got.
@@ -196,6 +215,22 @@ func (r *Recorder) Finish(op *Op, status int, resp string, err error) {
 	if err != nil {
 		op.Err = err.Error()
 	}
+}
+
+// Replay records a replay, whole: it is judged by what the reader found.
+func (r *Recorder) Replay(op Op) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op.ID = len(r.ops) + 1
+	r.ops = append(r.ops, &op)
+}
+
+// Amend changes a recorded op under the recorder's lock (what the
+// generator learns after the op's answer, such as a read that follows it).
+func (r *Recorder) Amend(op *Op, fn func(*Op)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fn(op)
 }
 
 // Observe records statuses an answer showed.

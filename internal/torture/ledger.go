@@ -22,7 +22,13 @@ const (
 	ToolUpsert = "upsert"
 	// ToolPeek reads only: it needs no approval.
 	ToolPeek = "peek"
+	// ToolSlow reads only and takes SlowFor: a burst of them keeps a
+	// hundred legs running at once.
+	ToolSlow = "slow"
 )
+
+// SlowFor is how long a run of ToolSlow takes.
+const SlowFor = 6 * time.Second
 
 // Execution is one run of a test tool, as the tool itself wrote it in the
 // ledger before its side effect.
@@ -114,6 +120,8 @@ func (l *Ledger) server(process string) *sdk.Server {
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: &yes, IdempotentHint: true}}, l.tool(process, ToolUpsert))
 	sdk.AddTool(srv, &sdk.Tool{Name: ToolPeek, Description: "Reads; changes nothing.",
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: &no}}, l.tool(process, ToolPeek))
+	sdk.AddTool(srv, &sdk.Tool{Name: ToolSlow, Description: "Reads slowly; changes nothing.",
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: &no}}, l.tool(process, ToolSlow))
 	return srv
 }
 
@@ -123,9 +131,16 @@ func (l *Ledger) tool(process, name string) sdk.ToolHandlerFor[ToolInput, ToolOu
 		rid, tcid, _ := strings.Cut(key, "#")
 		n := l.begin(Execution{Key: key, RequestID: rid, ToolCallID: tcid, Tool: name, Process: process,
 			Tag: in.Tag, Value: in.V, Start: time.Now()})
+		delay := time.Duration(0)
 		if l.Delay != nil {
+			delay = l.Delay()
+		}
+		if name == ToolSlow {
+			delay += SlowFor
+		}
+		if delay > 0 {
 			select {
-			case <-time.After(l.Delay()):
+			case <-time.After(delay):
 			case <-ctx.Done():
 				return nil, ToolOutput{}, ctx.Err()
 			}

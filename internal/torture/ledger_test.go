@@ -30,8 +30,8 @@ func TestLedgerTools(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if got := strings.Join(names, ","); got != "effect,peek,upsert" {
-		t.Errorf("tools %s, want effect,peek,upsert", got)
+	if got := strings.Join(names, ","); got != "effect,peek,slow,upsert" {
+		t.Errorf("tools %s, want effect,peek,slow,upsert", got)
 	}
 	before := time.Now()
 	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: ToolEffect, Arguments: map[string]string{"tag": "t1", "v": "x"},

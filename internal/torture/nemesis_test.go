@@ -2,6 +2,8 @@ package torture
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -27,7 +29,7 @@ func (n *nemesis) run() {
 		}
 		time.Sleep(wait)
 		name := []string{ProcA, ProcB}[n.rng.IntN(2)]
-		kinds := map[string]int{FaultKillBefore: 25, FaultKillAfter: 25, FaultKill: 15, FaultStallCont: 12, FaultStallKill: 8, FaultRestart: 15}
+		kinds := map[string]int{FaultKillBefore: 25, FaultKillAfter: 25, FaultKill: 15, FaultStallCont: 12, FaultStallKill: 8, FaultRestart: 10, FaultRestartWithout: 5}
 		keys := sortedKeys(kinds)
 		total := 0
 		for _, k := range keys {
@@ -89,6 +91,30 @@ func (n *nemesis) fault(name, kind string) {
 	case FaultRestart:
 		f.Start = time.Now()
 		p.p.Terminate(10 * time.Second)
+		n.restart(p, f)
+	case FaultRestartWithout:
+		// Only an agent no other definition of the process names can be
+		// left out (a missing agent tool is a start-up error).
+		left := []string{"top", "duo", "xtop", "rduo"}[n.rng.IntN(4)]
+		if name == ProcB {
+			left = []string{"top", "duo"}[n.rng.IntN(2)]
+		}
+		file := filepath.Join(p.dir, left+".yaml")
+		aside := filepath.Join(filepath.Dir(p.dir), p.name+"-"+left+".yaml.aside")
+		f.At = left
+		f.Start = time.Now()
+		p.p.Terminate(10 * time.Second)
+		if err := os.Rename(file, aside); err != nil {
+			n.c.t.Errorf("leave out %s: %v", left, err)
+		}
+		if err := p.p.Start(60 * time.Second); err != nil {
+			n.c.t.Errorf("restart %s without %s: %v", p.name, left, err)
+		}
+		time.Sleep(time.Duration(3000+n.rng.IntN(7000)) * time.Millisecond)
+		p.p.Terminate(10 * time.Second)
+		if err := os.Rename(aside, file); err != nil {
+			n.c.t.Errorf("put back %s: %v", left, err)
+		}
 		n.restart(p, f)
 	case FaultStallCont, FaultStallKill:
 		var once sync.Once

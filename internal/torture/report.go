@@ -175,6 +175,47 @@ var Invariants = map[int]string{
 	5: "answers agree", 6: "nothing hangs", 7: "nothing is lost",
 }
 
+// Shapes counts what the workload made beyond plain chains: callers that
+// called two children in one turn (and decisions sent to them), bodies
+// the API must refuse (by shape, and how many were compared before and
+// after), decisions raced at the leaves of one caller.
+func Shapes(in Input, world *World) map[string]int {
+	m := map[string]int{}
+	for _, r := range world.Order {
+		kids := map[string]bool{}
+		for _, ch := range r.Children {
+			kids[ch.ParentCall] = true
+		}
+		if len(kids) > 1 {
+			m["callers of several children"]++
+		}
+	}
+	for _, e := range in.Ledger {
+		if e.Tool == ToolSlow {
+			m["burst legs run"]++
+		}
+	}
+	for _, op := range in.Ops {
+		if op.Refuse {
+			_, shape, _ := strings.Cut(op.Note, "refused: ")
+			m["refused "+shape]++
+			if op.Before != "" && op.After != "" {
+				m["refused, compared before and after"]++
+			}
+		}
+		if op.Kind == OpReplay && op.Status == 200 {
+			m["replays checked"]++
+			if op.Events >= 1000 {
+				m["replays of 1,000 events or more"]++
+			}
+		}
+		if strings.HasSuffix(op.Note, "racing the other levels") {
+			m["decisions racing at the leaves"]++
+		}
+	}
+	return m
+}
+
 // Report writes the run's report: the seed, the counts, the recovery
 // times and each violation with the history around it.
 func Report(w io.Writer, run Run, in Input, res *Result) {
@@ -220,6 +261,7 @@ func Report(w io.Writer, run Run, in Input, res *Result) {
 		rk[r.Status]++
 	}
 	fmt.Fprintf(w, "  requests at the end: %d (%s) in %d tasks\n", len(res.World.Order), counts(rk), len(res.World.Tasks))
+	fmt.Fprintf(w, "  shapes: %s\n", counts(Shapes(in, res.World)))
 	accepted, refused := 0, 0
 	for _, d := range in.Deliveries {
 		if d.Accepted() {

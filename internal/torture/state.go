@@ -1,6 +1,7 @@
 package torture
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -313,7 +314,9 @@ func (w *World) indexItems(t *Task) {
 					_ = json.Unmarshal(dc.Input, &in)
 					v.V = in.V
 				case "answer":
-					_ = json.Unmarshal(dc.Result, &v.V)
+					if json.Unmarshal(dc.Result, &v.V) != nil {
+						v.V = compactJSON(dc.Result) // a client tool's result
+					}
 				}
 				c.Decision = v
 			}
@@ -321,11 +324,20 @@ func (w *World) indexItems(t *Task) {
 	}
 }
 
+// compactJSON is raw without insignificant space.
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
 func resultText(b *Block) string {
 	var parts []string
 	for _, c := range b.Content {
 		if c.Type == "json" {
-			parts = append(parts, string(c.JSON))
+			parts = append(parts, compactJSON(c.JSON))
 		} else {
 			parts = append(parts, c.Text)
 		}
