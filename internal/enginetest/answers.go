@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -255,4 +256,56 @@ func mustTask(t *testing.T, o *Orch, id string) *agent.Task {
 		t.Fatal(err)
 	}
 	return tk
+}
+
+// testDeadRootDecisionTwice: a decision at the root boss (reject) claims
+// the leaf and boss, and its process dies before anything runs. The
+// reaper takes boss over: it drives the dead leaf below (docs/api.md,
+// "Orchestration"), and never pauses boss again on the call that decision
+// decided — a second round showing it again made the same decision,
+// sent twice, answer 200 Completed (it decided round 2) and then 200
+// Paused round 2 (round 1's, once past): the torture test's find. Sent
+// twice now, it answers the same both times.
+func testDeadRootDecisionTwice(t *testing.T, o *Orch) {
+	res, _, p := pausedAtDepthTwo(t, o, "twice.txt")
+	defer func(d time.Duration) { agent.LeaseDuration = d }(agent.LeaseDuration)
+	agent.LeaseDuration = time.Second
+	ctx := context.Background()
+	reject := agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionReject, Reason: "no"}}}
+	if _, err := o.E.StartResume(ctx, agent.ResumeInput{Agent: "boss", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: reject}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(agent.LeaseDuration + 100*time.Millisecond)
+	run, err := o.E.StartTakeover(ctx, res.TaskID, res.RequestID)
+	if err != nil || run == nil {
+		t.Fatalf("takeover of boss: %v %v", run, err)
+	}
+	took := run.Execute(ctx, &Recorder{})
+	for _, pa := range took.PendingApprovals {
+		if pa.ToolCallID == p.ToolCallID {
+			t.Errorf("boss's takeover paused it again (round %d) on %s, which round 1 decided", took.Round, pa.ToolCallID)
+		}
+	}
+	first, _, err1 := o.Resume("boss", res.TaskID, res.RequestID, reject)
+	second, _, err2 := o.Resume("boss", res.TaskID, res.RequestID, reject)
+	if a, b := outcome(first, err1), outcome(second, err2); a != b {
+		t.Errorf("the same decision twice answered %s, then %s", a, b)
+	}
+	if bv := o.View(t, "boss", res.TaskID); bv.Status != agent.StatusCompleted {
+		t.Errorf("boss: %s round %d, want Completed", bv.Status, bv.Round)
+	}
+	if got := o.Lines("twice.txt"); len(got) != 0 {
+		t.Errorf("twice.txt = %q: a rejected call ran", got)
+	}
+}
+
+// outcome is an answer as the torture test's checker compares answers.
+func outcome(res *agent.RequestResult, err error) string {
+	if err != nil {
+		return Code(err)
+	}
+	if res.Status == agent.StatusPaused {
+		return fmt.Sprintf("Paused round %d", res.Round)
+	}
+	return string(res.Status)
 }

@@ -180,6 +180,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"FiftyAnswersAtLeafAndRoot", testInputLeafRootRace},
 		{"ElicitationAnsweredAtTheRoot", testElicitAtRoot},
 		{"ElicitationAskedAgainAtTheRoot", testElicitAgainAtRoot},
+		{"DeadRootDecisionTwice", testDeadRootDecisionTwice},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
 	}
