@@ -227,7 +227,9 @@ func (c *chatClient) answer(paused map[string]any, approvals, inputs []any) erro
 			decisions = append(decisions, d)
 		}
 	}
-	return c.stream(paused["resume_url"].(string), map[string]any{"decisions": decisions})
+	// The round always goes with the decisions: a call that asks again in
+	// a later round keeps its id (docs/api.md ResumeRequest).
+	return c.stream(paused["resume_url"].(string), map[string]any{"decisions": decisions, "round": paused["round"]})
 }
 
 // chatResult is a typed answer as a result: a choice's number picks it;

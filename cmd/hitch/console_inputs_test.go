@@ -448,10 +448,12 @@ func TestConsoleInputs(t *testing.T) {
 // TestConsoleElicitation answers an MCP server's form in the console,
 // end to end: the example server's reopen_ticket asks why; the person
 // fills the form in Chromium and sends; the server gets the content and
-// the model its result.
+// the model its result. The answer names its round (the console always
+// sends it: a call that asks again keeps its id).
 func TestConsoleElicitation(t *testing.T) {
 	ctx := chromium.New(t, 1280, 1000)
-	base, _ := startTickets(t)
+	served, _ := startTickets(t)
+	base, resumes := recordResumes(t, served)
 	p := &browserPage{t: t, ctx: ctx, dir: chromium.ArtifactDir(t), start: time.Now()}
 	watchConsole(t, ctx)
 	const card = `#approvals article.card.input[data-kind=elicitation]`
@@ -486,6 +488,9 @@ func TestConsoleElicitation(t *testing.T) {
 		"result_hash": hashOf(`{"action":"accept","content":{"reason":"still times out","urgent":true}}`)}
 	if diff := cmp.Diff(want, decisionCalls(t, task)["tickets_reopen_ticket"]); diff != "" {
 		t.Errorf("the decision (-want +got):\n%s", diff)
+	}
+	if rs := resumes(); len(rs) != 1 || rs[0]["round"] != float64(1) {
+		t.Errorf("the console's resumes: %v, want one naming round 1", rs)
 	}
 	p.shot("elicitation-02-answered")
 }

@@ -186,6 +186,13 @@ func (e *Engine) childrenMoved(ctx context.Context, t *Task, open []ChildCall) (
 		}
 		ca := ct.Active
 		if ca != nil && ca.ID == cc.RequestID {
+			if ca.Status == StatusRunning && !e.now().Before(ca.LeaseUntil) {
+				// Its leg died (a decision's claim whose process died):
+				// the caller's leg drives it (attachDead), never pauses
+				// again on a round that was decided.
+				changed = true
+				continue
+			}
 			if ca.Status != StatusPaused {
 				continue // running: its pause or end sends a continuation
 			}

@@ -306,6 +306,13 @@ func (r *Run) pauseOnInputs(ctx context.Context, uses []Block, results []Block, 
 			r.emit(EventToolResult, resultEvent(u.Name, results[i]))
 			continue
 		}
+		if d := r.decided; d != nil {
+			// The call ran again with a round's answers and asks again
+			// under an id that round's pending input had.
+			for j := range ps {
+				ps[j].Again = slices.ContainsFunc(d.Calls, func(c CallDecision) bool { return c.ToolCallID == ps[j].ToolCallID })
+			}
+		}
 		pending = append(pending, ps...)
 	}
 	var done []Block

@@ -46,12 +46,15 @@ type DecisionInput struct {
 
 // Check validates the body's shape (400s that need no state).
 func (b *ResumeRequest) Check() error {
+	if len(b.Decisions) > 0 && b.Action != "" {
+		// Exclusive: a body saying "reject" must never approve through its
+		// decisions (docs/api.md ResumeRequest).
+		return Errorf(CodeInvalidDecisions, "give either action (every pending call) or decisions (each call its own action), not both")
+	}
 	if len(b.Decisions) == 0 {
 		if b.Action != ActionApprove && b.Action != ActionReject {
 			return Errorf(CodeInvalidAction, "action must be approve or reject (or give decisions)")
 		}
-	} else if b.Action != "" && b.Action != ActionApprove && b.Action != ActionReject {
-		return Errorf(CodeInvalidAction, "action must be approve or reject")
 	}
 	switch {
 	case b.Remember != "" && b.Remember != RememberTask:
@@ -185,6 +188,9 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 			return nil, err
 		}
 	}
+	if err := checkRound(a.Round, a.Decisions, a.Pending, in.Body); err != nil {
+		return nil, err
+	}
 	if in.Body.Round == nil && len(in.Body.Decisions) > 0 && !decidesPending(a, in.Body.Decisions) {
 		// Decisions bind by their calls: they name the round they decide.
 		if r := roundOfCalls(a.Decisions, in.Body.Decisions); r > 0 {
@@ -302,12 +308,6 @@ func (e *Engine) resumeRunning(ctx context.Context, ag *Agent, t *Task, items []
 // resumeEnded answers a resume of a request that is not the active one:
 // rec, its record.
 func (e *Engine) resumeEnded(ag *Agent, t *Task, rec *RequestRecord, in ResumeInput) (*Run, error) {
-	if in.Body.Round == nil && len(in.Body.Decisions) > 0 {
-		// Decisions bind by their calls: they name the round they decide.
-		if r := roundOfCalls(rec.Decisions, in.Body.Decisions); r > 0 {
-			in.Body.Round = &r
-		}
-	}
 	// The round the request ended in: its record's, or its last
 	// decision's. A chain's expiry closes the caller's round without a
 	// decision of its own, so the decisions alone can lag a round behind.
@@ -315,12 +315,27 @@ func (e *Engine) resumeEnded(ag *Agent, t *Task, rec *RequestRecord, in ResumeIn
 	if l := lastOf(rec.Decisions); l != nil && l.Round > final {
 		final = l.Round
 	}
+	if err := checkRound(final, rec.Decisions, nil, in.Body); err != nil {
+		return nil, err
+	}
+	if in.Body.Round == nil && len(in.Body.Decisions) > 0 {
+		// Decisions bind by their calls: they name the round they decide.
+		if r := roundOfCalls(rec.Decisions, in.Body.Decisions); r > 0 {
+			in.Body.Round = &r
+		}
+	}
 	round := final
 	if in.Body.Round != nil {
 		round = *in.Body.Round
 	}
 	last := decisionOf(rec.Decisions, round)
-	if last == nil || last.Approver == ApproverExpiry || rec.Status == StatusCanceled {
+	if err := closedByExpiry(rec, last, round, final); err != nil {
+		// One round, one outcome: 410 to every decision of it, whoever
+		// applied the expiry and whatever came after (docs/api.md's
+		// answer table).
+		return nil, err
+	}
+	if last == nil || rec.Status == StatusCanceled {
 		return nil, Errorf(CodeNotPaused, "request %s is not paused", in.RequestID)
 	}
 	d, err := e.decide(ag, in, pendingOf(last), last.Round, e.now())
@@ -336,6 +351,67 @@ func (e *Engine) resumeEnded(ag *Agent, t *Task, rec *RequestRecord, in ResumeIn
 		return e.pastLeg(f), nil
 	}
 	return f, nil
+}
+
+// checkRound checks what a body with decisions says of its round against a
+// request whose latest round is current (docs/api.md ResumeRequest): a
+// round above it is 400 invalid_decisions; a decision naming a call that
+// asked in more than one round (an MCP server's next request in the same
+// call keeps its id) must name its round, 400 round_required, so a retried
+// or stale answer to one round never answers the next. decided are the
+// request's decided rounds as known here, pending its paused round's calls.
+func checkRound(current int, decided []Decision, pending []PendingCall, b ResumeRequest) error {
+	if len(b.Decisions) == 0 {
+		return nil
+	}
+	if b.Round != nil {
+		if *b.Round > current {
+			return Errorf(CodeInvalidDecisions, "round %d is past the request's current round %d", *b.Round, current)
+		}
+		return nil
+	}
+	rounds := map[string]map[int]bool{}
+	note := func(id string, round int) {
+		if rounds[id] == nil {
+			rounds[id] = map[int]bool{}
+		}
+		rounds[id][round] = true
+	}
+	again := map[string]bool{}
+	for _, p := range pending {
+		note(p.ToolCallID, current)
+		again[p.ToolCallID] = p.Again
+	}
+	for _, d := range decided {
+		for _, c := range d.Calls {
+			note(c.ToolCallID, d.Round)
+		}
+	}
+	for i, d := range b.Decisions {
+		if again[d.ToolCallID] || len(rounds[d.ToolCallID]) > 1 {
+			return Errorf(CodeRoundRequired, "decisions[%d]: %s asked again in a later round (the same call): name the round this decision answers", i, d.ToolCallID)
+		}
+	}
+	return nil
+}
+
+// closedByExpiry is the 410 of a decision of round, when the expiry closed
+// it: its decision is the expiry's, or (a chain's expiry, which closes a
+// caller's round without a decision of its own) it is the round the
+// request ended in, Failed by an expiry. last is round's decision.
+func closedByExpiry(rec *RequestRecord, last *Decision, round, final int) error {
+	expired := rec.Status == StatusFailed && rec.Error != nil && IsExpiry(rec.Error.Code)
+	switch {
+	case last != nil && last.Approver == ApproverExpiry:
+	case last == nil && round == final && expired:
+	default:
+		return nil
+	}
+	code, msg := CodeApprovalExpired, "approval expired"
+	if expired {
+		code, msg = rec.Error.Code, rec.Error.Message
+	}
+	return Errorf(code, "round %d of request %s was closed by its expiry (%s)", round, rec.RequestID, msg)
 }
 
 // pastLeg makes a follower of a decision whose request has moved past its

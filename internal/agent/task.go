@@ -189,6 +189,10 @@ type PendingCall struct {
 	// Elicit, on an MCP server's request for input, is what it asked and
 	// what its call runs again with (elicit.go).
 	Elicit *ElicitAsk `json:"elicit,omitempty"`
+	// Again, on an MCP server's next request in a call that asked in an
+	// earlier round too (the same id): a decision naming it must name its
+	// round (docs/api.md ResumeRequest).
+	Again bool `json:"again,omitempty"`
 }
 
 // Decision records who decided a round's calls, when and why.

@@ -250,7 +250,7 @@ func testInputExpiry(t *testing.T, env *Env) {
 	if len(last.Content) != 2 || last.Content[0]["status"] != "error" {
 		t.Errorf("the closing results: %+v", last.Content)
 	}
-	if _, _, err := env.Resume(res, "alice", body); Code(err) != agent.CodeNotPaused {
+	if _, _, err := env.Resume(res, "alice", body); Code(err) != agent.CodeInputExpired {
 		t.Errorf("an answer after the expiry: %v", err)
 	}
 

@@ -179,6 +179,8 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"InputAnsweredAtEveryLevel", testInputEveryLevel},
 		{"FiftyAnswersAtLeafAndRoot", testInputLeafRootRace},
 		{"ElicitationAnsweredAtTheRoot", testElicitAtRoot},
+		{"ElicitationAskedAgainAtTheRoot", testElicitAgainAtRoot},
+		{"DeadRootDecisionTwice", testDeadRootDecisionTwice},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
 	}
@@ -851,8 +853,8 @@ func chainEnded(t *testing.T, o *Orch, res *agent.RequestResult) {
 		if lv.Status != agent.StatusFailed || lv.Requests[0].Error == nil || lv.Requests[0].Error.Code != agent.CodeApprovalExpired {
 			t.Errorf("%s: %s %+v (a leaf of an expired chain must not stay approvable)", p.Agent, lv.Status, lv.Requests[0])
 		}
-		if _, _, err := o.Resume(p.Agent, p.TaskID, p.RequestID, Approve()); Code(err) != agent.CodeNotPaused {
-			t.Errorf("approving %s at its own URL afterwards: %v, want not_paused", p.Agent, err)
+		if _, _, err := o.Resume(p.Agent, p.TaskID, p.RequestID, Approve()); Code(err) != agent.CodeApprovalExpired {
+			t.Errorf("approving %s at its own URL afterwards: %v, want approval_expired (its round closed by the chain's expiry)", p.Agent, err)
 		}
 	}
 	if l, tw := o.Lines("l.txt"), o.Lines("t.txt"); len(l)+len(tw) != 0 {
@@ -925,7 +927,7 @@ func testPastRoundAtExpiredCaller(t *testing.T, o *Orch) {
 		if name == "without" {
 			// A body that names no round decides the last one: round 2,
 			// closed by the chain's expiry.
-			if Code(err) != agent.CodeNotPaused {
+			if Code(err) != agent.CodeApprovalExpired {
 				t.Errorf("approve without a round after the chain ended: %+v %v", again, err)
 			}
 			continue

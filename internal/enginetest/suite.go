@@ -78,6 +78,10 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ElicitTakeover", testElicitTakeover},
 		{"FiftyConcurrentAnswers", testFiftyAnswers},
 		{"AnswerTakeover", testAnswerTakeover},
+		{"MixedBodyRefused", testMixedBody},
+		{"AskedAgainNeedsRound", testAskedAgainNeedsRound},
+		{"ExpiredRoundAnswers410", testExpiredRoundAnswers410},
+		{"PastRoundOfAnExpiredRequest", testPastRoundOfAnExpiredRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, New(t, newStore(t)))
@@ -379,7 +383,8 @@ func testExpiry(t *testing.T, env *Env) {
 	if got, want := lastText(env.Model.Call(1)), fmt.Sprintf("s1=error:approval expired at %s; g1=error:approval expired at %s", exp(res), exp(res)); got != want {
 		t.Errorf("results sent to the model: %s, want %s", got, want)
 	}
-	if _, _, err := env.Resume(res, "alice", Approve()); Code(err) != agent.CodeNotPaused {
+	// One round, one outcome: 410 however late (docs/api.md's answer table).
+	if _, _, err := env.Resume(res, "alice", Approve()); Code(err) != agent.CodeApprovalExpired {
 		t.Fatalf("resume after the expiry was applied: %v", err)
 	}
 }

@@ -213,7 +213,8 @@ func TestConformanceClient(t *testing.T) {
 		for _, x := range asList(res["pending_approvals"]) {
 			decisions = append(decisions, map[string]any{"tool_call_id": x.(map[string]any)["tool_call_id"], "action": "approve"})
 		}
-		res = a.post(t, res["resume_url"].(string), map[string]any{"decisions": decisions})
+		// The round goes with the decisions: a call asked again keeps its id.
+		res = a.post(t, res["resume_url"].(string), map[string]any{"decisions": decisions, "round": res["round"]})
 	}
 	t.Logf("status %v, output: %v", res["status"], res["output"])
 	if res["status"] != "Completed" {

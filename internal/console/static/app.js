@@ -678,7 +678,9 @@ async function sendRound(g, decisions, card) {
   }
   notice('');
   try {
-    await runStream(g.url, { decisions }, { agent: g.ids.agent, task_id: g.ids.task_id, request_id: g.ids.request_id });
+    // The round always goes with the decisions: a call that asks again in a
+    // later round keeps its id, and a stale answer must not answer it.
+    await runStream(g.url, { decisions, round: g.round }, { agent: g.ids.agent, task_id: g.ids.task_id, request_id: g.ids.request_id });
   } catch (e) {
     for (const c of g.cards) c.sent = false;
     setStatus('');

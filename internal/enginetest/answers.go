@@ -1,0 +1,311 @@
+package enginetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+)
+
+// The resume answer table's edges (docs/api.md, "Resume: the answer
+// table"): bodies that say two things, a call that asks again in a later
+// round, and rounds closed by expiry.
+
+// unchanged fails the test when the task's META or history moved since
+// before.
+func (env *Env) unchanged(t *testing.T, taskID string, before *agent.Task, items []agent.Item, what string) {
+	t.Helper()
+	after, items2, err := env.Store.LoadTask(context.Background(), taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, after); diff != "" || len(items) != len(items2) {
+		t.Errorf("%s changed the task (-before +after):\n%s", what, diff)
+	}
+}
+
+// testMixedBody: a body with both action and decisions is 400
+// invalid_decisions, whichever way they point, and nothing changes: a body
+// saying "reject" never approves through its decisions.
+func testMixedBody(t *testing.T, env *Env) {
+	res, _ := env.Pause(t)
+	before, items, _ := env.Store.LoadTask(context.Background(), res.TaskID)
+	for name, body := range map[string]agent.ResumeRequest{
+		"reject with an approve": {Action: agent.ActionReject, Reason: "no!", Decisions: []agent.DecisionInput{{ToolCallID: "g1", Action: agent.ActionApprove}}},
+		"approve with a reject":  {Action: agent.ActionApprove, Decisions: []agent.DecisionInput{{ToolCallID: "g1", Action: agent.ActionReject}}},
+		"approve with an approve": {Action: agent.ActionApprove, Round: Round(1),
+			Decisions: []agent.DecisionInput{{ToolCallID: "g1", Action: agent.ActionApprove}}},
+	} {
+		if out, _, err := env.Resume(res, "alice", body); Code(err) != agent.CodeInvalidDecisions {
+			t.Errorf("%s: %+v %v, want invalid_decisions", name, out, err)
+		}
+	}
+	env.unchanged(t, res.TaskID, before, items, "a mixed body")
+	if n := len(env.Guarded.Runs()) + len(env.Safe.Runs()); n != 0 {
+		t.Errorf("%d calls ran after mixed bodies", n)
+	}
+	env.Model.Add(agenttest.Say("kept"))
+	if out, _, err := env.Resume(res, "alice", Reject("no")); err != nil || out.Status != agent.StatusCompleted || len(env.Guarded.Runs()) != 0 {
+		t.Fatalf("the reject alone: %+v %v", out, err)
+	}
+}
+
+// askTwice makes the Booker ask for a URL in round 1 and, in the same
+// call, for another in round 2: the call keeps its id (b1) in both.
+func (env *Env) askTwice(t *testing.T) (*agent.RequestResult, agent.ResumeRequest) {
+	t.Helper()
+	login := agent.Elicitation{Key: "login", Mode: agent.ElicitURL, Message: "Log in", URL: "https://pay.example.com/login"}
+	pay := agent.Elicitation{Key: "pay", Mode: agent.ElicitURL, Message: "Confirm paying $5000", URL: "https://pay.example.com/confirm"}
+	env.Booker.Asks = [][]agent.Elicitation{{login}, {pay}}
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, bookCall("b1")))
+	res, _ := env.Invoke(t, "", "pay")
+	accept := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1", `{"action":"accept"}`)}}
+	out, _, err := env.Resume(res, "alice", accept)
+	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 || len(out.PendingInputs) != 1 ||
+		out.PendingInputs[0].ToolCallID != "b1" || out.PendingInputs[0].Question != "Confirm paying $5000" {
+		t.Fatalf("round 2: %+v %v", out, err)
+	}
+	return res, accept
+}
+
+// testAskedAgainNeedsRound: a call that asks again in a later round keeps
+// its id, so a decision naming it must name its round: the same answer
+// sent again without one is 400 round_required (a retry, a second tab),
+// a round above the current one 400 invalid_decisions — nothing changes
+// on either; round 1 named is a past-round decision (its leg's outcome,
+// nothing runs; another answer 409 not_paused); round 2 named answers
+// round 2.
+func testAskedAgainNeedsRound(t *testing.T, env *Env) {
+	res, accept := env.askTwice(t)
+	before, items, _ := env.Store.LoadTask(context.Background(), res.TaskID)
+	if out, _, err := env.Resume(res, "alice", accept); Code(err) != agent.CodeRoundRequired {
+		t.Errorf("round 1's answer again, without its round: %+v %v, want round_required", out, err)
+	}
+	late := accept
+	late.Round = Round(7)
+	if out, _, err := env.Resume(res, "alice", late); Code(err) != agent.CodeInvalidDecisions {
+		t.Errorf("round 7: %+v %v, want invalid_decisions", out, err)
+	}
+	env.unchanged(t, res.TaskID, before, items, "a refused answer")
+	if n := len(env.Booker.Runs()); n != 2 {
+		t.Fatalf("the tool ran %d times, want 2 (nobody answered round 2)", n)
+	}
+	first := accept
+	first.Round = Round(1)
+	if out, _, err := env.Resume(res, "alice", first); err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
+		t.Errorf("round 1's answer again, with its round: %+v %v, want its leg's outcome (Paused, round 2)", out, err)
+	}
+	decline := agent.ResumeRequest{Round: Round(1), Decisions: []agent.DecisionInput{answer("b1", `{"action":"decline"}`)}}
+	if _, _, err := env.Resume(res, "alice", decline); Code(err) != agent.CodeNotPaused {
+		t.Errorf("another answer of round 1: %v, want not_paused", err)
+	}
+	if n := len(env.Booker.Runs()); n != 2 {
+		t.Fatalf("the tool ran %d times, want 2", n)
+	}
+	env.Model.Add(agenttest.Say("paid"))
+	second := accept
+	second.Round = Round(2)
+	out, _, err := env.Resume(res, "alice", second)
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("round 2's answer: %+v %v", out, err)
+	}
+	runs := env.Booker.Runs()
+	if r := runs[len(runs)-1].Reply; len(runs) != 3 || r == nil || r.State != "round-1" || len(r.Responses) != 1 || r.Responses[0].Key != "pay" {
+		t.Errorf("the tool's runs: %+v", runs)
+	}
+	if _, _, err := env.Resume(res, "alice", accept); Code(err) != agent.CodeRoundRequired {
+		t.Errorf("the answer without a round after the end: %v, want round_required", err)
+	}
+}
+
+// testExpiredRoundAnswers410: a round closed by expiry answers 410 to
+// every decision of it — the same as another's, another, a first one;
+// with its round, without, by its calls — whoever applied the expiry (the
+// reaper here, before any resume; a message) and whatever came after (a
+// follow-on request of the task).
+func testExpiredRoundAnswers410(t *testing.T, env *Env) {
+	ctx := context.Background()
+	res, _ := env.Pause(t)
+	env.Advance(2 * time.Hour)
+	if run, err := env.E.StartTakeover(ctx, res.TaskID, res.RequestID); run != nil || err != nil {
+		t.Fatalf("the reaper's expiry: %v %v", run, err)
+	}
+	bodies := map[string]agent.ResumeRequest{
+		"approve":              Approve(),
+		"reject":               Reject("late"),
+		"approve of round 1":   {Action: agent.ActionApprove, Round: Round(1)},
+		"decisions":            {Decisions: []agent.DecisionInput{{ToolCallID: "g1", Action: agent.ActionApprove}}},
+		"decisions of round 1": {Round: Round(1), Decisions: []agent.DecisionInput{{ToolCallID: "g1", Action: agent.ActionReject}}},
+	}
+	check := func(when string) {
+		t.Helper()
+		for name, body := range bodies {
+			if out, _, err := env.Resume(res, "alice", body); Code(err) != agent.CodeApprovalExpired {
+				t.Errorf("%s, %s: %+v %v, want approval_expired", when, name, out, err)
+			}
+		}
+	}
+	check("after the reaper's expiry")
+	env.Model.Add(agenttest.Say("fresh"))
+	if next, _ := env.Invoke(t, res.TaskID, "start over"); next.Status != agent.StatusCompleted {
+		t.Fatalf("follow-on: %+v", next)
+	}
+	check("after a follow-on")
+	if n := len(env.Guarded.Runs()) + len(env.Safe.Runs()); n != 0 {
+		t.Errorf("%d calls ran", n)
+	}
+
+	// An input's round, expired by a message: input_expired.
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, askCall("q1")))
+	asked, _ := env.Invoke(t, "", "ask me")
+	env.Advance(3 * time.Hour)
+	env.Model.Add(agenttest.Say("moved on"))
+	if next, _ := env.Invoke(t, asked.TaskID, "never mind"); next.Status != agent.StatusCompleted {
+		t.Fatalf("follow-on of the expired question: %+v", next)
+	}
+	body := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("q1", `"yes"`)}}
+	if _, _, err := env.Resume(asked, "alice", body); Code(err) != agent.CodeInputExpired {
+		t.Errorf("an answer after a message expired the question: %v, want input_expired", err)
+	}
+}
+
+// testPastRoundOfAnExpiredRequest: the rounds before the one closed by
+// expiry were decided by a person: their decisions answer as past rounds
+// (their leg's outcome, or not_paused); only the expired round is 410.
+func testPastRoundOfAnExpiredRequest(t *testing.T, env *Env) {
+	res, _ := env.Pause(t)
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g2", "guarded", "second")))
+	if out, _, err := env.Resume(res, "alice", Approve()); err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
+		t.Fatalf("round 2: %+v %v", out, err)
+	}
+	env.Advance(2 * time.Hour)
+	if run, err := env.E.StartTakeover(context.Background(), res.TaskID, res.RequestID); run != nil || err != nil {
+		t.Fatalf("the reaper's expiry: %v %v", run, err)
+	}
+	if out, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(1)}); err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
+		t.Errorf("round 1's approval again: %+v %v, want its leg's outcome", out, err)
+	}
+	if _, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: agent.ActionReject, Round: Round(1)}); Code(err) != agent.CodeNotPaused {
+		t.Errorf("round 1 decided otherwise: %v, want not_paused", err)
+	}
+	for name, body := range map[string]agent.ResumeRequest{
+		"round 2":        {Action: agent.ActionApprove, Round: Round(2)},
+		"g2's decisions": {Decisions: []agent.DecisionInput{{ToolCallID: "g2", Action: agent.ActionApprove}}},
+	} {
+		if _, _, err := env.Resume(res, "alice", body); Code(err) != agent.CodeApprovalExpired {
+			t.Errorf("%s: %v, want approval_expired", name, err)
+		}
+	}
+}
+
+// testElicitAgainAtRoot: a leaf's call that asks again in round 2 shows at
+// the root under the same id: the root's decision naming it must name the
+// root's round too (round_required; a round above, invalid_decisions),
+// nothing changed anywhere; with it, the chain completes.
+func testElicitAgainAtRoot(t *testing.T, o *Orch) {
+	login := agent.Elicitation{Key: "login", Mode: agent.ElicitURL, Message: "Log in", URL: "https://pay.example.com/login"}
+	pay := agent.Elicitation{Key: "pay", Mode: agent.ElicitURL, Message: "Confirm paying $5000", URL: "https://pay.example.com/confirm"}
+	o.Booker.Asks = [][]agent.Elicitation{{login}, {pay}}
+	res, _ := o.Invoke(t, "chief", "", CallAgent("front", CallAgent("asker", `/call book_table {"day":"friday"}`)))
+	if res.Status != agent.StatusPaused || len(res.PendingInputs) != 1 {
+		t.Fatalf("chief: %+v", res)
+	}
+	p := res.PendingInputs[0]
+	accept := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer(p.ToolCallID, `{"action":"accept"}`)}}
+	out, _, err := o.Resume("chief", res.TaskID, res.RequestID, accept)
+	if err != nil || out.Status != agent.StatusPaused || len(out.PendingInputs) != 1 || out.PendingInputs[0].ToolCallID != p.ToolCallID ||
+		out.PendingInputs[0].Question != "Confirm paying $5000" {
+		t.Fatalf("round 2 at chief: %+v %v", out, err)
+	}
+	ctx := context.Background()
+	chief, _ := o.Store.GetTask(ctx, res.TaskID)
+	leaf, _ := o.Store.GetTask(ctx, p.TaskID)
+	if _, _, err := o.Resume("chief", res.TaskID, res.RequestID, accept); Code(err) != agent.CodeRoundRequired {
+		t.Errorf("round 1's answer again at chief, without its round: %v, want round_required", err)
+	}
+	late := accept
+	late.Round = Round(out.Round + 1)
+	if _, _, err := o.Resume("chief", res.TaskID, res.RequestID, late); Code(err) != agent.CodeInvalidDecisions {
+		t.Errorf("a round above chief's: %v, want invalid_decisions", err)
+	}
+	if c, l := mustTask(t, o, res.TaskID), mustTask(t, o, p.TaskID); c.Version != chief.Version || l.Version != leaf.Version {
+		t.Errorf("a refused answer changed chief or asker")
+	}
+	if n := len(o.Booker.Runs()); n != 2 {
+		t.Fatalf("the tool ran %d times, want 2", n)
+	}
+	second := accept
+	second.Round = Round(out.Round)
+	if done, _, err := o.Resume("chief", res.TaskID, res.RequestID, second); err != nil || done.Status != agent.StatusCompleted {
+		t.Fatalf("round 2 answered at chief: %+v %v", done, err)
+	}
+	if runs := o.Booker.Runs(); len(runs) != 3 || runs[2].Reply == nil || runs[2].Reply.Responses[0].Key != "pay" {
+		t.Errorf("the tool's runs: %+v", runs)
+	}
+}
+
+func mustTask(t *testing.T, o *Orch, id string) *agent.Task {
+	t.Helper()
+	tk, err := o.Store.GetTask(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// testDeadRootDecisionTwice: a decision at the root boss (reject) claims
+// the leaf and boss, and its process dies before anything runs. The
+// reaper takes boss over: it drives the dead leaf below (docs/api.md,
+// "Orchestration"), and never pauses boss again on the call that decision
+// decided — a second round showing it again made the same decision,
+// sent twice, answer 200 Completed (it decided round 2) and then 200
+// Paused round 2 (round 1's, once past): the torture test's find. Sent
+// twice now, it answers the same both times.
+func testDeadRootDecisionTwice(t *testing.T, o *Orch) {
+	res, _, p := pausedAtDepthTwo(t, o, "twice.txt")
+	defer func(d time.Duration) { agent.LeaseDuration = d }(agent.LeaseDuration)
+	agent.LeaseDuration = time.Second
+	ctx := context.Background()
+	reject := agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionReject, Reason: "no"}}}
+	if _, err := o.E.StartResume(ctx, agent.ResumeInput{Agent: "boss", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: reject}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(agent.LeaseDuration + 100*time.Millisecond)
+	run, err := o.E.StartTakeover(ctx, res.TaskID, res.RequestID)
+	if err != nil || run == nil {
+		t.Fatalf("takeover of boss: %v %v", run, err)
+	}
+	took := run.Execute(ctx, &Recorder{})
+	for _, pa := range took.PendingApprovals {
+		if pa.ToolCallID == p.ToolCallID {
+			t.Errorf("boss's takeover paused it again (round %d) on %s, which round 1 decided", took.Round, pa.ToolCallID)
+		}
+	}
+	first, _, err1 := o.Resume("boss", res.TaskID, res.RequestID, reject)
+	second, _, err2 := o.Resume("boss", res.TaskID, res.RequestID, reject)
+	if a, b := outcome(first, err1), outcome(second, err2); a != b {
+		t.Errorf("the same decision twice answered %s, then %s", a, b)
+	}
+	if bv := o.View(t, "boss", res.TaskID); bv.Status != agent.StatusCompleted {
+		t.Errorf("boss: %s round %d, want Completed", bv.Status, bv.Round)
+	}
+	if got := o.Lines("twice.txt"); len(got) != 0 {
+		t.Errorf("twice.txt = %q: a rejected call ran", got)
+	}
+}
+
+// outcome is an answer as the torture test's checker compares answers.
+func outcome(res *agent.RequestResult, err error) string {
+	if err != nil {
+		return Code(err)
+	}
+	if res.Status == agent.StatusPaused {
+		return fmt.Sprintf("Paused round %d", res.Round)
+	}
+	return string(res.Status)
+}
