@@ -179,6 +179,9 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"InputAnsweredAtEveryLevel", testInputEveryLevel},
 		{"FiftyAnswersAtLeafAndRoot", testInputLeafRootRace},
 		{"ElicitationAnsweredAtTheRoot", testElicitAtRoot},
+		{"CancelAfterTheLeafEnded", testCancelAfterTheLeafEnded},
+		{"CancelWhileTheLeafRuns", testCancelWhileTheLeafRuns},
+		{"CancelOwesOnlyItsOwn", testCancelOwesOnlyItsOwn},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
 	}
