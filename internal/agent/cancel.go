@@ -377,8 +377,15 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 		// A dead leg may have logged events past what META knows.
 		cutLeg(a, e.lastLogged(ctx, t.ID, t.Active))
 	}
+	// The tree below ends first (bottom-up): a child paused or dead is
+	// canceled now, a running one flagged, so that each sub-agent call is
+	// closed with what its child did.
+	if len(e.openCalls(t, items)) > 0 {
+		e.cancelBelow(ctx, t, items, ci)
+	}
 	var extra []Item
 	if closing := deadLegResults(items, a, cancelMessage(ci)); len(closing) > 0 {
+		closing = e.closeChildCalls(ctx, ag, a, t.Joins, closing)
 		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: ci.at, Content: closing})
 		next.NextSeq++
 	}
@@ -392,7 +399,6 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 		return nil, err
 	}
 	e.retainFinished(ctx, next)
-	e.cancelBelow(ctx, t, items, ci)
 	res := resultOfRecord(ag, next, &rec)
 	ev := map[string]string{"by": ci.by}
 	if ci.reason != "" {
@@ -409,4 +415,70 @@ func cancelMessage(ci cancelInfo) string {
 		msg += ": " + ci.reason
 	}
 	return msg
+}
+
+// closeChildCalls gives the sub-agent calls among closing — the results of
+// the calls a request ends without (a cancel, a dead leg's end) — what is
+// known of their children: a sub-agent call ran once its child request
+// started, so only a call whose child never started keeps closing's "not
+// run" (docs/api.md, "Cancel"; docs/architecture.md, "Orchestration").
+func (e *Engine) closeChildCalls(ctx context.Context, ag *Agent, a *ActiveRequest, joins []Join, closing []Block) []Block {
+	for i, b := range closing {
+		cc := findCall(a, b.ToolUseID)
+		if cc == nil {
+			continue
+		}
+		if res, ran := e.childCallResult(ctx, a.ID, joins, *cc); ran {
+			closing[i] = truncateResult(ag, res)
+		}
+	}
+	return closing
+}
+
+// childCallResult is the result of a sub-agent call closed without its
+// child's outcome: a child that ended gives its own result (its JOIN, else
+// its record), as if it had been joined; one that has not ended (its leg
+// running when the cancel's flag landed, or paused), or cannot be read
+// now, gives outcome_unknown — it ran, in part at least. A remote agent's
+// call too: its task's state is not known here. ran false: the child
+// request never started (no task, or its task has no such request), so
+// the call did not run.
+func (e *Engine) childCallResult(ctx context.Context, callerRid string, joins []Join, cc ChildCall) (res Block, ran bool) {
+	unknown := ErrorResult(cc.ToolCallID, childUnknownMessage(cc.Agent))
+	if cc.Remote != "" {
+		return unknown, true
+	}
+	if j := findJoin(joins, callerRid, cc); j != nil {
+		return childResult(cc.ToolCallID, cc, j.outcome()), true
+	}
+	ct, err := e.Store.GetTask(ctx, cc.TaskID)
+	if errors.Is(err, ErrNotFound) {
+		return Block{}, false
+	}
+	if err != nil {
+		e.log().Warn("a closed sub-agent call's child could not be read; its outcome is unknown", "task_id", cc.TaskID, "request_id", cc.RequestID, "err", err)
+		return unknown, true
+	}
+	if ca := ct.Active; ca != nil && ca.ID == cc.RequestID {
+		return unknown, true
+	}
+	rec, err := e.findRecord(ctx, ct.ID, cc.RequestID)
+	if err != nil {
+		e.log().Warn("a closed sub-agent call's child could not be read; its outcome is unknown", "task_id", cc.TaskID, "request_id", cc.RequestID, "err", err)
+		return unknown, true
+	}
+	if rec == nil {
+		return Block{}, false
+	}
+	sub, ok := e.Agents.Get(cc.Agent)
+	if !ok {
+		sub = &Agent{Name: cc.Agent}
+	}
+	return childResult(cc.ToolCallID, cc, recordOutcome(sub, ct, rec)), true
+}
+
+// childUnknownMessage is the result of a sub-agent call closed while its
+// child had not ended.
+func childUnknownMessage(agent string) string {
+	return CodeOutcomeUnknown + ": the agent " + agent + " had not ended when this call was closed; it may have done some or all of its work, and it was not called again"
 }

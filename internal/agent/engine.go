@@ -322,6 +322,11 @@ func (e *Engine) recordLost(ctx context.Context, next *Task, items []Item, now t
 	a := next.Active
 	var extra []Item
 	if closing := deadLegResults(items, a, "not run: the request was lost (its lease expired)"); len(closing) > 0 {
+		ag, ok := e.Agents.Get(next.Agent)
+		if !ok {
+			ag = &Agent{Name: next.Agent}
+		}
+		closing = e.closeChildCalls(ctx, ag, a, next.Joins, closing)
 		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: now, Content: closing})
 		next.NextSeq++
 	}
@@ -376,8 +381,8 @@ func danglingResults(items []Item, requestID, msg string) []Block {
 // every such call gets outcome_unknown — it may have run — unless the leg's
 // own writes prove it did not: a call of a paused round (nothing of the
 // round runs before its decision), a call its round's decision rejected,
-// and a sub-agent call (its child request keeps its own truth; the caller's
-// result only says the call was closed). notRun is those calls' message.
+// and a sub-agent call, whose result its child tells (closeChildCalls).
+// notRun is those calls' message.
 func deadLegResults(items []Item, a *ActiveRequest, notRun string) []Block {
 	rejected := map[string]bool{}
 	if d := lastDecision(a); d != nil {

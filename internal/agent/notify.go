@@ -225,8 +225,9 @@ func requestEvent(st Status) string {
 
 // outbox adds to w the items its commit owes (docs/architecture.md): for each request
 // it ends, the agent's webhooks subscribed and every waiter's answer; for a
-// pause, the webhooks and the waiters' (an answer with on_pause "return",
-// else a heartbeat); for a new leg of a request with waiters, heartbeats.
+// pause (the write that pauses, w.pausing), the webhooks and the waiters'
+// (an answer with on_pause "return", else a heartbeat); for a new leg of a
+// request with waiters, heartbeats.
 func (e *Engine) outbox(w *Write, newLeg bool) {
 	t := w.Task
 	ag, _ := e.Agents.Get(t.Agent)
@@ -275,7 +276,10 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 	a := t.Active
 	switch {
 	case a == nil:
-	case a.Status == StatusPaused && a.ClaimToken == "":
+	case a.Status == StatusPaused && a.ClaimToken == "" && w.pausing:
+		// Only the write that pauses owes the pause's items: written again
+		// by a later write of the paused META (a cancel's flag), an item
+		// delivered and deleted meanwhile would be delivered again.
 		base := item(a.ID, a.Epoch, a.LastEventID, a.Round)
 		base.Event = EventRequestPaused
 		usage := a.Usage

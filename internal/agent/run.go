@@ -419,7 +419,11 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 		next.UpdatedAt = r.e.now()
 		next.Version = base.Version + 1
 		next.WriteID = r.e.newID()
-		err := r.e.write(ctx, &Write{Task: next, PrevVersion: base.Version, Items: r.unsaved, Requests: records, Expires: expires, Outbox: slices.Clone(r.extraOutbox), Artifacts: arts})
+		// A leg holds its claim: a write of its that leaves the request
+		// paused, its claim given up, is the pause.
+		pausing := next.Active != nil && next.Active.Status == StatusPaused && next.Active.ClaimToken == ""
+		err := r.e.write(ctx, &Write{Task: next, PrevVersion: base.Version, Items: r.unsaved, Requests: records, Expires: expires,
+			Outbox: slices.Clone(r.extraOutbox), Artifacts: arts, pausing: pausing})
 		var ce *ConflictError
 		if errors.As(err, &ce) && attempt < 3 && ce.Current != nil && ce.Current.Active != nil &&
 			ce.Current.Active.ClaimToken == r.task.Active.ClaimToken {
@@ -461,10 +465,10 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 	// Sub-agent calls it closes without their child's result cancel the
 	// child (docs/architecture.md), once the end is committed.
 	orphans := r.e.openCalls(r.task, r.history)
-	ci := r.closeOut()
 	// The commit must land even if the leg's deadline passed.
 	cctx, cancel := writeContext(ctx)
 	defer cancel()
+	ci := r.closeOut(cctx)
 	if len(orphans) > 0 {
 		defer func() {
 			if r.committed {
@@ -488,7 +492,7 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 
 // closeOut closes the calls the request ends without a result and, for a
 // cancel, says so in the stream; it returns the cancel, if any.
-func (r *Run) closeOut() *cancelInfo {
+func (r *Run) closeOut(ctx context.Context) *cancelInfo {
 	reason := "not run: the request ended (" + r.endReason() + ")"
 	ci := r.cancellation()
 	if r.status == StatusCanceled {
@@ -498,7 +502,10 @@ func (r *Run) closeOut() *cancelInfo {
 		reason = cancelMessage(*ci)
 	}
 	if closing := danglingResults(r.history, r.RequestID(), reason); len(closing) > 0 {
-		r.addResults(closing)
+		r.childMu.Lock()
+		joins := slices.Clone(r.joins)
+		r.childMu.Unlock()
+		r.addResults(r.e.closeChildCalls(ctx, r.agent, r.task.Active, joins, closing))
 	}
 	if r.status == StatusCanceled {
 		a := r.task.Active

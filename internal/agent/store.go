@@ -221,6 +221,12 @@ type Write struct {
 	// Artifacts are artifacts' metadata to put (ART#<id>), their bytes
 	// already stored: written with the results of the calls that made them.
 	Artifacts []Artifact
+	// pausing: the write pauses the active request (a leg's pause), so it
+	// owes the pause's notifications. Any later write of the paused META
+	// (a cancel's flag) owes none of them: they were put once, and may
+	// have been delivered and deleted since (docs/architecture.md, "The
+	// outbox and the notifier").
+	pausing bool
 }
 
 // RequestDecision is a decided round of a request (a DEC# item).

@@ -205,8 +205,11 @@ func (r *Run) callTool(ctx context.Context, u Block) (res Block) {
 
 // truncate cuts a result to the agent's max_tool_result_bytes. A JSON block
 // that does not fit becomes text, cut.
-func (r *Run) truncate(b Block) Block {
-	limit := r.agent.MaxToolResultBytes
+func (r *Run) truncate(b Block) Block { return truncateResult(r.agent, b) }
+
+// truncateResult cuts a result to ag's max_tool_result_bytes.
+func truncateResult(ag *Agent, b Block) Block {
+	limit := ag.MaxToolResultBytes
 	if limit <= 0 {
 		limit = DefaultMaxToolResultBytes
 	}

@@ -237,14 +237,16 @@ func lastText(req *agent.ModelRequest) string {
 }
 
 // outboxGuard fails the test when a write puts an outbox item whose key
-// an earlier write put with another event or round: the second would
+// an earlier write put: with another event or round, the second would
 // overwrite the first, or reach a receiver under the first's id and be
-// dropped as a redelivery.
+// dropped as a redelivery; with the same, it would deliver again an item
+// delivered and deleted meanwhile (a webhook sent twice after its 2xx).
+// Only the same write, tried again, puts a key twice.
 type outboxGuard struct {
 	agent.Store
 	tb   testing.TB
 	mu   sync.Mutex
-	seen map[string]string // task/SK → event, round
+	seen map[string]string // task/SK → event, round, the write's id
 }
 
 func (g *outboxGuard) Write(ctx context.Context, w *agent.Write) error {
@@ -256,7 +258,7 @@ func (g *outboxGuard) Write(ctx context.Context, w *agent.Write) error {
 	defer g.mu.Unlock()
 	for _, o := range w.Outbox {
 		k := o.TaskID + "/" + o.SK()
-		v := fmt.Sprintf("%s %s round %d", o.Kind, o.Event, o.Round)
+		v := fmt.Sprintf("%s %s round %d by write %s", o.Kind, o.Event, o.Round, w.Task.WriteID)
 		if prev, ok := g.seen[k]; ok && prev != v {
 			g.tb.Errorf("outbox item %s put twice: %s, then %s", k, prev, v)
 		}

@@ -181,6 +181,9 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ElicitationAnsweredAtTheRoot", testElicitAtRoot},
 		{"ElicitationAskedAgainAtTheRoot", testElicitAgainAtRoot},
 		{"DeadRootDecisionTwice", testDeadRootDecisionTwice},
+		{"CancelAfterTheLeafEnded", testCancelAfterTheLeafEnded},
+		{"CancelWhileTheLeafRuns", testCancelWhileTheLeafRuns},
+		{"CancelOwesOnlyItsOwn", testCancelOwesOnlyItsOwn},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
 	}
