@@ -1325,3 +1325,120 @@ func testRemoteCancelOutlastsTheRemote(t *testing.T) {
 		t.Errorf("append_file ran %d times", got)
 	}
 }
+
+// TestRemoteThatNeverAnswers: a remote agent whose server reads each
+// request and closes the connection (the message may have landed each
+// time). Its caller re-sends it with its id on later legs, but not for
+// ever: once request_timeout passed since the first send with no answer,
+// the call is closed outcome_unknown with a remote-cancel item for its
+// message id in the same write, and the caller goes on to Completed
+// (docs/api.md, "Remote agents").
+func TestRemoteThatNeverAnswers(t *testing.T) { onBothStores(t, testRemoteThatNeverAnswers) }
+
+func testRemoteThatNeverAnswers(t *testing.T) {
+	var got atomic.Int32
+	var idsMu sync.Mutex
+	ids := map[string]bool{}
+	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m struct {
+			Params struct {
+				Message struct {
+					MessageID string `json:"messageId"`
+				} `json:"message"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(b, &m) == nil && m.Params.Message.MessageID != "" {
+			idsMu.Lock()
+			ids[m.Params.Message.MessageID] = true
+			idsMu.Unlock()
+		}
+		got.Add(1)
+		panic(http.ErrAbortHandler) // read, then the connection closes
+	}))
+	t.Cleanup(gone.Close)
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, legTimeout: 8 * time.Second,
+		via: func(string) string { return gone.URL }})
+	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling("hello"))
+	if code != 200 && code != 202 {
+		t.Fatalf("front: %d %v", code, out)
+	}
+	taskID := out["task_id"].(string)
+	done := p.waitStatus(t, taskID, "Completed")
+	raw, _ := json.Marshal(done["items"])
+	if result := string(raw);  !strings.Contains(result, "outcome_unknown") || !strings.Contains(result, "may have received the message") {
+		t.Errorf("front's history: %s, want outcome_unknown (the remote may have received the message)", result)
+	}
+	idsMu.Lock()
+	sentIDs := len(ids)
+	idsMu.Unlock()
+	if got.Load() < 2 || sentIDs != 1 {
+		t.Errorf("the remote read %d requests carrying %d message ids, want several with one id", got.Load(), sentIDs)
+	}
+	rid := done["requests"].([]any)[0].(map[string]any)["request_id"].(string)
+	items, err := p.store.ListRequestOutbox(context.Background(), taskID, rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cancels []string
+	for _, o := range items {
+		if o.Kind == agent.OutboxRemoteCancel && o.Call != nil && o.Recipient == agent.RemoteCancelRecipient(o.Call.MessageID) {
+			cancels = append(cancels, o.Call.MessageID)
+		}
+	}
+	idsMu.Lock()
+	defer idsMu.Unlock()
+	if len(cancels) != 1 || !ids[cancels[0]] {
+		t.Errorf("remote-cancel items for %v, want one for the message sent (%v)", cancels, ids)
+	}
+}
+
+// TestRemoteAnswerNeverComes: the message lands at a Hitch remote (its
+// task pauses there on an approval) but no answer to a send ever comes
+// back. The call is closed outcome_unknown once request_timeout passed;
+// its remote-cancel item, delivered by the dispatcher, sends the message
+// again with its id (taken once: the task it made) and cancels that task,
+// so nothing waits there below a caller that moved on.
+func TestRemoteAnswerNeverComes(t *testing.T) { onBothStores(t, testRemoteAnswerNeverComes) }
+
+func testRemoteAnswerNeverComes(t *testing.T) {
+	relay := &a2atest.Relay{}
+	cut := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		if strings.Contains(string(body), `"SendStreamingMessage"`) {
+			relay.ServeHTTP(httptest.NewRecorder(), r) // the remote takes it
+			panic(http.ErrAbortHandler)                // its answer is lost
+		}
+		relay.ServeHTTP(w, r)
+	})
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, legTimeout: 8 * time.Second, via: func(remote string) string {
+		relay.To = remote
+		srv := httptest.NewServer(cut)
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}})
+	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("never.txt")))
+	if code != 200 && code != 202 {
+		t.Fatalf("front: %d %v", code, out)
+	}
+	p.waitStatus(t, out["task_id"].(string), "Completed")
+	var tasks []any
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, list := httpCall(t, "GET", p.remote.url+"/agents/assistant/tasks", "bob", "")
+		tasks, _ = list["tasks"].([]any)
+		if len(tasks) == 1 && tasks[0].(map[string]any)["status"] == "Canceled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the remote's tasks: %v, want one, Canceled", list)
+		}
+	}
+	rv := p.remoteTask(t, tasks[0].(map[string]any)["task_id"].(string))
+	if reqs := rv["requests"].([]any); len(reqs) != 1 {
+		t.Errorf("the remote task holds %d requests, want 1 (the message taken once)", len(reqs))
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "never.txt")); got != 0 {
+		t.Errorf("append_file ran %d times", got)
+	}
+}
