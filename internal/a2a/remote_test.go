@@ -1366,7 +1366,7 @@ func testRemoteThatNeverAnswers(t *testing.T) {
 	taskID := out["task_id"].(string)
 	done := p.waitStatus(t, taskID, "Completed")
 	raw, _ := json.Marshal(done["items"])
-	if result := string(raw);  !strings.Contains(result, "outcome_unknown") || !strings.Contains(result, "may have received the message") {
+	if result := string(raw); !strings.Contains(result, "outcome_unknown") || !strings.Contains(result, "may have received the message") {
 		t.Errorf("front's history: %s, want outcome_unknown (the remote may have received the message)", result)
 	}
 	idsMu.Lock()
