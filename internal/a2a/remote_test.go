@@ -1442,3 +1442,32 @@ func testRemoteAnswerNeverComes(t *testing.T) {
 		t.Errorf("append_file ran %d times", got)
 	}
 }
+
+// TestRemotePollOutlivesTheOutbox: a caller paused on a remote approval
+// that lasts 30 days is polled for as long as its round lasts: its poll
+// item's ttl is the round's expiry plus a day, not the outbox's 7 days
+// (docs/architecture.md, "Orchestration"), on the first pause of the call
+// (whose poll was put with the call) and on a later one.
+func TestRemotePollOutlivesTheOutbox(t *testing.T) { onBothStores(t, testRemotePollOutlivesTheOutbox) }
+
+func testRemotePollOutlivesTheOutbox(t *testing.T) {
+	p := startPairYAML(t, strings.Replace(agentYAML, "requires_approval: [write_file, append_file, delete_file]",
+		"requires_approval: [write_file, append_file, delete_file]\n        approval_ttl: 720h", 1), true)
+	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("month.txt")))
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("front: %d %v", code, paused)
+	}
+	items, err := p.store.ListRequestOutbox(context.Background(), paused["task_id"].(string), paused["request_id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var longest time.Time
+	for _, o := range items {
+		if o.Event == agent.EventPoll && o.KeepUntil.After(longest) {
+			longest = o.KeepUntil
+		}
+	}
+	if want := time.Now().Add(30 * 24 * time.Hour); longest.Before(want) {
+		t.Errorf("the poll items are kept until %v at the latest, want after the round's expiry (%v) — the outbox's 7 days end first", longest, want)
+	}
+}

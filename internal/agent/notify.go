@@ -131,6 +131,9 @@ type OutboxItem struct {
 	// answered (no task known), is the call's message: sent again with its
 	// id to find the task it made (RemoteAgent.CancelMessage).
 	Message string `json:"message,omitempty"`
+	// KeepUntil, when set, is the item's ttl instead of OutboxTTL from its
+	// write: a poll lives as long as the round it polls.
+	KeepUntil time.Time `json:"keep_until,omitzero"`
 }
 
 // The recipients of outbox items. Items of one (request, recipient) are
