@@ -288,9 +288,11 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 	if call.RequestID != "" && (rt == nil || rt.Status == StatusRunning) {
 		rt, err = r.e.awaitRemote(ctx, at.Remote, call, r.deadline)
 	}
-	if err != nil && call.RequestID == "" && r.e.silent(call) && !errors.Is(context.Cause(ctx), errCanceled) {
+	if err != nil && call.RequestID == "" && r.e.silent(call) && ctx.Err() == nil {
 		// No answer since its first send, request_timeout ago: not sent
-		// again for ever (docs/api.md, "Remote agents").
+		// again for ever (docs/api.md, "Remote agents"). (A leg out of
+		// time hands off instead: the next leg closes it at once, and its
+		// model goes on.)
 		return r.closeSilent(u, call, in.Message), nil
 	}
 	if errors.Is(err, ErrRemoteUnknown) && !errors.Is(context.Cause(ctx), errCanceled) {
