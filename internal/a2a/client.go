@@ -479,6 +479,28 @@ func (r *Remote) Cancel(ctx context.Context, contextID, taskID string) error {
 	return nil
 }
 
+// CancelMessage implements agent.RemoteAgent: SendMessage with
+// returnImmediately, the same id and text (a Hitch remote that had the
+// message answers the task it made; one that did not makes it now, and it
+// is canceled at once), then CancelTask of the task it names.
+func (r *Remote) CancelMessage(ctx context.Context, contextID, messageID, text string) error {
+	c, err := r.conn(ctx)
+	if err != nil {
+		return err
+	}
+	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
+	m.ID, m.ContextID = messageID, contextID
+	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m, Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+	if err != nil {
+		return remoteError(err)
+	}
+	t, ok := res.(*a2a.Task)
+	if !ok || t.Status.State.Terminal() {
+		return nil // an answer without a task, or a task that ended: nothing runs there
+	}
+	return r.Cancel(ctx, t.ContextID, string(t.ID))
+}
+
 func (r *Remote) result(res a2a.SendMessageResult) (*agent.RemoteTask, error) {
 	switch v := res.(type) {
 	case *a2a.Task:

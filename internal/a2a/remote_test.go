@@ -638,46 +638,61 @@ func testRemoteAgentApprovalExpires(t *testing.T) {
 	}
 }
 
-// A remote that answers after the caller's leg ran out of time: the
-// caller hands itself off (202 Running) rather than give up, and its next
-// leg sends the message again with its id — the remote answers the task it
-// made, once — and pauses on it; the approval at the top runs the call once.
+// A remote that takes the message but never answers while the caller
+// waits: the caller's leg runs out of time and hands itself off (202
+// Running) rather than give up at once, and once request_timeout passed
+// since the first send with no answer, a leg closes the call
+// outcome_unknown (docs/api.md, "Remote agents") and goes on to
+// Completed. The message had landed: its remote-cancel item finds the task
+// it made (the message sent again with its id, taken once) and cancels it,
+// so nothing is left waiting there; the call never ran.
 func TestRemoteAgentOutlastsTheLeg(t *testing.T) { onBothStores(t, testRemoteAgentOutlastsTheLeg) }
 
 func testRemoteAgentOutlastsTheLeg(t *testing.T) {
-	// The first message's answer comes late (the remote took it at once).
-	relay := &a2atest.Relay{Hold: func(ctx context.Context, n int) bool {
-		if n == 1 {
-			select {
-			case <-time.After(2 * time.Second):
-			case <-ctx.Done():
-			}
+	// The message's answer never comes while the caller waits for it (the
+	// remote took it at once); other calls go through.
+	relay := &a2atest.Relay{}
+	hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		if strings.Contains(string(body), `"SendStreamingMessage"`) {
+			relay.ServeHTTP(httptest.NewRecorder(), r)
+			<-r.Context().Done()
+			return
 		}
-		return true
-	}}
-	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, legTimeout: 500 * time.Millisecond, relay: relay})
+		relay.ServeHTTP(w, r)
+	})
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, legTimeout: 3 * time.Second, via: func(remote string) string {
+		relay.To = remote
+		srv := httptest.NewServer(hold)
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}})
 	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("slow.txt")))
 	if code != 202 || out["status"] != "Running" {
 		t.Fatalf("front, its leg out of time: %d %v", code, out)
 	}
-	paused := p.waitStatus(t, out["task_id"].(string), "Paused")
-	if n := relay.Sent(); n != 2 {
-		t.Errorf("the message went %d times, want 2 (the first; the next leg's, with its id)", n)
+	done := p.waitStatus(t, out["task_id"].(string), "Completed")
+	raw, _ := json.Marshal(done["items"])
+	if !strings.Contains(string(raw), "outcome_unknown") {
+		t.Errorf("front's history: %s, want the call outcome_unknown", raw)
 	}
-	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
-	rv := p.remoteTask(t, pc["task_id"].(string))
-	if reqs := rv["requests"].([]any); len(reqs) != 1 {
+	var tasks []any
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, list := httpCall(t, "GET", p.remote.url+"/agents/assistant/tasks", "bob", "")
+		tasks, _ = list["tasks"].([]any)
+		if len(tasks) == 1 && tasks[0].(map[string]any)["status"] == "Canceled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the remote's tasks: %v, want one, Canceled", list)
+		}
+	}
+	if reqs := p.remoteTask(t, tasks[0].(map[string]any)["task_id"].(string))["requests"].([]any); len(reqs) != 1 {
 		t.Errorf("the remote task holds %d requests, want 1", len(reqs))
 	}
-	rid := paused["requests"].([]any)[0].(map[string]any)["request_id"].(string)
-	code, done := httpCall(t, "POST", p.url+"/agents/front/tasks/"+out["task_id"].(string)+"/requests/"+rid+"/resume", "alice",
-		`{"action":"approve","round":`+fmt.Sprint(paused["round"])+`}`)
-	if code != 200 && code != 202 {
-		t.Fatalf("approve at the top: %d %v", code, done)
-	}
-	p.waitStatus(t, out["task_id"].(string), "Completed")
-	if got := lines(t, filepath.Join(p.remote.sandbox, "slow.txt")); got != 1 {
-		t.Errorf("append_file ran %d times, want 1", got)
+	if got := lines(t, filepath.Join(p.remote.sandbox, "slow.txt")); got != 0 {
+		t.Errorf("append_file ran %d times, want 0", got)
 	}
 }
 
@@ -1323,5 +1338,151 @@ func testRemoteCancelOutlastsTheRemote(t *testing.T) {
 	}
 	if got := lines(t, filepath.Join(p.remote.sandbox, "gone.txt")); got != 0 {
 		t.Errorf("append_file ran %d times", got)
+	}
+}
+
+// TestRemoteThatNeverAnswers: a remote agent whose server reads each
+// request and closes the connection (the message may have landed each
+// time). Its caller re-sends it with its id on later legs, but not for
+// ever: once request_timeout passed since the first send with no answer,
+// the call is closed outcome_unknown with a remote-cancel item for its
+// message id in the same write, and the caller goes on to Completed
+// (docs/api.md, "Remote agents").
+func TestRemoteThatNeverAnswers(t *testing.T) { onBothStores(t, testRemoteThatNeverAnswers) }
+
+func testRemoteThatNeverAnswers(t *testing.T) {
+	var got atomic.Int32
+	var idsMu sync.Mutex
+	ids := map[string]bool{}
+	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m struct {
+			Params struct {
+				Message struct {
+					MessageID string `json:"messageId"`
+				} `json:"message"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(b, &m) == nil && m.Params.Message.MessageID != "" {
+			idsMu.Lock()
+			ids[m.Params.Message.MessageID] = true
+			idsMu.Unlock()
+		}
+		got.Add(1)
+		panic(http.ErrAbortHandler) // read, then the connection closes
+	}))
+	t.Cleanup(gone.Close)
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, legTimeout: 8 * time.Second,
+		via: func(string) string { return gone.URL }})
+	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling("hello"))
+	if code != 200 && code != 202 {
+		t.Fatalf("front: %d %v", code, out)
+	}
+	taskID := out["task_id"].(string)
+	done := p.waitStatus(t, taskID, "Completed")
+	raw, _ := json.Marshal(done["items"])
+	if result := string(raw); !strings.Contains(result, "outcome_unknown") || !strings.Contains(result, "may have received the message") {
+		t.Errorf("front's history: %s, want outcome_unknown (the remote may have received the message)", result)
+	}
+	idsMu.Lock()
+	sentIDs := len(ids)
+	idsMu.Unlock()
+	if got.Load() < 2 || sentIDs != 1 {
+		t.Errorf("the remote read %d requests carrying %d message ids, want several with one id", got.Load(), sentIDs)
+	}
+	rid := done["requests"].([]any)[0].(map[string]any)["request_id"].(string)
+	items, err := p.store.ListRequestOutbox(context.Background(), taskID, rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cancels []string
+	for _, o := range items {
+		if o.Kind == agent.OutboxRemoteCancel && o.Call != nil && o.Recipient == agent.RemoteCancelRecipient(o.Call.MessageID) {
+			cancels = append(cancels, o.Call.MessageID)
+		}
+	}
+	idsMu.Lock()
+	defer idsMu.Unlock()
+	if len(cancels) != 1 || !ids[cancels[0]] {
+		t.Errorf("remote-cancel items for %v, want one for the message sent (%v)", cancels, ids)
+	}
+}
+
+// TestRemoteAnswerNeverComes: the message lands at a Hitch remote (its
+// task pauses there on an approval) but no answer to a send ever comes
+// back. The call is closed outcome_unknown once request_timeout passed;
+// its remote-cancel item, delivered by the dispatcher, sends the message
+// again with its id (taken once: the task it made) and cancels that task,
+// so nothing waits there below a caller that moved on.
+func TestRemoteAnswerNeverComes(t *testing.T) { onBothStores(t, testRemoteAnswerNeverComes) }
+
+func testRemoteAnswerNeverComes(t *testing.T) {
+	relay := &a2atest.Relay{}
+	cut := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		if strings.Contains(string(body), `"SendStreamingMessage"`) {
+			relay.ServeHTTP(httptest.NewRecorder(), r) // the remote takes it
+			panic(http.ErrAbortHandler)                // its answer is lost
+		}
+		relay.ServeHTTP(w, r)
+	})
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, legTimeout: 8 * time.Second, via: func(remote string) string {
+		relay.To = remote
+		srv := httptest.NewServer(cut)
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}})
+	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("never.txt")))
+	if code != 200 && code != 202 {
+		t.Fatalf("front: %d %v", code, out)
+	}
+	p.waitStatus(t, out["task_id"].(string), "Completed")
+	var tasks []any
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, list := httpCall(t, "GET", p.remote.url+"/agents/assistant/tasks", "bob", "")
+		tasks, _ = list["tasks"].([]any)
+		if len(tasks) == 1 && tasks[0].(map[string]any)["status"] == "Canceled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the remote's tasks: %v, want one, Canceled", list)
+		}
+	}
+	rv := p.remoteTask(t, tasks[0].(map[string]any)["task_id"].(string))
+	if reqs := rv["requests"].([]any); len(reqs) != 1 {
+		t.Errorf("the remote task holds %d requests, want 1 (the message taken once)", len(reqs))
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "never.txt")); got != 0 {
+		t.Errorf("append_file ran %d times", got)
+	}
+}
+
+// TestRemotePollOutlivesTheOutbox: a caller paused on a remote approval
+// that lasts 30 days is polled for as long as its round lasts: its poll
+// item's ttl is the round's expiry plus a day, not the outbox's 7 days
+// (docs/architecture.md, "Orchestration"), on the first pause of the call
+// (whose poll was put with the call) and on a later one.
+func TestRemotePollOutlivesTheOutbox(t *testing.T) { onBothStores(t, testRemotePollOutlivesTheOutbox) }
+
+func testRemotePollOutlivesTheOutbox(t *testing.T) {
+	p := startPairYAML(t, strings.Replace(agentYAML, "requires_approval: [write_file, append_file, delete_file]",
+		"requires_approval: [write_file, append_file, delete_file]\n        approval_ttl: 720h", 1), true)
+	code, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("month.txt")))
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("front: %d %v", code, paused)
+	}
+	items, err := p.store.ListRequestOutbox(context.Background(), paused["task_id"].(string), paused["request_id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var longest time.Time
+	for _, o := range items {
+		if o.Event == agent.EventPoll && o.KeepUntil.After(longest) {
+			longest = o.KeepUntil
+		}
+	}
+	if want := time.Now().Add(30 * 24 * time.Hour); longest.Before(want) {
+		t.Errorf("the poll items are kept until %v at the latest, want after the round's expiry (%v) — the outbox's 7 days end first", longest, want)
 	}
 }

@@ -581,17 +581,42 @@ func (r *Run) pauseOnChildren(ctx context.Context, results []Block, paused []chi
 		r.fail(CodeInternal, "a sub-agent paused without pending calls")
 		return
 	}
+	keep := pollKeep(pending, r.e.now())
 	for _, p := range paused {
-		if p.remote && !r.fresh[p.call.ToolCallID] {
-			// A remote call paused again (a later round): nothing on this
-			// system hears of its decision there but a poll, so this pause
-			// puts one (the call's first poll, put with it, went when the
-			// caller went on). Every open remote call has one in every
-			// round.
-			r.extraOutbox = append(r.extraOutbox, r.pollItem(p.call))
+		if !p.remote {
+			continue
 		}
+		if r.fresh[p.call.ToolCallID] && keep.IsZero() {
+			continue // the poll put with the call outlives the round
+		}
+		// A remote call paused again (a later round): nothing on this
+		// system hears of its decision there but a poll, so this pause
+		// puts one (the call's first poll, put with it, went when the
+		// caller went on). Every open remote call has one in every
+		// round, kept as long as the round lasts: a round longer than the
+		// outbox's ttl gets one beside the call's first poll too.
+		it := r.pollItem(p.call)
+		it.KeepUntil = keep
+		r.extraOutbox = append(r.extraOutbox, it)
 	}
 	r.pause(ctx, pending, r.task.Active.Round+1, awaits)
+}
+
+// pollKeep is how long a poll of a round holding pending is kept: the
+// round's expiry (its calls' latest) plus a day (docs/architecture.md,
+// "Orchestration"), when that is later than the outbox's ttl; else zero
+// (OutboxTTL).
+func pollKeep(pending []PendingCall, now time.Time) time.Time {
+	var last time.Time
+	for _, p := range pending {
+		if p.ExpiresAt.After(last) {
+			last = p.ExpiresAt
+		}
+	}
+	if keep := last.Add(24 * time.Hour); keep.After(now.Add(OutboxTTL)) {
+		return keep
+	}
+	return time.Time{}
 }
 
 // pollItem is the outbox item that polls a remote call's task (docs/architecture.md, "Orchestration"):

@@ -398,8 +398,8 @@ func (r *Run) handOff(ctx context.Context) *RequestResult {
 	cctx, cancel := writeContext(ctx)
 	defer cancel()
 	a := r.task.Active
-	r.extraOutbox = []OutboxItem{{TaskID: r.taskID, RequestID: r.reqID, Epoch: a.Epoch, EventID: r.eventID, Agent: r.agent.Name, UserID: r.task.UserID,
-		Kind: OutboxContinue, Event: EventContinue, Recipient: HandoffRecipient, CreatedAt: r.e.now()}}
+	r.extraOutbox = append(r.extraOutbox, OutboxItem{TaskID: r.taskID, RequestID: r.reqID, Epoch: a.Epoch, EventID: r.eventID, Agent: r.agent.Name, UserID: r.task.UserID,
+		Kind: OutboxContinue, Event: EventContinue, Recipient: HandoffRecipient, CreatedAt: r.e.now()})
 	err := r.write(cctx, func(t *Task) {
 		t.Status = StatusRunning
 		t.Active.Status = StatusRunning

@@ -127,6 +127,13 @@ type OutboxItem struct {
 	Usage   *Usage        `json:"usage,omitempty"`
 	// Call is a remote-cancel item's call: the remote agent and its task.
 	Call *ChildCall `json:"call,omitempty"`
+	// Message, on a remote-cancel item of a call whose remote never
+	// answered (no task known), is the call's message: sent again with its
+	// id to find the task it made (RemoteAgent.CancelMessage).
+	Message string `json:"message,omitempty"`
+	// KeepUntil, when set, is the item's ttl instead of OutboxTTL from its
+	// write: a poll lives as long as the round it polls.
+	KeepUntil time.Time `json:"keep_until,omitzero"`
 }
 
 // The recipients of outbox items. Items of one (request, recipient) are
@@ -340,7 +347,12 @@ func (e *Engine) CancelRemote(ctx context.Context, o OutboxItem) error {
 		// Left out at start-up or removed: the item waits (until its ttl).
 		return fmt.Errorf("agent %s has no remote agent %s loaded", o.Agent, o.Call.Agent)
 	}
-	err := ra.Cancel(ctx, o.Call.TaskID, o.Call.RequestID)
+	var err error
+	if o.Call.RequestID == "" {
+		err = ra.CancelMessage(ctx, o.Call.TaskID, o.Call.MessageID, o.Message)
+	} else {
+		err = ra.Cancel(ctx, o.Call.TaskID, o.Call.RequestID)
+	}
 	if ae := (*Error)(nil); err != nil && !errors.As(err, &ae) {
 		return err
 	}

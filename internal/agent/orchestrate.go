@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Orchestration (docs/architecture.md): an agent calls other agents as tools; a call
@@ -115,6 +116,10 @@ type ChildCall struct {
 	// same when it is sent again).
 	Remote    string `json:"remote,omitempty"`
 	MessageID string `json:"message_id,omitempty"`
+	// SentAt, on a remote call, is when its message was first sent: once
+	// request_timeout passed since then with no answer (no task learned),
+	// the call is closed outcome_unknown (remote.go, closeSilent).
+	SentAt time.Time `json:"sent_at,omitzero"`
 }
 
 // Await is a leaf round a paused caller waits on: the leaf request, its

@@ -64,6 +64,12 @@ type RemoteAgent interface {
 	Await(ctx context.Context, contextID, taskID string, until time.Time) (*RemoteTask, error)
 	// Cancel cancels a remote task.
 	Cancel(ctx context.Context, contextID, taskID string) error
+	// CancelMessage cancels the task a message made, when its id is not
+	// known (the remote never answered): the message is sent again with
+	// its id, without waiting (a remote that had it answers the task it
+	// made, once), and the task it names is canceled. An answer without a
+	// task, or one that ended, leaves nothing to cancel.
+	CancelMessage(ctx context.Context, contextID, messageID, text string) error
 }
 
 // DecisionKey names a caller's decision sent to a remote leaf: the
@@ -199,9 +205,9 @@ func (e *Engine) remoteOf(callerAgent string, cc ChildCall) RemoteAgent {
 	return nil
 }
 
-// remoteCall is a remote call's ids as the remote answered them, for the
-// caller's META (applied once the turn's calls are done: calls of several
-// sub-agents run side by side).
+// learn keeps a remote call's ids as the remote answered them (or its
+// first send's time), for the caller's META (applied once the turn's
+// calls are done: calls of several sub-agents run side by side).
 func (r *Run) learn(cc ChildCall) {
 	r.childMu.Lock()
 	r.learned = append(r.learned, cc)
@@ -214,13 +220,25 @@ func (r *Run) applyLearned() {
 	r.childMu.Lock()
 	learned := r.learned
 	r.learned = nil
+	// Written with the calls' results, by the leg's next write.
+	r.extraOutbox = append(r.extraOutbox, r.silentCancels...)
+	r.silentCancels = nil
 	r.childMu.Unlock()
 	a := r.task.Active
 	for _, l := range learned {
 		for i := range a.Calls {
-			if a.Calls[i].ToolCallID == l.ToolCallID {
+			if a.Calls[i].ToolCallID != l.ToolCallID {
+				continue
+			}
+			if a.Calls[i].SentAt.IsZero() {
+				a.Calls[i].SentAt = l.SentAt
+			}
+			if l.RequestID != "" {
 				a.Calls[i].TaskID, a.Calls[i].RequestID = l.TaskID, l.RequestID
 			}
+		}
+		if l.RequestID == "" {
+			continue // only its first send's time learned
 		}
 		if r.task.Children[l.Agent] != l.TaskID {
 			children := maps.Clone(r.task.Children)
@@ -244,9 +262,17 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 	if j := r.joinOf(call); j != nil {
 		return r.truncate(childResult(u.ID, call, j.outcome())), nil
 	}
+	if r.e.silent(call) {
+		return r.closeSilent(u, call, in.Message), nil
+	}
 	var rt *RemoteTask
 	var err error
 	if call.RequestID == "" {
+		if call.SentAt.IsZero() {
+			// Its first send: the time request_timeout counts from.
+			call.SentAt = r.e.now()
+			r.learn(call)
+		}
 		rt, err = r.sendRemote(ctx, at.Remote, call, in.Message)
 		if err == nil {
 			call.TaskID, call.RequestID = rt.ContextID, rt.ID
@@ -261,6 +287,13 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 	}
 	if call.RequestID != "" && (rt == nil || rt.Status == StatusRunning) {
 		rt, err = r.e.awaitRemote(ctx, at.Remote, call, r.deadline)
+	}
+	if err != nil && call.RequestID == "" && r.e.silent(call) && ctx.Err() == nil {
+		// No answer since its first send, request_timeout ago: not sent
+		// again for ever (docs/api.md, "Remote agents"). (A leg out of
+		// time hands off instead: the next leg closes it at once, and its
+		// model goes on.)
+		return r.closeSilent(u, call, in.Message), nil
 	}
 	if errors.Is(err, ErrRemoteUnknown) && !errors.Is(context.Cause(ctx), errCanceled) {
 		// Sent, and not readable as this leg's time ran out: a new leg
@@ -314,6 +347,43 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 		res = r.copyArtifacts(ctx, res, call, rt)
 	}
 	return res, nil
+}
+
+// requestTimeout is the leg deadline (request_timeout): how long a
+// remote call may go without an answer since its first send.
+func (e *Engine) requestTimeout() time.Duration {
+	if e.LegTimeout > 0 {
+		return e.LegTimeout
+	}
+	return 15 * time.Minute
+}
+
+// silent tells whether a remote call has had no answer from its remote
+// (no task learned) for request_timeout since its first send.
+func (e *Engine) silent(cc ChildCall) bool {
+	return cc.Remote != "" && cc.RequestID == "" && !cc.SentAt.IsZero() && !e.now().Before(cc.SentAt.Add(e.requestTimeout()))
+}
+
+// remoteSilentMessage is the result of a remote call closed for want of an
+// answer.
+const remoteSilentMessage = CodeOutcomeUnknown + ": the remote agent did not answer; it may have received the message"
+
+// closeSilent closes a remote call that never answered: outcome_unknown,
+// and a remote-cancel item for its message id put by the same write as
+// the result (the message may have made a task there). The caller's
+// model decides what next.
+func (r *Run) closeSilent(u Block, call ChildCall, text string) Block {
+	r.e.log().Warn("a remote agent did not answer within request_timeout; its call is closed outcome_unknown", "task_id", r.taskID,
+		"request_id", r.reqID, "agent", call.Agent, "url", call.Remote, "message_id", call.MessageID, "first_sent", call.SentAt)
+	cc := call
+	item := OutboxItem{TaskID: r.taskID, RequestID: r.reqID, Epoch: r.task.Active.Epoch, EventID: r.eventID, Agent: r.agent.Name,
+		UserID: r.task.UserID, Kind: OutboxRemoteCancel, Event: EventCancel, Recipient: RemoteCancelRecipient(call.MessageID), Call: &cc,
+		Message: text, CreatedAt: r.e.now()}
+	r.childMu.Lock()
+	r.silentCancels = append(r.silentCancels, item)
+	r.childMu.Unlock()
+	return ErrorResult(u.ID, fmt.Sprintf("%s (the agent %s at %s, first sent %s)", remoteSilentMessage, call.Agent, call.Remote,
+		call.SentAt.UTC().Format(time.RFC3339)))
 }
 
 // RemoteQuestionPrefix starts the tool-call id of another system's

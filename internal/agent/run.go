@@ -52,10 +52,13 @@ type Run struct {
 	// childMu guards what calls of several sub-agents learn side by side:
 	// joins, the outcomes of the request's children known without a read
 	// (put for it by their ends, JOIN#, or run by this leg), and learned,
-	// the ids remote agents gave this leg's calls (remote.go).
-	childMu sync.Mutex
-	joins   []Join
-	learned []ChildCall
+	// the ids remote agents gave this leg's calls (remote.go), and
+	// silentCancels, the remote-cancel items of remote calls closed for
+	// want of an answer (closeSilent).
+	childMu       sync.Mutex
+	joins         []Join
+	learned       []ChildCall
+	silentCancels []OutboxItem
 	// cancelMu guards canceled, the cancel that stopped the leg.
 	cancelMu sync.Mutex
 	canceled *cancelInfo

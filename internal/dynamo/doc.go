@@ -31,7 +31,7 @@
 //	                                                by the child's ending transaction); sorts inside
 //	                                                the history read
 //	TASK#<tid>      OUT#<rid>#<epoch, 6 digits>#<event id, 10 digits>#<recipient>
-//	                                                data (an OutboxItem as JSON), request_id, ttl (7 days),
+//	                                                data (an OutboxItem as JSON), request_id, ttl (7 days, or a poll's keep_until),
 //	                                                GSI3PK = OUT, GSI3SK = <created_at>#<PK>#<SK>
 //	TASK#<tid>      TOK#<rid>#<token hash>          data (a waiter's task token or callback id),
 //	                                                request_id

@@ -20,7 +20,7 @@ const outboxPK = "OUT"
 
 func tokenSK(rid, hash string) string { return "TOK#" + rid + "#" + hash }
 
-// outboxPut puts an outbox item (OUT#…, ttl OutboxTTL, on GSI3 by its
+// outboxPut puts an outbox item (OUT#…, ttl OutboxTTL or its KeepUntil, on GSI3 by its
 // creation time, for the sweep).
 func (st *Store) outboxPut(pk string, o agent.OutboxItem, now int64) (action, error) {
 	data, err := json.Marshal(o)
@@ -31,6 +31,14 @@ func (st *Store) outboxPut(pk string, o agent.OutboxItem, now int64) (action, er
 	it[attrData] = s(string(data))
 	it[attrRequestID] = s(o.RequestID)
 	it[attrTTL] = n(now + int64(agent.OutboxTTL/time.Second))
+	if !o.KeepUntil.IsZero() {
+		// A poll: as long as its round (whole seconds, rounded up).
+		secs := o.KeepUntil.Unix()
+		if o.KeepUntil.Nanosecond() > 0 {
+			secs++
+		}
+		it[attrTTL] = n(secs)
+	}
 	it[attrGSI3PK] = s(outboxPK)
 	it[attrGSI3SK] = s(fmt.Sprintf("%s#%s#%s", o.CreatedAt.UTC().Format(timeKey), pk, o.SK()))
 	return st.put(it), nil

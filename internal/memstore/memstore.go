@@ -170,6 +170,10 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		if err != nil {
 			return err
 		}
+		outTTL := outTTL
+		if !o.KeepUntil.IsZero() {
+			outTTL = ttlOf(o.KeepUntil)
+		}
 		if o.TaskID != "" && o.TaskID != w.Task.ID {
 			if elsewhere[o.TaskID] == nil {
 				elsewhere[o.TaskID] = map[string]record{}

@@ -105,3 +105,35 @@ func testRequestOutbox(t *testing.T, s agent.Store) {
 		t.Errorf("after the ttl: %v, want none", got)
 	}
 }
+
+// testOutboxKeepUntil: an item's KeepUntil is its ttl instead of the
+// outbox's 7 days (a poll lives as long as its round): one kept for a
+// few seconds is absent after it, while one without stays; KeepUntil reads back.
+func testOutboxKeepUntil(t *testing.T, s agent.Store) {
+	task := newTask("u1", "acc", id())
+	create(t, s, task)
+	rid := task.Active.ID
+	until := time.Now().Add(3 * time.Second)
+	poll := agent.OutboxItem{TaskID: task.ID, RequestID: rid, Epoch: 1, EventID: 2, Recipient: agent.PollRecipient("m1"),
+		Kind: agent.OutboxContinue, Event: agent.EventPoll, Agent: "acc", UserID: "u1", CreatedAt: base, KeepUntil: until}
+	plain := poll
+	plain.EventID, plain.KeepUntil = 3, time.Time{}
+	long := poll
+	long.EventID, long.KeepUntil = 4, time.Now().Add(40*24*time.Hour).Truncate(time.Second)
+	update(t, s, &agent.Write{Task: next(task), PrevVersion: task.Version, Outbox: []agent.OutboxItem{poll, plain, long}})
+	got, err := s.GetOutbox(context.Background(), task.ID, long.SK())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.KeepUntil.Equal(long.KeepUntil) {
+		t.Errorf("KeepUntil read back as %v, want %v", got.KeepUntil, long.KeepUntil)
+	}
+	if got := outboxKeys(t, s, task.ID, rid); len(got) != 3 {
+		t.Errorf("before its ttl: %v", got)
+	}
+	time.Sleep(time.Until(until.Truncate(time.Second).Add(time.Second + 100*time.Millisecond)))
+	want := []string{plain.SK(), long.SK()}
+	if diff := cmp.Diff(want, outboxKeys(t, s, task.ID, rid)); diff != "" {
+		t.Errorf("after the poll's ttl (-want +got):\n%s", diff)
+	}
+}

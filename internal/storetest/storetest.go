@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"OutboxElsewhere", testOutboxElsewhere},
 		{"Joins", testJoins},
 		{"RequestOutbox", testRequestOutbox},
+		{"OutboxKeepUntil", testOutboxKeepUntil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
