@@ -47,6 +47,36 @@ func cutOff(ev StoredEvent, cuts []EventCut) bool {
 	return false
 }
 
+// EventPos is a place in a request's event log, in log order: a batch's
+// claim epoch and first event id (the key EVT#<rid>#<epoch>#<first id>,
+// docs/architecture.md). The zero EventPos is the log's start.
+type EventPos struct {
+	Epoch int
+	First int64
+}
+
+// EventPageBytes bounds a page of the event log (Store.ReadEvents): about
+// what one DynamoDB Query call returns.
+const EventPageBytes = 1 << 20
+
+// EventPage is one page of a request's event log.
+type EventPage struct {
+	// Events are the page's events above the read's after, in log order,
+	// each with its epoch.
+	Events []StoredEvent
+	// Next is where to read on from: past the page's last batch when More;
+	// else that batch itself (or the read's from when it found none),
+	// which a retried flush may still grow.
+	Next EventPos
+	// More tells that the log holds batches past the page.
+	More bool
+}
+
+// Log order is id order for what readers keep: a claim numbers its events
+// on after every id logged before it, and the events a taken-over leg
+// logged after its cut are dropped (Visible); of two events with one id,
+// the first in log order is kept.
+
 // EventLogTTL is how long a request's events are kept after its last one.
 // A batch is written with this ttl plus the agent's longest approval wait
 // (the pause that may follow its leg); a cancel or an expiry that ends a

@@ -27,7 +27,14 @@ type Follower struct {
 	legRound int
 	// cuts hide what taken-over legs logged after their last commit.
 	cuts []EventCut
+	// from is where the log's events after `after` start (OpenEvents
+	// found it), so Stream does not read the log's beginning again.
+	from EventPos
 }
+
+// followReadFailures is how many failed reads of the log in a row end a
+// follower's stream: cut, so that its client reconnects.
+const followReadFailures = 10
 
 // OpenEvents checks a GET …/events call: ids (400), agent, task, request
 // (404), owner (401), and an expired log (410 events_expired).
@@ -66,9 +73,14 @@ func (e *Engine) OpenEvents(ctx context.Context, agentName, userID, taskID, requ
 	}
 	// Batches expire one by one (24 h after each was written): a log that
 	// starts past after+1 lost its beginning.
-	if evs, err := e.Store.ListEvents(ctx, taskID, requestID, after); err == nil && len(evs) > 0 && evs[0].ID > after+1 {
+	first, from, err := e.firstEvent(ctx, taskID, requestID, after)
+	if err != nil {
+		return nil, fmt.Errorf("read the events of %s: %w", requestID, err)
+	}
+	if first != nil && first.ID > after+1 {
 		return nil, Errorf(CodeEventsExpired, "the events of request %s after %d have expired (kept %s)", requestID, after, EventLogTTL)
 	}
+	f.from = from
 	if active {
 		return f, nil
 	}
@@ -76,6 +88,24 @@ func (e *Engine) OpenEvents(ctx context.Context, agentName, userID, taskID, requ
 		return nil, Errorf(CodeEventsExpired, "the events of request %s expired %s after it ended", requestID, EventLogTTL)
 	}
 	return f, nil
+}
+
+// firstEvent reads the log page by page to its first event after `after`;
+// from is where the page holding it starts (or where the log ends).
+func (e *Engine) firstEvent(ctx context.Context, taskID, rid string, after int64) (first *StoredEvent, from EventPos, err error) {
+	for {
+		page, err := e.Store.ReadEvents(ctx, taskID, rid, from, after)
+		if err != nil {
+			return nil, from, err
+		}
+		if len(page.Events) > 0 {
+			return &page.Events[0], from, nil
+		}
+		if !page.More {
+			return nil, page.Next, nil
+		}
+		from = page.Next
+	}
 }
 
 func (e *Engine) findRecord(ctx context.Context, taskID, rid string) (*RequestRecord, error) {
@@ -92,28 +122,47 @@ func (e *Engine) findRecord(ctx context.Context, taskID, rid string) (*RequestRe
 }
 
 // Stream sends the events to sink until the next request_complete or error,
-// or until ctx ends.
+// or until ctx ends. It reads the log a page at a time and reads the next
+// only once sink took the last (docs/api.md Reconnecting): a sink that
+// blocks paces it, and it never holds more than a page.
 func (f *Follower) Stream(ctx context.Context, sink Sink) {
-	after := f.after
+	after, from := f.after, f.from
 	started := f.legRound == 0
 	var endedAt time.Time
 	poll := FollowPoll
+	failures := 0
+	ended := false // the request's record, and so its cuts, are read
 	for {
 		// META first: the cuts it holds are those of every takeover before
 		// the events read next, so a stalled holder's late flush is hidden.
 		meta, err := f.e.Store.GetTask(ctx, f.taskID)
 		if err == nil && meta.Active != nil && meta.Active.ID == f.rid {
 			f.cuts = meta.Active.Cuts
-		} else if err == nil && endedAt.IsZero() {
+		} else if err == nil && !ended {
 			if rec, rerr := f.e.findRecord(ctx, f.taskID, f.rid); rerr == nil && rec != nil {
-				f.cuts = rec.Cuts
+				f.cuts, ended = rec.Cuts, true
 			}
 		}
-		evs, lerr := f.e.Store.ListEvents(ctx, f.taskID, f.rid, after)
-		if lerr != nil && ctx.Err() == nil {
-			f.e.log().Error("reading events failed", "task_id", f.taskID, "request_id", f.rid, "err", lerr)
+		page, lerr := f.e.Store.ReadEvents(ctx, f.taskID, f.rid, from, after)
+		if ctx.Err() != nil {
+			return
 		}
-		for _, ev := range Visible(evs, f.cuts) {
+		if lerr != nil {
+			f.e.log().Error("reading events failed", "task_id", f.taskID, "request_id", f.rid, "err", lerr)
+			// Never taken for the log's end: a cut stream is reconnected.
+			if failures++; failures >= followReadFailures {
+				return
+			}
+		} else {
+			failures = 0
+			from = page.Next
+		}
+		// Log order is id order for the events kept (EventPage); an id
+		// seen already is a taken-over leg's copy.
+		for _, ev := range page.Events {
+			if ev.ID <= after || cutOff(ev, f.cuts) {
+				continue
+			}
 			after = ev.ID
 			if !started {
 				started = isLegStart(ev, f.legRound)
@@ -127,6 +176,9 @@ func (f *Follower) Stream(ctx context.Context, sink Sink) {
 			}
 		}
 		switch {
+		case lerr != nil:
+		case page.More:
+			continue // the next page, now that sink took this one
 		case errors.Is(err, ErrNotFound):
 			return
 		case err != nil:

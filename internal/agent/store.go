@@ -96,6 +96,15 @@ type Store interface {
 	// (Visible).
 	ListEvents(ctx context.Context, taskID, requestID string, after int64) ([]StoredEvent, error)
 
+	// ReadEvents reads one page of the request's event log in log order —
+	// its batches by claim epoch, then first id; each batch's events by
+	// id — from the batch at from on (inclusive; the zero EventPos is the
+	// log's start): the events with an id above after of at most about
+	// EventPageBytes of batches (at least one), expired batches absent.
+	// A reader pages on from the page's Next, never holding the whole log
+	// (docs/api.md Reconnecting).
+	ReadEvents(ctx context.Context, taskID, requestID string, from EventPos, after int64) (EventPage, error)
+
 	// DeleteTask deletes the task: its META first, guarded by t.Version
 	// (*ConflictError if it changed), then every other item of the task and
 	// its session index entry. Afterwards the task is ErrNotFound.

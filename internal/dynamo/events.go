@@ -34,12 +34,26 @@ func eventSK(rid string, epoch int, first int64) string {
 
 // eventEpoch reads the claim epoch out of an event item's key.
 func eventEpoch(sk, rid string) (int, error) {
+	pos, err := eventPos(sk, rid)
+	return pos.Epoch, err
+}
+
+// eventPos reads an event item's place in the log out of its key.
+func eventPos(sk, rid string) (agent.EventPos, error) {
 	rest := strings.TrimPrefix(sk, eventPrefix(rid))
-	ep, _, ok := strings.Cut(rest, "#")
+	ep, first, ok := strings.Cut(rest, "#")
 	if !ok {
-		return 0, fmt.Errorf("event key %s has no epoch", sk)
+		return agent.EventPos{}, fmt.Errorf("event key %s has no epoch", sk)
 	}
-	return strconv.Atoi(ep)
+	e, err := strconv.Atoi(ep)
+	if err != nil {
+		return agent.EventPos{}, fmt.Errorf("event key %s: %w", sk, err)
+	}
+	f, err := strconv.ParseInt(first, 10, 64)
+	if err != nil {
+		return agent.EventPos{}, fmt.Errorf("event key %s: %w", sk, err)
+	}
+	return agent.EventPos{Epoch: e, First: f}, nil
 }
 
 // AppendEvents implements agent.Store. The batch is cut into items of at
@@ -138,6 +152,58 @@ func (st *Store) ListEvents(ctx context.Context, taskID, requestID string, after
 		}
 	}
 	return orderEvents(out), nil
+}
+
+// ReadEvents implements agent.Store: one consistent Query call (DynamoDB
+// answers at most 1 MB) of the request's event items from from on, those
+// ending at or before after filtered out by DynamoDB.
+func (st *Store) ReadEvents(ctx context.Context, taskID, requestID string, from agent.EventPos, after int64) (_ agent.EventPage, err error) {
+	defer wrap(&err, "ReadEvents", taskID+","+requestID)
+	page := agent.EventPage{Events: []agent.StoredEvent{}, Next: from}
+	out, err := st.client.Query(ctx, &dynamodb.QueryInput{
+		TableName:                &st.table,
+		ConsistentRead:           aws.Bool(true),
+		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
+		FilterExpression:         aws.String("#last > :after"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#sk": attrSK, "#last": attrLast},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": s(taskPK(taskID)), ":lo": s(eventSK(requestID, from.Epoch, from.First)), ":hi": s(eventPrefix(requestID) + "~"),
+			":after": n(after),
+		},
+	})
+	if err != nil {
+		return page, translate(err)
+	}
+	now := st.now().Unix()
+	for _, it := range out.Items {
+		pos, err := eventPos(str(it, attrSK), requestID)
+		if err != nil {
+			return page, err
+		}
+		page.Next = pos
+		if !live(it, now) {
+			continue
+		}
+		var batch []agent.StoredEvent
+		if err := json.Unmarshal([]byte(str(it, attrData)), &batch); err != nil {
+			return page, fmt.Errorf("corrupt events %s: %w", str(it, attrSK), err)
+		}
+		for _, e := range batch {
+			if e.ID > after {
+				e.Epoch = pos.Epoch
+				page.Events = append(page.Events, e)
+			}
+		}
+	}
+	if len(out.LastEvaluatedKey) > 0 {
+		pos, err := eventPos(str(out.LastEvaluatedKey, attrSK), requestID)
+		if err != nil {
+			return page, err
+		}
+		page.More = true
+		page.Next = agent.EventPos{Epoch: pos.Epoch, First: pos.First + 1}
+	}
+	return page, nil
 }
 
 // orderEvents sorts events by id then epoch and keeps the first of each

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -25,9 +26,20 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	sse.SetHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
 	_ = http.NewResponseController(w).Flush()
-	sw := sse.NewWriter(w, 0, s.Keepalive, s.log())
-	// A follower stops when its client goes away: it runs nothing.
-	f.Stream(r.Context(), sw)
+	// A replay reads the log at its reader's pace: a paced writer, never
+	// detached for being slow (docs/api.md Reconnecting). A follower stops
+	// when its client goes away: it runs nothing.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	sw := sse.NewPacedWriter(ctx, w, s.Keepalive, s.log())
+	go func() {
+		select {
+		case <-sw.Gone():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	f.Stream(ctx, sw)
 	sw.Close()
 }
 

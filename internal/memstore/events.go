@@ -11,10 +11,13 @@ import (
 	"github.com/hitch-agents/hitch/internal/agent"
 )
 
-// AppendEvents implements agent.Store. The batch is kept whole under its
-// first event's id (DynamoDB cuts it into items of 350 KB, each under its own
-// first id; what ListEvents returns is the same), so a retried batch
-// overwrites the first try.
+// eventItemBytes bounds a batch's part, as DynamoDB's event items are
+// bounded (internal/dynamo: 350 KB less what the keys take).
+const eventItemBytes = 349_000
+
+// AppendEvents implements agent.Store. The batch is cut as DynamoDB cuts it,
+// into parts of at most 350 KB each kept under its first event's id, so a
+// retried batch overwrites the first try and a read pages as on DynamoDB.
 func (s *Store) AppendEvents(ctx context.Context, taskID, requestID string, events []agent.StoredEvent, expires time.Time) (err error) {
 	defer wrap(&err, "AppendEvents", func() string { return taskID + "," + requestID })
 	if err := ctx.Err(); err != nil {
@@ -23,7 +26,7 @@ func (s *Store) AppendEvents(ctx context.Context, taskID, requestID string, even
 	if len(events) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(events)
+	parts, err := cutEvents(events)
 	if err != nil {
 		return err
 	}
@@ -39,8 +42,90 @@ func (s *Store) AppendEvents(ctx context.Context, taskID, requestID string, even
 		log = map[batchKey]record{}
 		tr.events[requestID] = log
 	}
-	log[batchKey{events[0].Epoch, events[0].ID}] = record{b, ttlOf(expires)}
+	for _, p := range parts {
+		log[batchKey{events[0].Epoch, p.first}] = record{p.data, ttlOf(expires)}
+	}
 	return nil
+}
+
+// eventPart is a JSON array of consecutive events of a batch.
+type eventPart struct {
+	first int64
+	data  []byte
+}
+
+// cutEvents cuts events, in their order, into JSON arrays of at most
+// eventItemBytes (an event over it alone in its own).
+func cutEvents(events []agent.StoredEvent) ([]eventPart, error) {
+	var out []eventPart
+	for _, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", e.ID, err)
+		}
+		if n := len(out); n == 0 || len(out[n-1].data)+len(b)+2 > eventItemBytes {
+			out = append(out, eventPart{first: e.ID, data: []byte{'['}})
+		} else {
+			out[n-1].data = append(out[n-1].data, ',')
+		}
+		out[len(out)-1].data = append(out[len(out)-1].data, b...)
+	}
+	for i := range out {
+		out[i].data = append(out[i].data, ']')
+	}
+	return out, nil
+}
+
+// ReadEvents implements agent.Store: the live parts from from on, in key
+// order, until the next would pass agent.EventPageBytes.
+func (s *Store) ReadEvents(ctx context.Context, taskID, requestID string, from agent.EventPos, after int64) (_ agent.EventPage, err error) {
+	defer wrap(&err, "ReadEvents", func() string { return taskID + "," + requestID })
+	page := agent.EventPage{Events: []agent.StoredEvent{}, Next: from}
+	if err := ctx.Err(); err != nil {
+		return page, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tr := s.tasks[taskID]
+	if tr == nil {
+		return page, nil
+	}
+	log := tr.events[requestID]
+	now := s.now()
+	start := batchKey{from.Epoch, from.First}
+	keys := make([]batchKey, 0, len(log))
+	for k, r := range log {
+		if live(r.ttl, now) && compareKeys(k, start) >= 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, compareKeys)
+	size := 0
+	for i, k := range keys {
+		r := log[k]
+		if i > 0 && size+len(r.data) > agent.EventPageBytes {
+			page.More = true
+			page.Next.First++
+			break
+		}
+		size += len(r.data)
+		page.Next = agent.EventPos{Epoch: k.epoch, First: k.first}
+		var part []agent.StoredEvent
+		if err := json.Unmarshal(r.data, &part); err != nil {
+			return page, fmt.Errorf("corrupt events %d#%d: %w", k.epoch, k.first, err)
+		}
+		for _, e := range part {
+			if e.ID > after {
+				e.Epoch = k.epoch
+				page.Events = append(page.Events, e)
+			}
+		}
+	}
+	return page, nil
+}
+
+func compareKeys(a, b batchKey) int {
+	return cmp.Or(cmp.Compare(a.epoch, b.epoch), cmp.Compare(a.first, b.first))
 }
 
 // ListEvents implements agent.Store.
@@ -64,7 +149,7 @@ func (s *Store) ListEvents(ctx context.Context, taskID, requestID string, after 
 			keys = append(keys, k)
 		}
 	}
-	slices.SortFunc(keys, func(a, b batchKey) int { return cmp.Or(cmp.Compare(a.epoch, b.epoch), cmp.Compare(a.first, b.first)) })
+	slices.SortFunc(keys, compareKeys)
 	for _, k := range keys {
 		var batch []agent.StoredEvent
 		if err := json.Unmarshal(log[k].data, &batch); err != nil {

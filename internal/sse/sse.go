@@ -7,10 +7,17 @@
 // dropped here (they are still logged by the engine's event log) and the
 // engine goes on. A comment line
 // ": keepalive" goes out after a period of silence.
+//
+// A replay (GET …/events) reads the event log, not the engine: its Writer is
+// paced (NewPacedWriter). Emit waits while the buffer is full, so the replay
+// reads the log at its reader's pace and never detaches for being slow;
+// only a failed connection, one that takes no byte for ReplayStall, or the
+// request's end stops it.
 package sse
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -27,6 +34,12 @@ const (
 	DefaultKeepalive = 15 * time.Second
 	// WriteTimeout bounds one write to the connection.
 	WriteTimeout = 10 * time.Second
+	// PacedBuffer is a paced writer's buffer, in frames: the follower
+	// waits for room, so it needs only enough to keep the connection busy.
+	PacedBuffer = 64
+	// ReplayStall bounds one write of a paced writer: a connection that
+	// takes no byte for so long is gone, not slow.
+	ReplayStall = time.Minute
 )
 
 // SetHeaders sets the SSE response headers.
@@ -62,6 +75,11 @@ type Writer struct {
 	done      chan struct{}
 	keepalive time.Duration
 	log       *slog.Logger
+	// paced: Emit waits for room (a replay) until the connection fails
+	// (gone) or ctx ends.
+	paced bool
+	ctx   context.Context
+	gone  chan struct{}
 
 	mu       sync.Mutex
 	detached bool
@@ -80,18 +98,47 @@ func NewWriter(w http.ResponseWriter, buffer int, keepalive time.Duration, log *
 	if log == nil {
 		log = slog.Default()
 	}
-	sw := &Writer{w: w, rc: http.NewResponseController(w), ch: make(chan []byte, buffer), done: make(chan struct{}), keepalive: keepalive, log: log}
+	sw := &Writer{w: w, rc: http.NewResponseController(w), ch: make(chan []byte, buffer), done: make(chan struct{}),
+		keepalive: keepalive, log: log, gone: make(chan struct{})}
 	go sw.pump()
 	return sw
 }
 
-// Emit queues an event; it never blocks.
+// NewPacedWriter starts a replay's writer on w (docs/api.md Reconnecting):
+// its Emit waits while the buffer is full, until the connection took a
+// frame, failed, or ctx ended, so it never detaches for being slow. Its
+// Emit and Close are called by one goroutine (the follower's).
+func NewPacedWriter(ctx context.Context, w http.ResponseWriter, keepalive time.Duration, log *slog.Logger) *Writer {
+	sw := NewWriter(w, PacedBuffer, keepalive, log)
+	sw.paced, sw.ctx = true, ctx
+	return sw
+}
+
+// Gone is closed when the writer gave up on the connection (a failed
+// write): a replay stops reading the log.
+func (s *Writer) Gone() <-chan struct{} { return s.gone }
+
+// Emit queues an event; it never blocks unless the writer is paced.
 func (s *Writer) Emit(e agent.Event) {
 	s.WriteRaw(Frame(e))
 }
 
 // WriteRaw queues bytes already framed.
 func (s *Writer) WriteRaw(frame []byte) {
+	if s.paced {
+		s.mu.Lock()
+		stop := s.detached || s.closed
+		s.mu.Unlock()
+		if stop {
+			return
+		}
+		select {
+		case s.ch <- frame:
+		case <-s.gone:
+		case <-s.ctx.Done():
+		}
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.detached || s.closed {
@@ -100,8 +147,16 @@ func (s *Writer) WriteRaw(frame []byte) {
 	select {
 	case s.ch <- frame:
 	default:
-		s.detached = true
+		s.detachLocked()
 		s.log.Warn("sse: the client is too slow; detached from the stream")
+	}
+}
+
+// detachLocked gives up on the connection; s.mu is held.
+func (s *Writer) detachLocked() {
+	if !s.detached {
+		s.detached = true
+		close(s.gone)
 	}
 }
 
@@ -161,8 +216,9 @@ func (s *Writer) send(b []byte, broken *bool) (open bool) {
 		*broken = true
 		return open
 	}
-	// A stalled connection must not hold the handler past the commit.
-	_ = s.rc.SetWriteDeadline(time.Now().Add(WriteTimeout))
+	// A stalled connection must not hold the handler past the commit. A
+	// paced writer's bound is per write: its reader may be slow, not gone.
+	s.deadline(true)
 	_, err := s.w.Write(b)
 drain:
 	for err == nil {
@@ -172,19 +228,32 @@ drain:
 				open = false
 				break drain
 			}
+			s.deadline(false)
 			_, err = s.w.Write(next)
 		default:
 			break drain
 		}
 	}
 	if err == nil {
+		s.deadline(false)
 		err = s.rc.Flush()
 	}
 	if err != nil {
 		*broken = true
 		s.mu.Lock()
-		s.detached = true
+		s.detachLocked()
 		s.mu.Unlock()
 	}
 	return open
+}
+
+// deadline sets the write deadline: once per send for a live writer
+// (first), before each write for a paced one.
+func (s *Writer) deadline(first bool) {
+	switch {
+	case s.paced:
+		_ = s.rc.SetWriteDeadline(time.Now().Add(ReplayStall))
+	case first:
+		_ = s.rc.SetWriteDeadline(time.Now().Add(WriteTimeout))
+	}
 }

@@ -1,6 +1,7 @@
 package sse_test
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -103,4 +104,89 @@ func TestWriteErrorDetaches(t *testing.T) {
 		t.Error("a write error did not detach")
 	}
 	w.Emit(agent.Event{ID: 2, Name: "b", Data: 2}) // after Close: dropped, no panic
+}
+
+// gateWriter takes one write each time the test lets it: a reader slower
+// than its writer.
+type gateWriter struct {
+	header http.Header
+	gate   chan struct{}
+	mu     sync.Mutex
+	body   strings.Builder
+}
+
+func (g *gateWriter) Header() http.Header { return g.header }
+func (g *gateWriter) WriteHeader(int)     {}
+func (g *gateWriter) Flush()              {}
+func (g *gateWriter) Write(p []byte) (int, error) {
+	<-g.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.body.Write(p)
+}
+
+// A paced writer (a replay) waits for its reader: 10 times its buffer of
+// frames through a connection that takes one write at a time arrive
+// whole, in order, and it never detaches.
+func TestPacedWriterWaitsForItsReader(t *testing.T) {
+	gw := &gateWriter{header: http.Header{}, gate: make(chan struct{})}
+	w := sse.NewPacedWriter(context.Background(), gw, time.Hour, slog.New(slog.DiscardHandler))
+	n := 10 * sse.PacedBuffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i <= n; i++ {
+			w.Emit(agent.Event{ID: int64(i), Name: "answer", Data: i})
+		}
+	}()
+	go func() {
+		for {
+			select {
+			case gw.gate <- struct{}{}:
+			case <-time.After(5 * time.Second):
+				return
+			}
+		}
+	}()
+	<-done
+	w.Close()
+	if w.Detached() {
+		t.Error("a paced writer detached from a slow reader")
+	}
+	gw.mu.Lock()
+	body := gw.body.String()
+	gw.mu.Unlock()
+	want := strings.Builder{}
+	for i := 1; i <= n; i++ {
+		want.Write(sse.Frame(agent.Event{ID: int64(i), Name: "answer", Data: i}))
+	}
+	if body != want.String() {
+		t.Errorf("the reader got %d bytes, want the %d frames in order (%d bytes)", len(body), n, want.Len())
+	}
+}
+
+// A paced writer's Emit returns once the connection failed (Gone closes)
+// or its context ended, whatever the buffer holds.
+func TestPacedWriterStops(t *testing.T) {
+	w := sse.NewPacedWriter(context.Background(), &failingWriter{header: http.Header{}}, time.Hour, slog.New(slog.DiscardHandler))
+	for i := 1; i <= 10*sse.PacedBuffer; i++ {
+		w.Emit(agent.Event{ID: int64(i), Name: "answer", Data: i})
+	}
+	<-w.Gone()
+	w.Close()
+
+	bw := &blockedWriter{header: http.Header{}, release: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	w = sse.NewPacedWriter(ctx, bw, time.Hour, slog.New(slog.DiscardHandler))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i <= 10*sse.PacedBuffer; i++ {
+			w.Emit(agent.Event{ID: int64(i), Name: "answer", Data: i})
+		}
+	}()
+	cancel()
+	<-done
+	close(bw.release)
+	w.Close()
 }

@@ -121,3 +121,97 @@ func testEventsExtended(t *testing.T, s agent.Store) {
 	time.Sleep(time.Until(soon.Truncate(time.Second).Add(time.Second + 100*time.Millisecond)))
 	wantEvents(t, s, tid, rid, 0, events(3, 8, "a", 0))
 }
+
+// readAll reads the log page by page from its start, failing on a page that
+// passes agent.EventPageBytes by more than one item of 350 KB; it returns
+// the events, the pages read and the last page's Next.
+func readAll(tb testing.TB, s agent.Store, taskID, rid string, after int64) ([]agent.StoredEvent, int, agent.EventPos) {
+	tb.Helper()
+	var out []agent.StoredEvent
+	var from agent.EventPos
+	for pages := 1; ; pages++ {
+		page, err := s.ReadEvents(context.Background(), taskID, rid, from, after)
+		if err != nil {
+			tb.Fatalf("ReadEvents(%+v, after %d): %v", from, after, err)
+		}
+		size := 0
+		for _, e := range page.Events {
+			size += len(e.Data)
+		}
+		if size > agent.EventPageBytes+350_000 {
+			tb.Errorf("a page of %d events holds %d bytes of data", len(page.Events), size)
+		}
+		out = append(out, page.Events...)
+		if !page.More {
+			return out, pages, page.Next
+		}
+		if page.Next == from {
+			tb.Fatalf("ReadEvents(%+v) answered More and no progress", from)
+		}
+		from = page.Next
+	}
+}
+
+// testEventsPaged: a log of 1.3 MB reads in pages of about 1 MB, in log
+// order (by epoch, then id), each event once, from any after; the last
+// page's Next reads a grown batch again; expired batches are absent.
+func testEventsPaged(t *testing.T, s agent.Store) {
+	ctx := context.Background()
+	tid, rid := id(), id()
+	exp := time.Now().Add(agent.EventLogTTL)
+	epoch := func(n int, evs []agent.StoredEvent) []agent.StoredEvent {
+		for i := range evs {
+			evs[i].Epoch = n
+		}
+		return evs
+	}
+	appendEvents(t, s, tid, rid, epoch(1, events(1, 3, "gone", 0)), time.Now().Add(-time.Minute))
+	first := epoch(1, events(4, 5, "small", 0))
+	big := epoch(1, events(6, 45, "big", 30_000)) // 1.2 MB: DynamoDB cuts it in four
+	late := epoch(1, events(46, 47, "late", 0))   // a stalled holder's, after the takeover
+	taker := epoch(2, events(46, 50, "taker", 0))
+	appendEvents(t, s, tid, rid, first, exp)
+	appendEvents(t, s, tid, rid, big, exp)
+	appendEvents(t, s, tid, rid, taker, exp)
+	appendEvents(t, s, tid, rid, late, exp)
+	logOrder := append(append(append(append([]agent.StoredEvent{}, first...), big...), late...), taker...)
+
+	got, pages, next := readAll(t, s, tid, rid, 0)
+	if diff := cmp.Diff(logOrder, got, opts); diff != "" {
+		t.Errorf("ReadEvents page by page (-want +got):\n%s", diff)
+	}
+	if pages < 2 {
+		t.Errorf("1.3 MB read in %d page, want pages of about 1 MB", pages)
+	}
+	for _, after := range []int64{4, 20, 45, 47} {
+		got, _, _ := readAll(t, s, tid, rid, after)
+		var want []agent.StoredEvent
+		for _, e := range logOrder {
+			if e.ID > after {
+				want = append(want, e)
+			}
+		}
+		if diff := cmp.Diff(want, got, opts); diff != "" {
+			t.Errorf("ReadEvents after %d (-want +got):\n%s", after, diff)
+		}
+	}
+
+	// The last batch, flushed again with more (a retry), is read again
+	// from the last page's Next.
+	grown := epoch(2, events(46, 53, "taker", 0))
+	appendEvents(t, s, tid, rid, grown, exp)
+	page, err := s.ReadEvents(ctx, tid, rid, next, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(grown[5:], page.Events, opts); diff != "" || page.More {
+		t.Errorf("ReadEvents from the last page's Next %+v, more %v (-want +got):\n%s", next, page.More, diff)
+	}
+
+	for _, c := range []struct{ tid, rid string }{{tid, id()}, {id(), rid}} {
+		page, err := s.ReadEvents(ctx, c.tid, c.rid, agent.EventPos{}, 0)
+		if err != nil || len(page.Events) != 0 || page.More || page.Next != (agent.EventPos{}) {
+			t.Errorf("ReadEvents of an unknown log = %+v, %v; want an empty last page", page, err)
+		}
+	}
+}

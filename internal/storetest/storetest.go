@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"EventsBig", testEventsBig},
 		{"EventsExpired", testEventsExpired},
 		{"EventsExtended", testEventsExtended},
+		{"EventsPaged", testEventsPaged},
 		{"DeleteTask", testDeleteTask},
 		{"Artifacts", testArtifacts},
 		{"ArtifactsOfAConflictingWrite", testArtifactsConflict},
