@@ -351,8 +351,8 @@ func TestAnotherVendorsQuestionExpires(t *testing.T) {
 	}
 	id := paused["pending_inputs"].([]any)[0].(map[string]any)["tool_call_id"].(string)
 	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"decisions":[{"tool_call_id":"`+id+`","action":"answer","result":"late"}]}`)
-	if code != 409 {
-		t.Errorf("an answer after the expiry: %d %v", code, out)
+	if code != 410 || out["error"].(map[string]any)["code"] != "input_expired" {
+		t.Errorf("an answer after the expiry: %d %v, want 410 input_expired (one round, one outcome)", code, out)
 	}
 }
 

@@ -630,8 +630,8 @@ func testRemoteAgentApprovalExpires(t *testing.T) {
 		}
 	}
 	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"action":"approve"}`)
-	if code != 409 {
-		t.Errorf("a decision after the expiry: %d %v", code, out)
+	if code != 410 || out["error"].(map[string]any)["code"] != "approval_expired" {
+		t.Errorf("a decision after the expiry: %d %v, want 410 approval_expired (one round, one outcome)", code, out)
 	}
 	if got := lines(t, filepath.Join(p.remote.sandbox, "late.txt")); got != 0 {
 		t.Errorf("append_file ran %d times", got)

@@ -291,6 +291,9 @@ func (e *Engine) resumeRunning(ctx context.Context, ag *Agent, t *Task, items []
 		return nil, Errorf(CodeNotPaused, "request %s is running and not awaiting a decision", a.ID)
 	}
 	d, err := e.decide(ag, in, pendingOf(last), last.Round, now)
+	if ae := (*Error)(nil); errors.As(err, &ae) && ae.Code == CodeRoundRequired {
+		return nil, err // a stale approve-all is refused as such, whatever the state
+	}
 	if err != nil || !sameDecision(last, d) {
 		return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, a.ID)
 	}

@@ -309,3 +309,21 @@ func outcome(res *agent.RequestResult, err error) string {
 	}
 	return string(res.Status)
 }
+
+// testRunningRoundNeedsRound: an approve-all without its round from round
+// 2 on is 400 round_required while the round's leg runs too, not a
+// conflict: the body is refused before the state is compared.
+func testRunningRoundNeedsRound(t *testing.T, env *Env) {
+	res, _ := env.Pause(t)
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g2", "guarded", "second")))
+	if out, _, err := env.Resume(res, "alice", Approve()); err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
+		t.Fatalf("round 2: %+v %v", out, err)
+	}
+	if _, err := env.E.StartResume(context.Background(), agent.ResumeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID,
+		Body: agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := env.Resume(res, "alice", Approve()); Code(err) != agent.CodeRoundRequired {
+		t.Errorf("approve all without its round while round 2 runs: %v, want round_required", err)
+	}
+}

@@ -82,6 +82,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"AskedAgainNeedsRound", testAskedAgainNeedsRound},
 		{"ExpiredRoundAnswers410", testExpiredRoundAnswers410},
 		{"PastRoundOfAnExpiredRequest", testPastRoundOfAnExpiredRequest},
+		{"RunningRoundNeedsRound", testRunningRoundNeedsRound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, New(t, newStore(t)))
