@@ -67,6 +67,8 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"OutboxElsewhere", testOutboxElsewhere},
 		{"Joins", testJoins},
 		{"RequestOutbox", testRequestOutbox},
+		{"WriteTogether", testWriteTogether},
+		{"WriteTogetherTooLarge", testWriteTogetherTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
