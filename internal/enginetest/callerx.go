@@ -2,8 +2,10 @@ package enginetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -239,4 +241,70 @@ func testChainExpiryRacesALeafDecision(t *testing.T, newStore func(testing.TB) a
 		t.Errorf("leaf approved at its own URL after the chain's expiry landed: accepted, want a refusal")
 	}
 	chainEnded(t, o, res)
+}
+
+// RunTooWide runs testTooWideForOneTransaction (the
+// store's side, ErrTooLarge, is storetest's WriteTogetherTooLarge on both
+// stores; 34 children at once on DynamoDB Local lose their leases on a
+// loaded machine).
+func RunTooWide(t *testing.T, newStore func(testing.TB) agent.Store) {
+	testTooWideForOneTransaction(t, NewOrch(t, newStore(t)))
+}
+
+// testTooWideForOneTransaction: wide calls 34 sub-agents in one turn, each
+// pausing on an append. An edit of every call at wide claims 35 requests
+// with their edited entries — more than one transaction holds (100
+// items) — and is refused whole, 400 invalid_decisions, nothing changed;
+// each leaf can still be decided at its own URL.
+func testTooWideForOneTransaction(t *testing.T, o *Orch) {
+	const n = 34
+	wide := &agent.Agent{Name: "wide", Version: "1", ModelID: "m", MaxIterations: 6}
+	var lines []string
+	for i := range n {
+		name := "w" + strconv.Itoa(i)
+		sub := *o.Agents["leaf"]
+		sub.Name = name
+		o.Agents[name] = &sub
+		wide.Tools = append(wide.Tools, agent.BoundTool{Tool: &agent.AgentTool{Agent: name, Description: "keeps files"}})
+		lines = append(lines, CallAgent(name, Append(name+".txt", "x")))
+	}
+	o.Agents["wide"] = wide
+	res, _ := o.Invoke(t, "wide", "", strings.Join(lines, "\n"))
+	if res.Status != agent.StatusPaused {
+		t.Fatalf("wide: %+v", res)
+	}
+	// wide may pause before its last children did: their pauses continue
+	// it (the dispatcher's part), until it shows every call.
+	var pending []agent.PendingView
+	waitFor(t, func() bool {
+		if err := o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID); err != nil {
+			t.Fatal(err)
+		}
+		v := o.View(t, "wide", res.TaskID)
+		pending = v.PendingApprovals
+		return v.Status == agent.StatusPaused && len(pending) == n
+	})
+	ids := []string{res.TaskID}
+	var body agent.ResumeRequest
+	for _, p := range pending {
+		ids = append(ids, p.TaskID)
+		body.Decisions = append(body.Decisions, agent.DecisionInput{ToolCallID: p.ToolCallID, Action: agent.ActionEdit,
+			Input: json.RawMessage(`{"path":"` + p.Agent + `.txt","content":"edited\n"}`)})
+	}
+	before := o.versions(t, ids...)
+	if _, _, err := o.Resume("wide", res.TaskID, res.RequestID, body); Code(err) != agent.CodeInvalidDecisions {
+		t.Fatalf("an edit of %d leaves' calls at wide: %v, want invalid_decisions", n, err)
+	}
+	if after := o.versions(t, ids...); !slices.Equal(before, after) {
+		t.Errorf("versions %v before, %v after a refused decision", before, after)
+	}
+	for _, p := range pending {
+		if got := o.Lines(p.Agent + ".txt"); len(got) != 0 {
+			t.Fatalf("%s.txt = %q under a refused decision", p.Agent, got)
+		}
+	}
+	p := pending[0]
+	if out, _, err := o.Resume(p.Agent, p.TaskID, p.RequestID, Approve()); err != nil || out.Status != agent.StatusCompleted {
+		t.Errorf("the first leaf approved at its own URL: %+v %v", out, err)
+	}
 }
