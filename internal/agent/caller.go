@@ -1,7 +1,8 @@
 // Decisions at a caller: a caller paused on sub-agents is decided from its
 // leaves (docs/architecture.md, "Orchestration"). A decision sent to the
-// caller names leaf calls; resumeAtCaller claims every leaf it decides,
-// runs them (runLeaves), and the caller goes on in the same invocation
+// caller names leaf calls; resumeAtCaller checks it whole, claims the
+// caller and every local leaf it decides in one transaction, runs them
+// (runLeaves), and the caller goes on in the same invocation
 // while time is left; a decision whose leaf is remote goes to that system
 // (remote.go), one behind a local caller through that caller.
 
@@ -9,6 +10,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 )
@@ -39,11 +41,32 @@ type leafRun struct {
 	answer bool
 }
 
-// resumeAtCaller decides a caller's round (docs/architecture.md): its decisions name
-// the leaves' calls it shows. Each leaf's resume is started first, with the
-// decisions of its calls — the leaf's answer table applies: a refusal there
-// changes nothing here — then the caller is claimed; its leg runs the
-// leaves' legs, continues the chain below it, and goes on.
+// claimSet gathers the claims of a decision at a caller: each local
+// leaf's, checked against its round and built but not written, so that
+// the caller's claim and theirs land in one transaction, or none does
+// (docs/architecture.md, "Orchestration": a decision at a caller is all
+// or nothing).
+type claimSet struct {
+	writes []*Write
+	landed []func() // what follows each claim once the transaction landed
+}
+
+func (c *claimSet) add(w *Write, landed func()) {
+	c.writes = append(c.writes, w)
+	c.landed = append(c.landed, landed)
+}
+
+// resumeAtCaller decides a caller's round (docs/architecture.md): its
+// decisions name the leaves' calls it shows. The decision is checked whole
+// first — each local leaf's part against that leaf's answer table, built
+// into its claim but not written; one refusal refuses it all, nothing
+// changed — then the caller and every local leaf it decides are claimed in
+// one transaction, each META at the version checked: a leaf decided
+// meanwhile at its own URL makes it a conflict, read again. Remote
+// leaves' parts (checked against the caller's copies of their calls) go
+// to their systems after that commit, or, with no local leaf, before the
+// caller's claim, whose first refusal is the answer. The caller's leg
+// runs the leaves' legs, continues the chain below it, and goes on.
 func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
 	a := t.Active
 	d, err := e.decide(ag, in, a.Pending, a.Round, now)
@@ -63,11 +86,18 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 			return nil, Errorf(CodeAgentNotFound, "task %s waits on the agent %s, which is not deployed here any more: the decision cannot reach it; cancel the task", t.ID, w.Agent)
 		}
 	}
-	leaves, err := e.claimLocalLeaves(ctx, t, awaits, byCall, in)
+	claims, nested := in.claims, in.claims != nil
+	if !nested {
+		claims = &claimSet{}
+	}
+	leaves, err := e.checkLocalLeaves(ctx, t, awaits, byCall, in, claims)
 	if err != nil {
 		return nil, err
 	}
-	took, err := e.decideRemotes(ctx, t, byCall, in.Body.Reason, len(leaves) > 0)
+	// With a local leaf (or below one), remote parts are sent once the
+	// claims landed.
+	after := nested || len(claims.writes) > 0
+	took, err := e.decideRemotes(ctx, t, byCall, in.Body.Reason, after)
 	if err != nil {
 		return nil, err
 	}
@@ -89,26 +119,43 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
 	addWaiter(w, in.Waiter)
 	e.outbox(w, true)
-	if err := e.write(ctx, w); err != nil {
-		// Another call moved the caller on (a continuation): the leaves
-		// still run their legs; the caller's outcome is followed.
-		e.log().Warn("a caller moved on while its leaves were decided", "task_id", t.ID, "err", err)
-		return e.followMovedCaller(ag, t, in, leaves), nil
-	}
-	e.observeDecision(ag.Name, d, now.Sub(t.UpdatedAt))
+	observe := func() { e.observeDecision(ag.Name, d, now.Sub(t.UpdatedAt)) }
 	run := e.newRun(ag, next, items, deadline)
 	run.kind = KindResume
 	run.continuing = true
 	run.leafRuns = leaves
 	run.atCaller = true
+	if nested {
+		// A caller below the one decided: its claim lands with that one's.
+		claims.add(w, observe)
+		return run, nil
+	}
+	w.With = claims.writes
+	if err := e.write(ctx, w); err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return nil, Errorf(CodeInvalidDecisions, "this decision claims %d requests, more than one transaction holds: decide at the leaves' own URLs (each pending call's resume_url)", len(claims.writes)+1)
+		}
+		if len(claims.writes) > 0 || len(took) == 0 {
+			// Nothing landed: read again, and the answer table decides.
+			return nil, err
+		}
+		// The caller moved on (a continuation) after its remote leaves
+		// took their parts: the caller's outcome is followed.
+		e.log().Warn("a caller moved on while its leaves were decided", "task_id", t.ID, "err", err)
+		return e.followMovedCaller(ag, t, in, leaves), nil
+	}
+	for _, f := range claims.landed {
+		f()
+	}
+	observe()
 	return run, nil
 }
 
-// claimLocalLeaves claims the local leaves of a decision at the caller t,
-// each with its part of the decision; a leaf that refuses its part after
-// an earlier one took its own is left paused (the caller pauses on it
-// again), the first one's refusal is the answer.
-func (e *Engine) claimLocalLeaves(ctx context.Context, t *Task, awaits []Await, byCall map[string]CallDecision, in ResumeInput) ([]leafRun, error) {
+// checkLocalLeaves checks the local leaves' parts of a decision at the
+// caller t, each against its leaf's answer table (claimSet): a leaf's
+// claim is added to claims, a duplicate of a decision it took follows
+// it; the first refusal is the answer, and nothing is written.
+func (e *Engine) checkLocalLeaves(ctx context.Context, t *Task, awaits []Await, byCall map[string]CallDecision, in ResumeInput, claims *claimSet) ([]leafRun, error) {
 	var leaves []leafRun
 	for _, w := range awaits {
 		if remoteVia(t.Active, w) != nil {
@@ -123,15 +170,9 @@ func (e *Engine) claimLocalLeaves(ctx context.Context, t *Task, awaits []Await, 
 			body.Decisions = append(body.Decisions, byCall[id].asInput(id))
 		}
 		run, err := e.StartResume(ctx, ResumeInput{Agent: w.Agent, UserID: t.UserID, TaskID: w.TaskID, RequestID: w.RequestID,
-			Body: body, Deadline: in.Deadline})
+			Body: body, Deadline: in.Deadline, claims: claims})
 		if err != nil {
-			if len(leaves) == 0 {
-				return nil, err
-			}
-			// An earlier leaf took its decision: the caller goes on and
-			// pauses again on this one.
-			e.log().Warn("a leaf refused its part of a caller's decision", "task_id", t.ID, "leaf_task_id", w.TaskID, "err", err)
-			continue
+			return nil, err
 		}
 		leaves = append(leaves, leafRun{run: run, leaf: LeafRef{Agent: w.Agent, TaskID: w.TaskID, RequestID: w.RequestID}, depth: depthBelow(run, t.ID), via: w.Via})
 	}
@@ -214,6 +255,12 @@ func (r *Run) runLeaves(ctx context.Context) {
 		if l.remote != nil {
 			r.awaitRemoteLeaf(ctx, l)
 			continue
+		}
+		if ctx.Err() != nil {
+			// This caller was canceled since the claim: the cancel
+			// flagged the leaf too, which reads its flag before it runs
+			// anything.
+			l.run.pollFirst = true
 		}
 		sink := &childSink{parent: r, agent: l.leaf.Agent, taskID: l.leaf.TaskID, rid: l.leaf.RequestID, depth: l.depth}
 		res := l.run.Execute(context.WithoutCancel(ctx), sink)

@@ -8,23 +8,78 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
 // expireCaller ends a paused caller Failed approval_expired because a leaf
-// of its chain expired (docs/architecture.md, "The rules that keep a chain honest"): its open calls get the expiry
-// as their error, nothing runs anywhere. Its end continues its own caller,
-// which ends the same way; then every other leaf round it awaits that is
-// still paused is expired too, so that none is left approvable at its own
-// URL with its result going nowhere.
+// of its chain expired (docs/architecture.md, "Orchestration"): its open
+// calls get the expiry as their error, nothing runs anywhere. In the same
+// transaction every local leaf round it awaits that is still paused in
+// that round is expired, and every caller between them ends the same way,
+// each META at the version read: a leaf decided at its own URL meanwhile
+// makes it a conflict (read again: that leaf goes on, its result reaching
+// nobody), never a leaf approvable after the chain answered 410. A failed
+// read of a leaf is an error, never a partial expiry. Remote leaves'
+// tasks are canceled on their systems once it landed.
 func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []Item, rec *RequestRecord) error {
 	now := e.now()
-	next := e.nextOf(t)
-	a := next.Active
 	code, msg := CodeApprovalExpired, "approval expired"
 	if rec.Error != nil {
 		code, msg = rec.Error.Code, rec.Error.Message
 	}
+	at := roundExpiry(t.Active)
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	w := e.callerExpiry(t, items, code, msg, now)
+	ends := []ended{{agent: ag.Name, w: w}}
+	below, err := e.chainBelow(ctx, t, now, at)
+	if err != nil {
+		return err
+	}
+	ends = append(ends, below...)
+	for _, x := range below {
+		w.With = append(w.With, x.w)
+	}
+	err = e.write(ctx, w)
+	if errors.Is(err, ErrTooLarge) {
+		// A chain wider than one transaction: the caller first, then each
+		// leaf still paused (its own conflict leaves it be).
+		e.log().Warn("a chain's expiry does not fit one transaction; its requests are expired one by one", "task_id", t.ID, "requests", len(ends))
+		w.With = nil
+		err = e.write(ctx, w)
+		ends = ends[:1]
+		if err == nil {
+			for _, x := range below {
+				if e.write(ctx, x.w) == nil {
+					ends = append(ends, x)
+				}
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for _, x := range ends {
+		e.settled(ctx, x.agent, x.w.Task, x.w.Requests)
+	}
+	e.cancelRemoteLeaves(ctx, t.Agent, t.Active)
+	return nil
+}
+
+// ended is a request a chain's expiry ends: its agent and its write.
+type ended struct {
+	agent string
+	w     *Write
+}
+
+// callerExpiry is the write that ends a paused caller Failed with the
+// expiry of its chain: its open calls closed with msg.
+func (e *Engine) callerExpiry(t *Task, items []Item, code, msg string, now time.Time) *Write {
+	next := e.nextOf(t)
+	a := next.Active
 	var extra []Item
 	if closing := danglingResults(items, a.ID, msg); len(closing) > 0 {
 		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: now, Content: closing})
@@ -36,56 +91,103 @@ func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []I
 	next.Active, next.Status = nil, StatusFailed
 	next.RetainUntil = e.retainUntil()
 	next.UpdatedAt = now
-	if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{r}}); err != nil {
-		return err
-	}
-	e.settled(ctx, ag.Name, next, []RequestRecord{r})
-	at := roundExpiry(t.Active)
-	if at.IsZero() || at.After(now) {
-		at = now
-	}
-	e.expireLeaves(ctx, t.Agent, t.Active, at)
-	return nil
+	return &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{r}}
 }
 
-// expireLeaves expires, as of at, every local leaf round a ended caller
-// awaited that is still paused in that round (the chain's expiry, docs/architecture.md), and cancels its remote leaves' tasks on their systems. A leaf
-// decided meanwhile (its own URL, before the expiry reached it) goes on:
-// its version moved, and its result reaches nobody.
-func (e *Engine) expireLeaves(ctx context.Context, callerAgent string, a *ActiveRequest, at time.Time) {
+// chainBelow reads what a caller's expiry ends with it: every local leaf
+// round it awaits still paused in that round, expired as of at, and every
+// caller between it and those leaves still paused (its ancestors below
+// t), ended the same way. A leaf or caller that moved on is left out; a
+// failed read is an error.
+func (e *Engine) chainBelow(ctx context.Context, t *Task, now, at time.Time) ([]ended, error) {
+	a := t.Active
+	var out []ended
+	seen := map[string]bool{t.ID: true}
+	load := func(agentName, taskID string) (*Agent, *Task, []Item, error) {
+		sub, ok := e.Agents.Get(agentName)
+		if !ok || seen[taskID] {
+			return nil, nil, nil, nil
+		}
+		seen[taskID] = true
+		lt, litems, err := e.loadFor(ctx, sub, taskID)
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil, nil, nil
+		}
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("read %s of the expired chain of %s: %w", taskID, t.ID, err)
+		}
+		return sub, lt, litems, nil
+	}
 	for _, w := range a.Awaits {
-		if cc := remoteVia(a, w); cc != nil {
-			// A remote leaf still paused in its round would wait for ever
-			// below an ended chain: its task is canceled there.
-			if ra := e.remoteOf(callerAgent, *cc); ra != nil && cc.RequestID != "" {
-				if err := ra.Cancel(ctx, cc.TaskID, cc.RequestID); err != nil {
-					e.log().Warn("canceling a remote leaf of an expired chain failed; it expires on its own system", "agent", cc.Agent, "remote_task_id", cc.RequestID, "err", err)
-				}
+		if remoteVia(a, w) != nil {
+			continue
+		}
+		sub, lt, litems, err := load(w.Agent, w.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		if lt == nil {
+			continue
+		}
+		la := lt.Active
+		if la == nil || la.ID != w.RequestID || la.Status != StatusPaused || la.Round != w.Round || len(la.Awaits) > 0 || la.CancelRequested {
+			continue
+		}
+		next := e.nextOf(lt)
+		extra, recs, decided, _ := e.expireRound(next, litems, now, at)
+		next.UpdatedAt = now
+		next.RetainUntil = e.retainUntil()
+		out = append(out, ended{agent: sub.Name, w: &Write{Task: next, PrevVersion: lt.Version, Items: extra, Requests: recs, Decisions: decided}})
+		// The callers between t and this leaf end with it.
+		below := false
+		for _, anc := range la.Ancestors {
+			if anc.TaskID == t.ID {
+				below = true
+				continue
 			}
-			continue
-		}
-		sub, ok := e.Agents.Get(w.Agent)
-		if !ok {
-			continue
-		}
-		if _, err := again(false, func() (*RequestRecord, error) { return e.expireLeaf(ctx, sub, w, at) }); err != nil {
-			e.log().Warn("expiring a leaf of an expired chain failed", "task_id", w.TaskID, "request_id", w.RequestID, "err", err)
+			if !below {
+				continue
+			}
+			ct, err := e.Store.GetTask(ctx, anc.TaskID)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("read %s of the expired chain of %s: %w", anc.TaskID, t.ID, err)
+			}
+			csub, ct, citems, err := load(ct.Agent, anc.TaskID)
+			if err != nil {
+				return nil, err
+			}
+			if ct == nil {
+				continue
+			}
+			ca := ct.Active
+			if ca == nil || ca.ID != anc.RequestID || ca.Status != StatusPaused || len(ca.Awaits) == 0 || ca.CancelRequested {
+				continue
+			}
+			code, msg := expiryOf(la, at)
+			out = append(out, ended{agent: csub.Name, w: e.callerExpiry(ct, citems, code, msg, now)})
 		}
 	}
+	return out, nil
 }
 
-// expireLeaf expires a leaf round a caller awaited, as of at, while it is
-// still paused in that round.
-func (e *Engine) expireLeaf(ctx context.Context, sub *Agent, w Await, at time.Time) (*RequestRecord, error) {
-	lt, litems, err := e.loadFor(ctx, sub, w.TaskID)
-	if err != nil {
-		return nil, nil
+// cancelRemoteLeaves cancels, on their systems, the remote leaves an
+// expired caller awaited: a remote task still paused in its round would
+// wait for ever below an ended chain.
+func (e *Engine) cancelRemoteLeaves(ctx context.Context, callerAgent string, a *ActiveRequest) {
+	for _, w := range a.Awaits {
+		cc := remoteVia(a, w)
+		if cc == nil {
+			continue
+		}
+		if ra := e.remoteOf(callerAgent, *cc); ra != nil && cc.RequestID != "" {
+			if err := ra.Cancel(ctx, cc.TaskID, cc.RequestID); err != nil {
+				e.log().Warn("canceling a remote leaf of an expired chain failed; it expires on its own system", "agent", cc.Agent, "remote_task_id", cc.RequestID, "err", err)
+			}
+		}
 	}
-	la := lt.Active
-	if la == nil || la.ID != w.RequestID || la.Status != StatusPaused || la.Round != w.Round || len(la.Awaits) > 0 {
-		return nil, nil
-	}
-	return e.expireAt(ctx, sub, lt, litems, e.now(), at)
 }
 
 // roundExpired tells whether a paused round has passed its earliest expiry.

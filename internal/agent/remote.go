@@ -595,8 +595,11 @@ type remoteDecided struct {
 // awaits reach through remote calls, one message per remote task, before
 // the caller is claimed: the remote's answer table applies (the first
 // refusal is the caller's; a later one is logged and the caller pauses
-// again on that remote). It returns the remote calls that took it.
-func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]CallDecision, reason string, started bool) ([]remoteDecided, error) {
+// again on that remote). It returns the remote calls that took it. After:
+// the caller's claim lands with its local leaves' first, and each message
+// is sent by the caller's leg (follow); a refusal then pauses the caller
+// again on that remote.
+func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]CallDecision, reason string, after bool) ([]remoteDecided, error) {
 	a := t.Active
 	var order []string
 	groups := map[string]*remoteDecision{}
@@ -626,14 +629,14 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 	var took []remoteDecided
 	for _, via := range order {
 		g := groups[via]
-		if questionOnly(g.body) {
+		if after || questionOnly(g.body) {
 			key := DecisionKey{RequestID: a.ID, Round: a.Round, ToolCallID: via}
 			took = append(took, remoteDecided{call: g.call, answer: true, follow: func(ctx context.Context, events RemoteEvents) error {
 				follow, err := g.ra.Decide(ctx, g.call.TaskID, g.call.RequestID, key, g.body)
 				if err != nil {
-					// Not delivered: the remote still asks, and the
-					// caller pauses on its question again.
-					e.log().Warn("an answer could not reach a remote agent; it asks again", "task_id", t.ID, "agent", g.call.Agent, "url", g.call.Remote, "err", err)
+					// Not delivered, or refused there (decided on that
+					// system meanwhile): the caller pauses on it again.
+					e.log().Warn("a decision could not reach a remote agent, or it refused it; the caller pauses on it again", "task_id", t.ID, "agent", g.call.Agent, "url", g.call.Remote, "err", err)
 					return err
 				}
 				return follow(ctx, events)
@@ -647,7 +650,7 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 				e.log().Warn("a decision could not reach a remote agent", "task_id", t.ID, "agent", g.call.Agent, "url", g.call.Remote, "err", err)
 				err = Errorf(CodeRemoteUnavailable, "the agent %s at %s could not be reached; nothing changed: try again", g.call.Agent, g.call.Remote)
 			}
-			if !started && len(took) == 0 {
+			if len(took) == 0 {
 				return nil, err
 			}
 			e.log().Warn("a remote agent refused its part of a caller's decision", "task_id", t.ID, "agent", g.call.Agent, "url", g.call.Remote, "err", err)

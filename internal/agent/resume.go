@@ -116,6 +116,9 @@ type ResumeInput struct {
 	Idem                             *Idempotency
 	// Waiter, when set, is told of the request's end (docs/architecture.md).
 	Waiter *Waiter
+	// claims, for a leaf's part of a decision at its caller, gathers the
+	// leaf's claim instead of writing it (caller.go).
+	claims *claimSet
 }
 
 // StartResume decides a paused request's round and claims it (docs/api.md the
@@ -200,9 +203,16 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 	if in.Body.Round != nil && *in.Body.Round < a.Round && (a.Status == StatusRunning || a.Status == StatusPaused) {
 		return e.resumePastRound(ag, t, in, now)
 	}
+	chainExpired := false
+	if a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested && roundExpired(a, now) {
+		decided, err := e.leafDecided(ctx, a)
+		if err != nil {
+			return nil, err // a read failed: an error answer, never an expiry
+		}
+		chainExpired = !decided
+	}
 	switch {
-	case a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested && roundExpired(a, now) &&
-		!e.leafDecided(ctx, a):
+	case chainExpired:
 		// A leaf of the chain expired: the whole chain ends, nothing runs
 		// and no model is called anywhere (docs/architecture.md).
 		at := roundExpiry(a)
@@ -234,34 +244,45 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 // before the copy of its expiry the caller holds was reached, so the chain
 // did not expire; the leaves' answer tables decide (caller.go). One leaf
 // still waiting in the round (or a remote one, whose state is not read
-// here) leaves the expiry to end the whole chain.
-func (e *Engine) leafDecided(ctx context.Context, a *ActiveRequest) bool {
+// here) leaves the expiry to end the whole chain. A failed read is an
+// error: it decides nothing (docs/architecture.md, "Orchestration").
+func (e *Engine) leafDecided(ctx context.Context, a *ActiveRequest) (bool, error) {
 	for _, w := range a.Awaits {
-		if remoteVia(a, w) != nil || !e.awaitDecided(ctx, w) {
-			return false
+		if remoteVia(a, w) != nil {
+			return false, nil
+		}
+		if ok, err := e.awaitDecided(ctx, w); !ok || err != nil {
+			return false, err
 		}
 	}
-	return len(a.Awaits) > 0
+	return len(a.Awaits) > 0, nil
 }
 
-// awaitDecided tells whether the leaf round w was decided by a person.
-func (e *Engine) awaitDecided(ctx context.Context, w Await) bool {
+// awaitDecided tells whether the leaf round w was decided by a person; a
+// leaf deleted since was not.
+func (e *Engine) awaitDecided(ctx context.Context, w Await) (bool, error) {
 	lt, err := e.Store.GetTask(ctx, w.TaskID)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
 	if err != nil {
-		return false
+		return false, fmt.Errorf("read leaf %s: %w", w.TaskID, err)
 	}
 	if la := lt.Active; la != nil && la.ID == w.RequestID {
-		return la.Round > w.Round || (la.Round == w.Round && la.Status == StatusRunning && decisionOf(la.Decisions, w.Round) != nil)
+		return la.Round > w.Round || (la.Round == w.Round && la.Status == StatusRunning && decisionOf(la.Decisions, w.Round) != nil), nil
 	}
 	rec, err := e.findRecord(ctx, w.TaskID, w.RequestID)
-	if err != nil || rec == nil || (rec.Status == StatusFailed && rec.Error != nil && IsExpiry(rec.Error.Code)) {
-		return false
+	if err != nil {
+		return false, err
+	}
+	if rec == nil || (rec.Status == StatusFailed && rec.Error != nil && IsExpiry(rec.Error.Code)) {
+		return false, nil
 	}
 	if err := e.loadDecisions(ctx, w.TaskID, w.RequestID, &rec.Decisions); err != nil {
-		return false
+		return false, err
 	}
 	d := decisionOf(rec.Decisions, w.Round)
-	return d != nil && d.Approver != ApproverExpiry
+	return d != nil && d.Approver != ApproverExpiry, nil
 }
 
 // resumePastRound: a decision of a round the request moved past (paused
@@ -742,10 +763,14 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
 	addWaiter(w, in.Waiter)
 	e.outbox(w, true) // a new leg: the waiters hear of it
-	if err := e.commit(ctx, w, "claim resume of %s", t.ID); err != nil {
+	observe := func() { e.observeDecision(ag.Name, d, now.Sub(t.UpdatedAt)) }
+	if in.claims != nil {
+		in.claims.add(w, observe) // it lands with its caller's claim
+	} else if err := e.commit(ctx, w, "claim resume of %s", t.ID); err != nil {
 		return nil, err
+	} else {
+		observe()
 	}
-	e.observeDecision(ag.Name, d, now.Sub(t.UpdatedAt))
 	history := replaceItems(items, edited)
 	run := e.newRun(ag, next, history, deadline)
 	run.decided = d // with its answers, which META holds by hash

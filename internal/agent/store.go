@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -25,6 +26,15 @@ type Store interface {
 	//
 	// Items are put unconditionally: entries at or past the task's NextSeq
 	// are invisible, so a write that lands in parts is harmless.
+	//
+	// A write with With changes several tasks in one transaction
+	// (docs/architecture.md, "Orchestration": a decision at a caller and the
+	// leaves it claims, a chain's expiry): every META conditioned on its own
+	// PrevVersion, all of it or nothing. It is never split: beyond
+	// MaxWriteItems items (ItemCount) it returns ErrTooLarge and writes
+	// nothing. A failed condition returns the *ConflictError of the META
+	// that failed; a retry of one that landed (recognised by the first
+	// META's WriteID) returns nil.
 	Write(ctx context.Context, w *Write) error
 
 	// LoadTask reads META and every history entry below NextSeq, in seq
@@ -236,6 +246,56 @@ type Write struct {
 	// have been delivered and deleted since (docs/architecture.md, "The
 	// outbox and the notifier").
 	pausing bool
+	// With are writes of other tasks that land with this one in one
+	// transaction, or not at all (Store.Write). They carry no Session,
+	// Idem, Lookup or With of their own.
+	With []*Write
+}
+
+// MaxWriteItems bounds a write together (Write.With): DynamoDB's
+// TransactWriteItems takes at most 100 actions.
+const MaxWriteItems = 100
+
+// ErrTooLarge: a write together does not fit one transaction.
+var ErrTooLarge = errors.New("the write does not fit one transaction")
+
+// Together is the write and those that land with it, checked: the
+// others carry no Session, Idem, Lookup or With, and no task twice.
+func (w *Write) Together() ([]*Write, error) {
+	ws := append([]*Write{w}, w.With...)
+	seen := map[string]bool{}
+	for i, x := range ws {
+		if x == nil || x.Task == nil || x.Task.ID == "" {
+			return nil, errors.New("a write needs a task with an id")
+		}
+		if seen[x.Task.ID] {
+			return nil, fmt.Errorf("task %s is written twice in one transaction", x.Task.ID)
+		}
+		seen[x.Task.ID] = true
+		if i > 0 && (x.Session != nil || x.Idem != nil || x.Lookup != nil || len(x.With) > 0) {
+			return nil, fmt.Errorf("a write together with %s carries a session, idempotency record, lookup or writes of its own", w.Task.ID)
+		}
+	}
+	return ws, nil
+}
+
+// ItemCount is how many items the write and those with it put or delete
+// (a session link counts two): what a transaction's 100 actions bound.
+func (w *Write) ItemCount() int {
+	n := 1 + len(w.Items) + len(w.Requests) + len(w.Decisions) + len(w.Outbox) + len(w.Tokens) + len(w.Consumed) + len(w.Joins) + len(w.Artifacts)
+	if w.Session != nil {
+		n += 2
+	}
+	if w.Idem != nil {
+		n++
+	}
+	if w.Lookup != nil {
+		n++
+	}
+	for _, x := range w.With {
+		n += x.ItemCount()
+	}
+	return n
 }
 
 // RequestDecision is a decided round of a request (a DEC# item).
@@ -249,6 +309,35 @@ type RequestDecision struct {
 // own retries): the META tells, by its WriteID, and a landed write is a
 // success — never a second run, never a claim nobody holds.
 func (e *Engine) write(ctx context.Context, w *Write) error {
+	if len(w.With) > 0 {
+		cp := *w
+		cp.With = make([]*Write, len(w.With))
+		for i, x := range w.With {
+			cp.With[i] = e.prepared(x)
+		}
+		w = &cp
+	}
+	w = e.prepared(w)
+	err := e.Store.Write(ctx, w)
+	if errors.Is(err, ErrConflict) {
+		e.metrics().StoreConflict(w.Task.Agent)
+	}
+	if err == nil || errors.Is(err, ErrConflict) || errors.Is(err, ErrSessionOwner) || errors.Is(err, ErrIdemExists) || errors.Is(err, ErrTooLarge) {
+		return err
+	}
+	e.metrics().StoreRetry(w.Task.Agent)
+	cctx, cancel := writeContext(ctx)
+	defer cancel()
+	if t, gerr := e.Store.GetTask(cctx, w.Task.ID); gerr == nil && t.WriteID == w.Task.WriteID {
+		e.log().Warn("a write answered an error but had landed", "task_id", w.Task.ID, "err", err)
+		return nil
+	}
+	return err
+}
+
+// prepared is w as the store takes it: the joins of the child requests it
+// ends, records without their decisions, the outbox items it owes.
+func (e *Engine) prepared(w *Write) *Write {
 	if js := joinsOf(w); len(js) > 0 {
 		cp := *w
 		cp.Joins = append(slices.Clone(w.Joins), js...)
@@ -265,21 +354,7 @@ func (e *Engine) write(ctx context.Context, w *Write) error {
 		w = &cp
 	}
 	e.outbox(w, false)
-	err := e.Store.Write(ctx, w)
-	if errors.Is(err, ErrConflict) {
-		e.metrics().StoreConflict(w.Task.Agent)
-	}
-	if err == nil || errors.Is(err, ErrConflict) || errors.Is(err, ErrSessionOwner) || errors.Is(err, ErrIdemExists) {
-		return err
-	}
-	e.metrics().StoreRetry(w.Task.Agent)
-	cctx, cancel := writeContext(ctx)
-	defer cancel()
-	if t, gerr := e.Store.GetTask(cctx, w.Task.ID); gerr == nil && t.WriteID == w.Task.WriteID {
-		e.log().Warn("a write answered an error but had landed", "task_id", w.Task.ID, "err", err)
-		return nil
-	}
-	return err
+	return w
 }
 
 // DueTask is an entry of the reaper's index (ListDue): a task whose request

@@ -40,97 +40,16 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 		return errors.New("dynamo.Write: a write needs a task with an id")
 	}
 	defer wrap(&err, "Write", w.Task.ID)
+	if len(w.With) > 0 {
+		return st.writeTogether(ctx, w)
+	}
 	now := st.writeNow(w)
-	ttl := ttlOf(w.Expires)
-	pk := taskPK(w.Task.ID)
-
-	cond, condNames, condValues := metaCondition(w.PrevVersion, now)
-	meta, err := st.metaPut(w, ttl, cond, condNames, condValues)
+	final, entries, at, err := st.actionsOf(w, now)
 	if err != nil {
 		return err
 	}
-	final := []action{meta}
-	for _, r := range w.Requests {
-		a, err := st.requestPut(pk, r, w.Task.WriteID, ttl)
-		if err != nil {
-			return err
-		}
-		final = append(final, a)
-	}
-	for _, d := range w.Decisions {
-		a, err := st.decisionPut(pk, d, ttl)
-		if err != nil {
-			return err
-		}
-		final = append(final, a)
-	}
-	for _, o := range w.Outbox {
-		// Under the task the item is for: a child's commit writes its
-		// caller's continuation (docs/architecture.md).
-		a, err := st.outboxPut(taskPK(o.TaskID), o, now)
-		if err != nil {
-			return err
-		}
-		final = append(final, a)
-	}
-	for _, j := range w.Joins {
-		data, err := json.Marshal(j)
-		if err != nil {
-			return err
-		}
-		it := key(taskPK(j.CallerTaskID), agent.JoinSK(j.RequestID, j.ToolCallID))
-		it[attrData] = s(string(data))
-		final = append(final, st.put(it))
-	}
-	for _, tok := range w.Tokens {
-		a, err := st.tokenPut(pk, tok, ttl)
-		if err != nil {
-			return err
-		}
-		final = append(final, a)
-	}
-	for _, sk := range w.Consumed {
-		final = append(final, action{item: types.TransactWriteItem{Delete: &types.Delete{TableName: &st.table, Key: key(pk, sk)}}, size: len(pk) + len(sk)})
-	}
-	at := conditions{meta: 0, session: -1, idem: -1}
-	if w.Session != nil {
-		at.session = len(final)
-		final = append(final, st.sessionActions(w.Session, ttl, now)...)
-	}
-	if w.Idem != nil {
-		a, err := st.idemPut(w.Idem, now)
-		if err != nil {
-			return err
-		}
-		at.idem = len(final)
-		final = append(final, a)
-	}
-	if w.Lookup != nil {
-		a, err := st.lookupPut(w.Lookup, ttl)
-		if err != nil {
-			return err
-		}
-		final = append(final, a)
-	}
-	var entries []action
-	for _, it := range w.Items {
-		as, err := st.itemPuts(pk, it, w.Task.WriteID, ttl)
-		if err != nil {
-			return err
-		}
-		entries = append(entries, as...)
-	}
-	for _, a := range w.Artifacts {
-		// With the entries: in the one transaction of a write that fits,
-		// else in a batch before the META's (their bytes are stored
-		// already, so an artifact that shows early is whole).
-		act, err := st.artifactPut(pk, a, ttl)
-		if err != nil {
-			return err
-		}
-		entries = append(entries, act)
-	}
-
+	pk := taskPK(w.Task.ID)
+	cond, condNames, condValues := metaCondition(w.PrevVersion, now)
 	check := action{item: types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
 		TableName: &st.table, Key: key(pk, metaSK), ConditionExpression: &cond,
 		ExpressionAttributeNames: condNames, ExpressionAttributeValues: condValues,
@@ -151,6 +70,137 @@ func (st *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	}
 	_, err = st.transact(ctx, w, final, at, "meta")
 	return err
+}
+
+// writeTogether writes w and the writes with it in one transaction, never
+// split (agent.Store.Write): beyond one transaction's bounds, ErrTooLarge.
+func (st *Store) writeTogether(ctx context.Context, w *agent.Write) error {
+	ws, err := w.Together()
+	if err != nil {
+		return err
+	}
+	if n := w.ItemCount(); n > agent.MaxWriteItems {
+		return fmt.Errorf("%d items: %w", n, agent.ErrTooLarge)
+	}
+	now := st.writeNow(w)
+	var all []action
+	at := conditions{session: -1, idem: -1}
+	for i, x := range ws {
+		final, entries, xat, err := st.actionsOf(x, now)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			at = xat
+		} else {
+			at.others = append(at.others, together{at: len(all) + xat.meta, w: x})
+		}
+		all = append(all, final...)
+		all = append(all, entries...)
+	}
+	if len(all) > maxActions || sizeOfAll(all) > maxTxBytes {
+		return fmt.Errorf("%d actions, %d bytes: %w", len(all), sizeOfAll(all), agent.ErrTooLarge)
+	}
+	_, err = st.transact(ctx, w, all, at, "together")
+	return err
+}
+
+// actionsOf is what a write puts: final, the actions of its last
+// transaction (the META put first, then records, decisions, outbox items,
+// joins, tokens, deletions, the session's, the idempotency record, the
+// lookup), and entries, its history entries and artifacts (which may go
+// in batches before it); at, where final's conditions stand.
+func (st *Store) actionsOf(w *agent.Write, now int64) (final, entries []action, at conditions, err error) {
+	ttl := ttlOf(w.Expires)
+	pk := taskPK(w.Task.ID)
+
+	cond, condNames, condValues := metaCondition(w.PrevVersion, now)
+	meta, err := st.metaPut(w, ttl, cond, condNames, condValues)
+	if err != nil {
+		return nil, nil, at, err
+	}
+	final = []action{meta}
+	for _, r := range w.Requests {
+		a, err := st.requestPut(pk, r, w.Task.WriteID, ttl)
+		if err != nil {
+			return nil, nil, at, err
+		}
+		final = append(final, a)
+	}
+	for _, d := range w.Decisions {
+		a, err := st.decisionPut(pk, d, ttl)
+		if err != nil {
+			return nil, nil, at, err
+		}
+		final = append(final, a)
+	}
+	for _, o := range w.Outbox {
+		// Under the task the item is for: a child's commit writes its
+		// caller's continuation (docs/architecture.md).
+		a, err := st.outboxPut(taskPK(o.TaskID), o, now)
+		if err != nil {
+			return nil, nil, at, err
+		}
+		final = append(final, a)
+	}
+	for _, j := range w.Joins {
+		data, err := json.Marshal(j)
+		if err != nil {
+			return nil, nil, at, err
+		}
+		it := key(taskPK(j.CallerTaskID), agent.JoinSK(j.RequestID, j.ToolCallID))
+		it[attrData] = s(string(data))
+		final = append(final, st.put(it))
+	}
+	for _, tok := range w.Tokens {
+		a, err := st.tokenPut(pk, tok, ttl)
+		if err != nil {
+			return nil, nil, at, err
+		}
+		final = append(final, a)
+	}
+	for _, sk := range w.Consumed {
+		final = append(final, action{item: types.TransactWriteItem{Delete: &types.Delete{TableName: &st.table, Key: key(pk, sk)}}, size: len(pk) + len(sk)})
+	}
+	at = conditions{meta: 0, session: -1, idem: -1}
+	if w.Session != nil {
+		at.session = len(final)
+		final = append(final, st.sessionActions(w.Session, ttl, now)...)
+	}
+	if w.Idem != nil {
+		a, err := st.idemPut(w.Idem, now)
+		if err != nil {
+			return nil, nil, at, err
+		}
+		at.idem = len(final)
+		final = append(final, a)
+	}
+	if w.Lookup != nil {
+		a, err := st.lookupPut(w.Lookup, ttl)
+		if err != nil {
+			return nil, nil, at, err
+		}
+		final = append(final, a)
+	}
+	for _, it := range w.Items {
+		as, err := st.itemPuts(pk, it, w.Task.WriteID, ttl)
+		if err != nil {
+			return nil, nil, at, err
+		}
+		entries = append(entries, as...)
+	}
+	for _, a := range w.Artifacts {
+		// With the entries: in the one transaction of a write that fits,
+		// else in a batch before the META's (their bytes are stored
+		// already, so an artifact that shows early is whole).
+		act, err := st.artifactPut(pk, a, ttl)
+		if err != nil {
+			return nil, nil, at, err
+		}
+		entries = append(entries, act)
+	}
+
+	return final, entries, at, nil
 }
 
 // writeNow is the "now" a write's conditions compare ttls with: the time its
@@ -379,8 +429,18 @@ func sizeOf(it item) int {
 
 // conditions are the indexes, in a transaction, of the actions whose failed
 // condition means something to the caller: the META put (or check), the
-// session upsert and the idempotency record's put (-1: none).
-type conditions struct{ meta, session, idem int }
+// session upsert and the idempotency record's put (-1: none); others, the
+// META puts of the writes with it (agent.Write.With).
+type conditions struct {
+	meta, session, idem int
+	others              []together
+}
+
+// together is a META put of a write together, at its index.
+type together struct {
+	at int
+	w  *agent.Write
+}
 
 // transact runs one transaction of w. landed reports that the condition
 // failed because an earlier try of this write had landed.
@@ -418,6 +478,18 @@ func (st *Store) transact(ctx context.Context, w *agent.Write, actions []action,
 			}
 			return false, &agent.ConflictError{Current: cur}
 		}
+		for _, o := range at.others {
+			if code, old := reason(o.at); code == "ConditionalCheckFailed" {
+				cur, err := decodeTask(old, st.now().Unix())
+				if err != nil {
+					return false, err
+				}
+				if cur != nil && o.w.Task.WriteID != "" && cur.WriteID == o.w.Task.WriteID {
+					return true, nil // all of it landed
+				}
+				return false, &agent.ConflictError{Current: cur}
+			}
+		}
 		if code, _ := reason(at.session); code == "ConditionalCheckFailed" {
 			return false, agent.ErrSessionOwner
 		}
@@ -435,6 +507,11 @@ func (st *Store) transact(ctx context.Context, w *agent.Write, actions []action,
 		// ours, unless it left the META as we expect it: then try again.
 		if landed, err := st.recheck(ctx, w); landed || err != nil {
 			return landed, err
+		}
+		for _, o := range at.others {
+			if landed, err := st.recheck(ctx, o.w); landed || err != nil {
+				return landed, err
+			}
 		}
 		select {
 		case <-ctx.Done():

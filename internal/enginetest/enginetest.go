@@ -256,7 +256,11 @@ func (g *outboxGuard) Write(ctx context.Context, w *agent.Write) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, o := range w.Outbox {
+	var outbox []agent.OutboxItem
+	for _, x := range append([]*agent.Write{w}, w.With...) {
+		outbox = append(outbox, x.Outbox...)
+	}
+	for _, o := range outbox {
 		k := o.TaskID + "/" + o.SK()
 		v := fmt.Sprintf("%s %s round %d by write %s", o.Kind, o.Event, o.Round, w.Task.WriteID)
 		if prev, ok := g.seen[k]; ok && prev != v {

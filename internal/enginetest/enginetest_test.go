@@ -40,3 +40,9 @@ func TestOrchestrationMemory(t *testing.T) {
 func TestOrchestrationDynamoDB(t *testing.T) {
 	enginetest.RunOrchestration(t, dynamoStore)
 }
+
+// A decision at a caller too wide for one transaction, in memory (see
+// enginetest.RunTooWide).
+func TestTooWideForOneTransaction(t *testing.T) {
+	enginetest.RunTooWide(t, func(testing.TB) agent.Store { return memstore.New() })
+}

@@ -77,6 +77,10 @@ func NewOrch(tb testing.TB, store agent.Store) *Orch {
 			{Tool: booker, Policy: agent.ToolPolicy{InputTTL: time.Hour}}}},
 		"front": {Name: "front", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
 			{Tool: &agent.AgentTool{Agent: "asker", Description: "asks the user"}}}},
+		// duo calls leaf and asker: a decision at it has two leaves' parts.
+		"duo": {Name: "duo", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
+			{Tool: &agent.AgentTool{Agent: "leaf", Description: "keeps files"}},
+			{Tool: &agent.AgentTool{Agent: "asker", Description: "asks the user"}}}},
 		"chief": {Name: "chief", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
 			{Tool: &agent.AgentTool{Agent: "front", Description: "runs errands"}}}},
 	}
@@ -184,15 +188,19 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"CancelAfterTheLeafEnded", testCancelAfterTheLeafEnded},
 		{"CancelWhileTheLeafRuns", testCancelWhileTheLeafRuns},
 		{"CancelOwesOnlyItsOwn", testCancelOwesOnlyItsOwn},
+		{"PartialDecisionAtACaller", testPartialDecisionAtACaller},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, NewOrch(t, newStore(t))) })
 	}
 	// A cancel racing a decision at a caller: the store's hook runs the
 	// cancel between the leaf's claim and the caller's.
 	t.Run("CancelLandsAsTheCallerPauses", func(t *testing.T) { testCancelLandsAsTheCallerPauses(t, newStore) })
+	t.Run("LeafDecidedAsTheCallerDecides", func(t *testing.T) { testLeafDecidedAsTheCallerDecides(t, newStore) })
+	t.Run("ReadErrorCheckingALeaf", func(t *testing.T) { testReadErrorCheckingALeaf(t, newStore) })
+	t.Run("ChainExpiryRacesALeafDecision", func(t *testing.T) { testChainExpiryRacesALeafDecision(t, newStore) })
 	t.Run("CancelRacesADecisionAtTheCaller", func(t *testing.T) {
-		hs := &hookStore{Store: newStore(t)}
-		testCancelRacesDecision(t, NewOrch(t, hs), hs)
+		bs := &beforeStore{Store: newStore(t)}
+		testCancelRacesDecision(t, NewOrch(t, bs), bs)
 	})
 }
 
@@ -995,12 +1003,12 @@ func testCancelLeafClaimed(t *testing.T, o *Orch) {
 	}
 }
 
-// testCancelRacesDecision: an approval sent to desk claims the leaf; before
-// it claims desk, a cancel of desk flags desk and the leaf. The approval's
-// claim of desk fails, and the leaf's leg it started reads its flag and
-// runs nothing; the cancel answers 200 Canceled only once the leaf ended —
-// and the approved append never ran.
-func testCancelRacesDecision(t *testing.T, o *Orch, hs *hookStore) {
+// testCancelRacesDecision: an approval sent to desk has been checked;
+// before its claim of desk and the leaf (one transaction) lands, a cancel
+// of desk flags desk and the leaf. The claim fails, read again finds desk
+// being canceled, and nothing approved runs; the cancel answers 200
+// Canceled once the leaf ended — and the approved append never ran.
+func testCancelRacesDecision(t *testing.T, o *Orch, hs *beforeStore) {
 	res, _, p := pausedAtLeaf(t, o, "race.txt")
 	ctx := context.Background()
 	type answer struct {
@@ -1009,19 +1017,21 @@ func testCancelRacesDecision(t *testing.T, o *Orch, hs *hookStore) {
 	}
 	canceled := make(chan answer, 1)
 	hs.match = func(w *agent.Write) bool {
-		a := w.Task.Active
-		return w.Task.ID == p.TaskID && a != nil && a.Status == agent.StatusRunning && len(w.Decisions) > 0
+		return slices.ContainsFunc(append([]*agent.Write{w}, w.With...), func(w *agent.Write) bool {
+			a := w.Task.Active
+			return w.Task.ID == p.TaskID && a != nil && a.Status == agent.StatusRunning && len(w.Decisions) > 0
+		})
 	}
-	hs.after = func() {
+	hs.before = func() {
 		go func() {
 			out, err := o.E.Cancel(ctx, agent.CancelInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID, Reason: "stop"})
 			canceled <- answer{out, err}
 		}()
-		// Until the cancel has flagged desk and the leaf below it.
+		// Until the cancel has flagged (or ended) desk and the leaf below it.
 		waitFor(t, func() bool {
 			d, err1 := o.Store.GetTask(ctx, res.TaskID)
 			l, err2 := o.Store.GetTask(ctx, p.TaskID)
-			return err1 == nil && err2 == nil && d.Active != nil && d.Active.CancelRequested && l.Active != nil && l.Active.CancelRequested
+			return err1 == nil && err2 == nil && (d.Active == nil || d.Active.CancelRequested) && (l.Active == nil || l.Active.CancelRequested)
 		})
 	}
 	run, err := o.E.StartResume(ctx, agent.ResumeInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: Approve()})

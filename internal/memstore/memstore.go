@@ -125,96 +125,18 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	if w == nil || w.Task == nil || w.Task.ID == "" {
 		return fmt.Errorf("a write needs a task with an id")
 	}
-	ttl := ttlOf(w.Expires)
-	meta, err := json.Marshal(w.Task)
+	ws, err := w.Together()
 	if err != nil {
 		return err
 	}
-	items := make(map[int64]record, len(w.Items))
-	for _, it := range w.Items {
-		b, err := json.Marshal(it)
-		if err != nil {
-			return err
-		}
-		items[it.Seq] = record{b, ttl}
+	if len(ws) > 1 && w.ItemCount() > agent.MaxWriteItems {
+		return fmt.Errorf("%d items: %w", w.ItemCount(), agent.ErrTooLarge)
 	}
-	reqs := make(map[string]record, len(w.Requests))
-	for _, r := range w.Requests {
-		b, err := json.Marshal(r)
-		if err != nil {
+	ps := make([]*prepared, len(ws))
+	for i, x := range ws {
+		if ps[i], err = s.prepare(x); err != nil {
 			return err
 		}
-		reqs[r.RequestID] = record{b, ttl}
-	}
-	keyed := make(map[string]record, len(w.Decisions))
-	for _, d := range w.Decisions {
-		b, err := json.Marshal(d)
-		if err != nil {
-			return err
-		}
-		keyed[decisionSK(d.RequestID, d.Decision.Round)] = record{b, ttl}
-	}
-	for _, a := range w.Artifacts {
-		b, err := json.Marshal(a)
-		if err != nil {
-			return err
-		}
-		keyed[agent.ArtifactSK(a.ID)] = record{b, ttl}
-	}
-	outTTL := ttlOf(s.now().Add(agent.OutboxTTL))
-	// Outbox items go under the task they are for: a child's commit writes
-	// its caller's continuation (docs/architecture.md).
-	elsewhere := map[string]map[string]record{}
-	for _, o := range w.Outbox {
-		b, err := json.Marshal(o)
-		if err != nil {
-			return err
-		}
-		outTTL := outTTL
-		if !o.KeepUntil.IsZero() {
-			outTTL = ttlOf(o.KeepUntil)
-		}
-		if o.TaskID != "" && o.TaskID != w.Task.ID {
-			if elsewhere[o.TaskID] == nil {
-				elsewhere[o.TaskID] = map[string]record{}
-			}
-			elsewhere[o.TaskID][o.SK()] = record{b, outTTL}
-			continue
-		}
-		keyed[o.SK()] = record{b, outTTL}
-	}
-	for _, j := range w.Joins {
-		b, err := json.Marshal(j)
-		if err != nil {
-			return err
-		}
-		if elsewhere[j.CallerTaskID] == nil {
-			elsewhere[j.CallerTaskID] = map[string]record{}
-		}
-		elsewhere[j.CallerTaskID][agent.JoinSK(j.RequestID, j.ToolCallID)] = record{b, 0}
-	}
-	for _, tok := range w.Tokens {
-		b, err := json.Marshal(tok)
-		if err != nil {
-			return err
-		}
-		keyed[tokenSK(tok.RequestID, tok.Hash)] = record{b, ttl}
-	}
-	var lookup *record
-	if w.Lookup != nil {
-		b, err := json.Marshal(w.Lookup)
-		if err != nil {
-			return err
-		}
-		lookup = &record{b, ttl}
-	}
-	var idem *record
-	if w.Idem != nil {
-		b, err := json.Marshal(w.Idem)
-		if err != nil {
-			return err
-		}
-		idem = &record{b, ttlOf(w.Idem.Expires)}
 	}
 
 	s.mu.Lock()
@@ -222,23 +144,33 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	defer func() {
 		s.mu.Unlock()
 		if landed {
-			s.publish(w.Outbox)
+			for _, x := range ws {
+				s.publish(x.Outbox)
+			}
 		}
 	}()
 	now := s.now()
-	tr := s.tasks[w.Task.ID]
-	cur, err := tr.current(now)
-	if err != nil {
-		return err
-	}
-	if (w.PrevVersion == 0) != (cur == nil) || (cur != nil && cur.Version != w.PrevVersion) {
-		if cur != nil && w.Task.WriteID != "" && cur.WriteID == w.Task.WriteID {
-			return nil // an earlier try of this write landed
+	// Every condition first: the writes land together or not at all.
+	for i, x := range ws {
+		tr := s.tasks[x.Task.ID]
+		cur, err := tr.current(now)
+		if err != nil {
+			return err
 		}
-		if at, ok := tr.landedAt(w.Task.WriteID); ok && now.Sub(at) < idempotencyWindow {
-			return nil
+		if (x.PrevVersion == 0) != (cur == nil) || (cur != nil && cur.Version != x.PrevVersion) {
+			if cur != nil && x.Task.WriteID != "" && cur.WriteID == x.Task.WriteID {
+				return nil // an earlier try of this write landed
+			}
+			if at, ok := tr.landedAt(x.Task.WriteID); ok && now.Sub(at) < idempotencyWindow {
+				return nil
+			}
+			if i > 0 {
+				if at, ok := s.tasks[w.Task.ID].landedAt(w.Task.WriteID); ok && now.Sub(at) < idempotencyWindow {
+					return nil // the whole write landed
+				}
+			}
+			return &agent.ConflictError{Current: cur}
 		}
-		return &agent.ConflictError{Current: cur}
 	}
 	if l := w.Session; l != nil {
 		if ss := s.sessions[l.SessionID]; ss != nil && live(ss.ttl, now) && ss.owner != l.UserID {
@@ -250,7 +182,119 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 			return agent.ErrIdemExists
 		}
 	}
+	for i, x := range ws {
+		s.apply(x, ps[i], now)
+	}
+	landed = true
+	return nil
+}
 
+// prepared is a write's records, marshalled before the lock is taken.
+type prepared struct {
+	meta      []byte
+	ttl       int64
+	items     map[int64]record
+	reqs      map[string]record
+	keyed     map[string]record
+	elsewhere map[string]map[string]record
+	lookup    *record
+	idem      *record
+}
+
+func (s *Store) prepare(w *agent.Write) (*prepared, error) {
+	ttl := ttlOf(w.Expires)
+	meta, err := json.Marshal(w.Task)
+	if err != nil {
+		return nil, err
+	}
+	p := &prepared{meta: meta, ttl: ttl, items: make(map[int64]record, len(w.Items)), reqs: make(map[string]record, len(w.Requests)),
+		keyed: make(map[string]record, len(w.Decisions)), elsewhere: map[string]map[string]record{}}
+	for _, it := range w.Items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return nil, err
+		}
+		p.items[it.Seq] = record{b, ttl}
+	}
+	for _, r := range w.Requests {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		p.reqs[r.RequestID] = record{b, ttl}
+	}
+	for _, d := range w.Decisions {
+		b, err := json.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		p.keyed[decisionSK(d.RequestID, d.Decision.Round)] = record{b, ttl}
+	}
+	for _, a := range w.Artifacts {
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, err
+		}
+		p.keyed[agent.ArtifactSK(a.ID)] = record{b, ttl}
+	}
+	outTTL := ttlOf(s.now().Add(agent.OutboxTTL))
+	// Outbox items go under the task they are for: a child's commit writes
+	// its caller's continuation (docs/architecture.md).
+	for _, o := range w.Outbox {
+		b, err := json.Marshal(o)
+		if err != nil {
+			return nil, err
+		}
+		outTTL := outTTL
+		if !o.KeepUntil.IsZero() {
+			outTTL = ttlOf(o.KeepUntil)
+		}
+		if o.TaskID != "" && o.TaskID != w.Task.ID {
+			if p.elsewhere[o.TaskID] == nil {
+				p.elsewhere[o.TaskID] = map[string]record{}
+			}
+			p.elsewhere[o.TaskID][o.SK()] = record{b, outTTL}
+			continue
+		}
+		p.keyed[o.SK()] = record{b, outTTL}
+	}
+	for _, j := range w.Joins {
+		b, err := json.Marshal(j)
+		if err != nil {
+			return nil, err
+		}
+		if p.elsewhere[j.CallerTaskID] == nil {
+			p.elsewhere[j.CallerTaskID] = map[string]record{}
+		}
+		p.elsewhere[j.CallerTaskID][agent.JoinSK(j.RequestID, j.ToolCallID)] = record{b, 0}
+	}
+	for _, tok := range w.Tokens {
+		b, err := json.Marshal(tok)
+		if err != nil {
+			return nil, err
+		}
+		p.keyed[tokenSK(tok.RequestID, tok.Hash)] = record{b, ttl}
+	}
+	if w.Lookup != nil {
+		b, err := json.Marshal(w.Lookup)
+		if err != nil {
+			return nil, err
+		}
+		p.lookup = &record{b, ttl}
+	}
+	if w.Idem != nil {
+		b, err := json.Marshal(w.Idem)
+		if err != nil {
+			return nil, err
+		}
+		p.idem = &record{b, ttlOf(w.Idem.Expires)}
+	}
+	return p, nil
+}
+
+// apply puts a write whose conditions held; s.mu is held.
+func (s *Store) apply(w *agent.Write, p *prepared, now time.Time) {
+	tr := s.tasks[w.Task.ID]
 	if tr == nil {
 		tr = newTaskRec()
 		s.tasks[w.Task.ID] = tr
@@ -263,24 +307,24 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 	if w.Task.WriteID != "" {
 		tr.landed[w.Task.WriteID] = now
 	}
-	tr.meta = &record{meta, ttl}
+	tr.meta = &record{p.meta, p.ttl}
 	tr.due = nil
 	if running, at, ok := agent.ReaperKey(w.Task); ok {
 		tr.due = &agent.DueTask{TaskID: w.Task.ID, Running: running, At: at}
 	}
-	for seq, r := range items {
+	for seq, r := range p.items {
 		tr.items[seq] = r
 	}
-	for id, r := range reqs {
+	for id, r := range p.reqs {
 		tr.reqs[id] = r
 	}
-	for sk, r := range keyed {
+	for sk, r := range p.keyed {
 		tr.keyed[sk] = r
 	}
 	for _, sk := range w.Consumed {
 		delete(tr.keyed, sk)
 	}
-	for id, recs := range elsewhere {
+	for id, recs := range p.elsewhere {
 		other := s.tasks[id]
 		if other == nil {
 			other = newTaskRec()
@@ -290,11 +334,11 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 			other.keyed[sk] = r
 		}
 	}
-	if idem != nil {
-		s.idem[w.Idem.Key] = *idem
+	if p.idem != nil {
+		s.idem[w.Idem.Key] = *p.idem
 	}
-	if lookup != nil {
-		s.lookups[w.Lookup.RequestID] = *lookup
+	if p.lookup != nil {
+		s.lookups[w.Lookup.RequestID] = *p.lookup
 	}
 	if l := w.Session; l != nil {
 		ss := s.sessions[l.SessionID]
@@ -302,11 +346,9 @@ func (s *Store) Write(ctx context.Context, w *agent.Write) (err error) {
 			ss = &sessionRec{owner: l.UserID, created: l.CreatedAt, index: map[string]indexEntry{}}
 			s.sessions[l.SessionID] = ss
 		}
-		ss.ttl = ttl
-		ss.index[l.TaskID] = indexEntry{created: l.CreatedAt, agent: l.Agent, ttl: ttl}
+		ss.ttl = p.ttl
+		ss.index[l.TaskID] = indexEntry{created: l.CreatedAt, agent: l.Agent, ttl: p.ttl}
 	}
-	landed = true
-	return nil
 }
 
 // current decodes the live META, or nil.

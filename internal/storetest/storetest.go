@@ -69,6 +69,8 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"Joins", testJoins},
 		{"RequestOutbox", testRequestOutbox},
 		{"OutboxKeepUntil", testOutboxKeepUntil},
+		{"WriteTogether", testWriteTogether},
+		{"WriteTogetherTooLarge", testWriteTogetherTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,310 @@
+package enginetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hitch-agents/hitch/internal/agent"
+)
+
+// A decision at a caller is all or nothing, and so is a chain's expiry
+// (docs/architecture.md, "Orchestration"): duo calls leaf (an approval)
+// and asker (a question with choices) in one turn.
+
+// pausedOnDuo invokes duo with its two calls in the order given; both
+// pause, and so does duo, on an approval and a question.
+func pausedOnDuo(t *testing.T, o *Orch, file string, askerFirst bool) (*agent.RequestResult, agent.PendingView, agent.PendingView) {
+	t.Helper()
+	lines := []string{CallAgent("leaf", Append(file, "x")), CallAgent("asker", askLine)}
+	if askerFirst {
+		slices.Reverse(lines)
+	}
+	res, _ := o.Invoke(t, "duo", "", strings.Join(lines, "\n"))
+	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 || len(res.PendingInputs) != 1 {
+		t.Fatalf("duo: %+v", res)
+	}
+	return res, res.PendingApprovals[0], res.PendingInputs[0]
+}
+
+// versions reads the tasks' versions.
+func (o *Orch) versions(t *testing.T, ids ...string) []int64 {
+	t.Helper()
+	var out []int64
+	for _, id := range ids {
+		m, err := o.Store.GetTask(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m.Version)
+	}
+	return out
+}
+
+func duoBody(approval, input agent.PendingView, colour string) agent.ResumeRequest {
+	return agent.ResumeRequest{Decisions: []agent.DecisionInput{
+		{ToolCallID: approval.ToolCallID, Action: agent.ActionApprove}, answer(input.ToolCallID, `"`+colour+`"`)}}
+}
+
+// testPartialDecisionAtACaller: at duo, leaf's call approved and asker's
+// question answered with a word that is not a choice. The whole decision
+// is 400 invalid_input, whichever leaf comes first: nothing changes
+// anywhere and leaf's append never runs. The same decision with a choice
+// then runs both.
+func testPartialDecisionAtACaller(t *testing.T, o *Orch) {
+	for _, askerFirst := range []bool{false, true} {
+		name := map[bool]string{false: "leaf_first", true: "asker_first"}[askerFirst]
+		t.Run(name, func(t *testing.T) {
+			file := name + ".txt"
+			res, approval, input := pausedOnDuo(t, o, file, askerFirst)
+			ids := []string{res.TaskID, approval.TaskID, input.TaskID}
+			before := o.versions(t, ids...)
+			_, _, err := o.Resume("duo", res.TaskID, res.RequestID, duoBody(approval, input, "green"))
+			if Code(err) != agent.CodeInvalidInput {
+				t.Fatalf("approve leaf and answer asker with no choice, at duo: %v, want invalid_input", err)
+			}
+			if after := o.versions(t, ids...); !slices.Equal(before, after) {
+				t.Errorf("versions of duo, leaf, asker: %v before, %v after a refused decision", before, after)
+			}
+			if got := o.Lines(file); len(got) != 0 {
+				t.Fatalf("%s = %q: leaf's call ran under a refused decision", file, got)
+			}
+			for _, id := range ids[1:] {
+				if v := o.View(t, map[string]string{approval.TaskID: "leaf", input.TaskID: "asker"}[id], id); v.Status != agent.StatusPaused {
+					t.Errorf("%s after a refused decision: %s, want Paused", v.Agent, v.Status)
+				}
+			}
+			out, _, err := o.Resume("duo", res.TaskID, res.RequestID, duoBody(approval, input, "red"))
+			if err != nil || out.Status != agent.StatusCompleted {
+				t.Fatalf("the same decision with a choice: %+v %v", out, err)
+			}
+			if got := o.Lines(file); !slices.Equal(got, []string{"x"}) {
+				t.Errorf("%s = %q, want leaf's line once", file, got)
+			}
+		})
+	}
+}
+
+// beforeStore runs before, once, before the first write it matches (that
+// write's task or one written with it).
+type beforeStore struct {
+	agent.Store
+	mu     sync.Mutex
+	match  func(*agent.Write) bool
+	before func()
+}
+
+func (s *beforeStore) Write(ctx context.Context, w *agent.Write) error {
+	s.mu.Lock()
+	var run func()
+	if s.match != nil && slices.ContainsFunc(append([]*agent.Write{w}, w.With...), s.match) {
+		run, s.match = s.before, nil
+	}
+	s.mu.Unlock()
+	if run != nil {
+		run()
+	}
+	return s.Store.Write(ctx, w)
+}
+
+// testLeafDecidedAsTheCallerDecides: a decision at duo has been checked
+// when asker's question is answered otherwise at asker's own URL (the
+// store's hook runs it just before asker's claim would land). The
+// decision at duo is a conflict — read again, asker's answer table says
+// decision_conflict — and leaf's part never runs: never half-applied.
+func testLeafDecidedAsTheCallerDecides(t *testing.T, newStore func(testing.TB) agent.Store) {
+	for _, askerFirst := range []bool{false, true} {
+		name := map[bool]string{false: "leaf_first", true: "asker_first"}[askerFirst]
+		t.Run(name, func(t *testing.T) {
+			bs := &beforeStore{Store: newStore(t)}
+			o := NewOrch(t, bs)
+			file := name + ".txt"
+			res, approval, input := pausedOnDuo(t, o, file, askerFirst)
+			var own *agent.RequestResult
+			var ownErr error
+			bs.match = func(w *agent.Write) bool {
+				a := w.Task.Active
+				return w.Task.ID == input.TaskID && a != nil && a.Status == agent.StatusRunning && len(w.Decisions) > 0
+			}
+			bs.before = func() {
+				body := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer(input.ToolCallID, `"blue"`)}}
+				own, _, ownErr = o.Resume("asker", input.TaskID, input.RequestID, body)
+			}
+			_, _, err := o.Resume("duo", res.TaskID, res.RequestID, duoBody(approval, input, "red"))
+			if ownErr != nil || own == nil || own.Status != agent.StatusCompleted {
+				t.Fatalf("the answer at asker's own URL: %+v %v", own, ownErr)
+			}
+			if c := Code(err); c != agent.CodeDecisionConflict && c != agent.CodeNotPaused {
+				t.Errorf("the decision at duo, asker answered otherwise meanwhile: %v, want decision_conflict", err)
+			}
+			if got := o.Lines(file); len(got) != 0 {
+				t.Errorf("%s = %q: leaf's part of a refused decision ran", file, got)
+			}
+			if v := o.View(t, "leaf", approval.TaskID); v.Status != agent.StatusPaused {
+				t.Errorf("leaf: %s, want Paused (its part of the decision at duo never landed)", v.Status)
+			}
+		})
+	}
+}
+
+// failingReads fails every read of one task's META while fail is set: a
+// transient store error.
+type failingReads struct {
+	agent.Store
+	mu   sync.Mutex
+	fail string
+}
+
+var errTransient = errors.New("transient store error")
+
+func (f *failingReads) GetTask(ctx context.Context, taskID string) (*agent.Task, error) {
+	f.mu.Lock()
+	fail := f.fail == taskID
+	f.mu.Unlock()
+	if fail {
+		return nil, errTransient
+	}
+	return f.Store.GetTask(ctx, taskID)
+}
+
+func (f *failingReads) set(taskID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail = taskID
+}
+
+// testReadErrorCheckingALeaf: pair waits on twin, approved at twin's own
+// URL in time; pair's copy of the round's expiry passes. A resume at pair
+// whose read of twin fails is an error answer — not 410, and pair is not
+// expired — and the same resume once the store answers is pair's outcome.
+func testReadErrorCheckingALeaf(t *testing.T, newStore func(testing.TB) agent.Store) {
+	fr := &failingReads{Store: newStore(t)}
+	o := NewOrch(t, fr)
+	res, _ := o.Invoke(t, "pair", "", CallAgent("twin", Append("t.txt", "x")))
+	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 {
+		t.Fatalf("pair: %+v", res)
+	}
+	p := res.PendingApprovals[0]
+	if out, _, err := o.Resume("twin", p.TaskID, p.RequestID, Approve()); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("approve at twin: %+v %v", out, err)
+	}
+	time.Sleep(1100 * time.Millisecond) // past the round's expiry, which pair still shows
+	fr.set(p.TaskID)
+	_, _, err := o.Resume("pair", res.TaskID, res.RequestID, Approve())
+	fr.set("")
+	if !errors.Is(err, errTransient) {
+		t.Fatalf("resume at pair, twin's read failing: %v, want the store's error (an error answer, not an expiry)", err)
+	}
+	if v := o.View(t, "pair", res.TaskID); v.Status != agent.StatusPaused {
+		t.Fatalf("pair after a failed read: %s, want Paused", v.Status)
+	}
+	out, _, err := o.Resume("pair", res.TaskID, res.RequestID, Approve())
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Errorf("the same resume once the store answers: %+v %v, want pair's outcome (Completed)", out, err)
+	}
+	if got := o.Lines("t.txt"); len(got) != 1 {
+		t.Errorf("t.txt = %q", got)
+	}
+}
+
+// testChainExpiryRacesALeafDecision: pair waits on leaf and twin; twin's
+// round expired. An approval at pair is 410 and ends the chain; the
+// moment its write lands (the store's hook), leaf is approved at its own
+// URL. Leaf's round went with the chain's expiry, in the same
+// transaction: the approval is refused and leaf's append never runs.
+func testChainExpiryRacesALeafDecision(t *testing.T, newStore func(testing.TB) agent.Store) {
+	hs := &hookStore{Store: newStore(t)}
+	o := NewOrch(t, hs)
+	res := pausedOnTwo(t, o)
+	var leaf agent.PendingView
+	for _, p := range res.PendingApprovals {
+		if p.Agent == "leaf" {
+			leaf = p
+		}
+	}
+	var ownErr error
+	hs.match = func(w *agent.Write) bool { return w.Task.ID == res.TaskID && w.Task.Status == agent.StatusFailed }
+	hs.after = func() {
+		_, _, ownErr = o.Resume("leaf", leaf.TaskID, leaf.RequestID, Approve())
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if _, _, err := o.Resume("pair", res.TaskID, res.RequestID, Approve()); Code(err) != agent.CodeApprovalExpired {
+		t.Fatalf("approve at pair with twin expired: %v, want approval_expired", err)
+	}
+	if ownErr == nil {
+		t.Errorf("leaf approved at its own URL after the chain's expiry landed: accepted, want a refusal")
+	}
+	chainEnded(t, o, res)
+}
+
+// RunTooWide runs testTooWideForOneTransaction (the
+// store's side, ErrTooLarge, is storetest's WriteTogetherTooLarge on both
+// stores; 34 children at once on DynamoDB Local lose their leases on a
+// loaded machine).
+func RunTooWide(t *testing.T, newStore func(testing.TB) agent.Store) {
+	testTooWideForOneTransaction(t, NewOrch(t, newStore(t)))
+}
+
+// testTooWideForOneTransaction: wide calls 34 sub-agents in one turn, each
+// pausing on an append. An edit of every call at wide claims 35 requests
+// with their edited entries — more than one transaction holds (100
+// items) — and is refused whole, 400 invalid_decisions, nothing changed;
+// each leaf can still be decided at its own URL.
+func testTooWideForOneTransaction(t *testing.T, o *Orch) {
+	const n = 34
+	wide := &agent.Agent{Name: "wide", Version: "1", ModelID: "m", MaxIterations: 6}
+	var lines []string
+	for i := range n {
+		name := "w" + strconv.Itoa(i)
+		sub := *o.Agents["leaf"]
+		sub.Name = name
+		o.Agents[name] = &sub
+		wide.Tools = append(wide.Tools, agent.BoundTool{Tool: &agent.AgentTool{Agent: name, Description: "keeps files"}})
+		lines = append(lines, CallAgent(name, Append(name+".txt", "x")))
+	}
+	o.Agents["wide"] = wide
+	res, _ := o.Invoke(t, "wide", "", strings.Join(lines, "\n"))
+	if res.Status != agent.StatusPaused {
+		t.Fatalf("wide: %+v", res)
+	}
+	// wide may pause before its last children did: their pauses continue
+	// it (the dispatcher's part), until it shows every call.
+	var pending []agent.PendingView
+	waitFor(t, func() bool {
+		if err := o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID); err != nil {
+			t.Fatal(err)
+		}
+		v := o.View(t, "wide", res.TaskID)
+		pending = v.PendingApprovals
+		return v.Status == agent.StatusPaused && len(pending) == n
+	})
+	ids := []string{res.TaskID}
+	var body agent.ResumeRequest
+	for _, p := range pending {
+		ids = append(ids, p.TaskID)
+		body.Decisions = append(body.Decisions, agent.DecisionInput{ToolCallID: p.ToolCallID, Action: agent.ActionEdit,
+			Input: json.RawMessage(`{"path":"` + p.Agent + `.txt","content":"edited\n"}`)})
+	}
+	before := o.versions(t, ids...)
+	if _, _, err := o.Resume("wide", res.TaskID, res.RequestID, body); Code(err) != agent.CodeInvalidDecisions {
+		t.Fatalf("an edit of %d leaves' calls at wide: %v, want invalid_decisions", n, err)
+	}
+	if after := o.versions(t, ids...); !slices.Equal(before, after) {
+		t.Errorf("versions %v before, %v after a refused decision", before, after)
+	}
+	for _, p := range pending {
+		if got := o.Lines(p.Agent + ".txt"); len(got) != 0 {
+			t.Fatalf("%s.txt = %q under a refused decision", p.Agent, got)
+		}
+	}
+	p := pending[0]
+	if out, _, err := o.Resume(p.Agent, p.TaskID, p.RequestID, Approve()); err != nil || out.Status != agent.StatusCompleted {
+		t.Errorf("the first leaf approved at its own URL: %+v %v", out, err)
+	}
+}
