@@ -205,7 +205,7 @@ func (r *Run) failPause(pending []PendingCall, awaits []Await, msg string) {
 		}
 	}
 	for _, p := range pending {
-		if p.Kind == InputElicitation && p.Leaf == nil {
+		if p.Kind == InputElicitation && p.Leaf == nil && p.Elicit != nil {
 			note(p.Elicit.callID(p.ToolCallID))
 		}
 	}
