@@ -1486,3 +1486,53 @@ func testRemotePollOutlivesTheOutbox(t *testing.T) {
 		t.Errorf("the poll items are kept until %v at the latest, want after the round's expiry (%v) — the outbox's 7 days end first", longest, want)
 	}
 }
+
+// TestRemotePendingTooLargeToKeep: a remote leaf whose pending call holds
+// 70 KB of input, below a chain (boss → front → the remote). What a pause
+// keeps on META is bounded (64 KiB in all, docs/architecture.md Sizes):
+// front cannot keep the copy, so it ends Failed internal — its call to the
+// remote, which ran, recorded outcome_unknown (never "not run") and the
+// remote's task canceled, so nothing waits there; boss gets front's
+// failure as the call's result and goes on.
+func TestRemotePendingTooLargeToKeep(t *testing.T) {
+	onBothStores(t, testRemotePendingTooLargeToKeep)
+}
+
+func testRemotePendingTooLargeToKeep(t *testing.T) {
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, extra: map[string]string{"boss.yaml": bossYAML}})
+	big, _ := json.Marshal(map[string]string{"path": "big.txt", "content": strings.Repeat("y", 70_000)})
+	inner, _ := json.Marshal(map[string]string{"message": "/call append_file " + string(big)})
+	msg, _ := json.Marshal(map[string]string{"message": "/call billing " + string(inner)})
+	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call front " + string(msg)}}})
+	code, out := httpCall(t, "POST", p.url+"/agents/boss/invoke", "alice", string(body))
+	if code != 200 || out["status"] != "Completed" {
+		t.Fatalf("boss: %d %v", code, out)
+	}
+	_, tasks := httpCall(t, "GET", p.url+"/agents/front/tasks", "alice", "")
+	list, _ := tasks["tasks"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("front's tasks: %v", tasks)
+	}
+	front := p.waitStatus(t, list[0].(map[string]any)["task_id"].(string), "Failed")
+	req := front["requests"].([]any)[0].(map[string]any)
+	if req["error"].(map[string]any)["code"] != "internal" {
+		t.Errorf("front's request: %v", req)
+	}
+	raw, _ := json.Marshal(front["items"])
+	if !strings.Contains(string(raw), "outcome_unknown") || strings.Contains(string(raw), "not run") {
+		t.Errorf("front's history ends %s, want the remote call outcome_unknown, nothing 'not run'", raw[max(0, len(raw)-1500):])
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, rl := httpCall(t, "GET", p.remote.url+"/agents/assistant/tasks", "bob", "")
+		rts, _ := rl["tasks"].([]any)
+		if len(rts) == 1 && rts[0].(map[string]any)["status"] == "Canceled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the remote's tasks: %v, want one, Canceled", rl)
+		}
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "big.txt")); got != 0 {
+		t.Errorf("append_file ran (%d lines)", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -91,6 +92,11 @@ func inputOrEmpty(in json.RawMessage) json.RawMessage {
 // runs, and ends the leg Paused. awaits, when a sub-agent paused, are the
 // leaf rounds the pending calls are copies of (docs/architecture.md).
 func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, awaits []Await) {
+	if n := pendingBytes(pending); n > MaxPendingBytes {
+		r.e.log().ErrorContext(ctx, "a pause's pending inputs are too large to keep", "task_id", r.task.ID, "request_id", r.reqID, "bytes", n)
+		r.failPause(pending, awaits, fmt.Sprintf("the request's pending inputs are too large to keep (%d bytes, at most %d)", n, MaxPendingBytes))
+		return
+	}
 	a := r.task.Active
 	prevRound := a.Round
 	a.Round = round
@@ -118,7 +124,7 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 		r.e.log().ErrorContext(ctx, "recording the pause failed", "task_id", r.task.ID, "request_id", r.reqID, "err", err)
 		a.Round, a.Status, a.Pending, a.Awaits = prevRound, StatusRunning, nil, nil
 		r.task.Status = StatusRunning
-		r.fail(CodeInternal, "the request could not be saved")
+		r.failPause(pending, awaits, "the request could not be saved")
 		return
 	}
 	if na := r.task.Active; na.CancelRequested {
@@ -159,6 +165,56 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 			"request_id": r.reqID, "round": a.Round, "tool_calls": calls, "resume_url": resumeURL,
 		})
 	}
+}
+
+// MaxPendingBytes bounds what a round's pending calls keep on META in
+// total: a remote agent's pending inputs copied up a chain, an MCP
+// server's requests and state (docs/architecture.md Sizes).
+const MaxPendingBytes = 64 << 10
+
+// pendingBytes is what pending keeps on META beyond references.
+func pendingBytes(pending []PendingCall) int {
+	n := 0
+	for _, p := range pending {
+		n += len(p.RemoteInput)
+		if e := p.Elicit; e != nil {
+			n += len(e.State) + len(e.Key) + len(e.Message) + len(e.Schema) + len(e.URL) + len(e.ElicitationID) + len(e.Server)
+		}
+	}
+	return n
+}
+
+// failPause ends a request whose pause could not be kept (too large, or its
+// write refused) Failed internal, never saying "not run" of a call that
+// ran: a sub-agent call whose child paused and a tool call that asked for
+// input ran, and get outcome_unknown (their children are canceled once the
+// end is committed); the round's calls awaiting a decision did not run.
+func (r *Run) failPause(pending []PendingCall, awaits []Await, msg string) {
+	ran := map[string]bool{}
+	var order []string
+	note := func(id string) {
+		if !ran[id] {
+			ran[id] = true
+			order = append(order, id)
+		}
+	}
+	for _, w := range awaits {
+		note(w.Via)
+		if cc := findCall(r.task.Active, w.Via); cc != nil {
+			r.closedChildren = append(r.closedChildren, *cc)
+		}
+	}
+	for _, p := range pending {
+		if p.Kind == InputElicitation && p.Leaf == nil && p.Elicit != nil {
+			note(p.Elicit.callID(p.ToolCallID))
+		}
+	}
+	var closing []Block
+	for _, id := range order {
+		closing = append(closing, ErrorResult(id, CodeOutcomeUnknown+": the call ran, but what it waits on could not be kept ("+msg+")"))
+	}
+	r.addResults(closing)
+	r.fail(CodeInternal, msg)
 }
 
 // pauseEvents counts the events a pause emits: approval_required when it

@@ -195,11 +195,13 @@ func answerOf(ag *Agent, i int, p PendingCall, di DecisionInput, c *CallDecision
 }
 
 // withoutResults is the decision as META and callers' copies keep it: the
-// answers by their hashes only (docs/architecture.md Sizes).
+// answers by their hashes only, and without what an MCP server asked (its
+// state), which the round's DEC# item keeps — so a server's state is never
+// carried from round to round on META (docs/architecture.md Sizes).
 func (d Decision) withoutResults() Decision {
 	has := false
 	for _, c := range d.Calls {
-		if c.Result != nil {
+		if c.Result != nil || c.Elicit != nil {
 			has = true
 		}
 	}
@@ -209,17 +211,18 @@ func (d Decision) withoutResults() Decision {
 	calls := make([]CallDecision, len(d.Calls))
 	copy(calls, d.Calls)
 	for i := range calls {
-		calls[i].Result = nil
+		calls[i].Result, calls[i].Elicit = nil, nil
 	}
 	d.Calls = calls
 	return d
 }
 
-// needsResults tells whether the decision answers a call whose result it
-// does not hold (META's copy): the DEC# item holds it.
+// needsResults tells whether the decision answers a call whose result (or
+// an elicitation whose request) it does not hold (META's copy): the DEC#
+// item holds it.
 func (d *Decision) needsResults() bool {
 	for _, c := range d.Calls {
-		if c.Action == ActionAnswer && c.Result == nil {
+		if c.Action == ActionAnswer && c.Result == nil || c.Kind == InputElicitation && c.Elicit == nil {
 			return true
 		}
 	}
@@ -237,16 +240,20 @@ func (e *Engine) loadResults(ctx context.Context, taskID, rid string, d *Decisio
 		if s.Decision.Round != d.Round {
 			continue
 		}
-		byID := map[string]json.RawMessage{}
+		byID := map[string]CallDecision{}
 		for _, c := range s.Decision.Calls {
-			byID[c.ToolCallID] = c.Result
+			byID[c.ToolCallID] = c
 		}
 		full := *d
 		full.Calls = make([]CallDecision, len(d.Calls))
 		copy(full.Calls, d.Calls)
 		for i := range full.Calls {
-			if full.Calls[i].Action == ActionAnswer && full.Calls[i].Result == nil {
-				full.Calls[i].Result = byID[full.Calls[i].ToolCallID]
+			c := &full.Calls[i]
+			if c.Action == ActionAnswer && c.Result == nil {
+				c.Result = byID[c.ToolCallID].Result
+			}
+			if c.Kind == InputElicitation && c.Elicit == nil {
+				c.Elicit = byID[c.ToolCallID].Elicit
 			}
 		}
 		*d = full

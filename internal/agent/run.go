@@ -59,6 +59,10 @@ type Run struct {
 	joins         []Join
 	learned       []ChildCall
 	silentCancels []OutboxItem
+	// closedChildren are sub-agent calls closed with a result while their
+	// child still waits (a pause that could not be kept): canceled once the
+	// end is committed, as open calls are.
+	closedChildren []ChildCall
 	// cancelMu guards canceled, the cancel that stopped the leg.
 	cancelMu sync.Mutex
 	canceled *cancelInfo
@@ -467,7 +471,7 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 	}
 	// Sub-agent calls it closes without their child's result cancel the
 	// child (docs/architecture.md), once the end is committed.
-	orphans := r.e.openCalls(r.task, r.history)
+	orphans := append(r.e.openCalls(r.task, r.history), r.closedChildren...)
 	// The commit must land even if the leg's deadline passed.
 	cctx, cancel := writeContext(ctx)
 	defer cancel()

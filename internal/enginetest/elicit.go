@@ -3,6 +3,7 @@ package enginetest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -273,5 +274,72 @@ func testElicitTakeover(t *testing.T, env *Env) {
 		if len(all) != runs || !strings.HasPrefix(got, "b1=error:") || !strings.Contains(got, "outcome_unknown") {
 			t.Errorf("a takeover of a non-idempotent tool: %d runs more, results %s", len(all)-runs, got)
 		}
+	}
+}
+
+// testElicitStateOnce: an MCP server whose request state is large (12 KiB)
+// asks in three rounds of one call. META keeps the state once, with the
+// pending input of the round — never also in the copy of the last round's
+// decision (the DEC# item keeps that) — so it does not grow with the
+// rounds; the state still comes back to the server unchanged each time.
+func testElicitStateOnce(t *testing.T, env *Env) {
+	pad := "|" + strings.Repeat("s", 12<<10)
+	env.Booker.Pad = pad
+	env.Booker.Asks = [][]agent.Elicitation{{PartyForm}, {PartyForm}, {PartyForm}}
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, bookCall("b1")))
+	res, _ := env.Invoke(t, "", "book")
+	for round := 1; round <= 3; round++ {
+		task, err := env.E.Store.GetTask(context.Background(), res.TaskID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta, _ := json.Marshal(task)
+		if n := strings.Count(string(meta), pad); n != 1 {
+			t.Errorf("round %d: META holds the server's state %d times (%d bytes), want once", round, n, len(meta))
+		}
+		if round == 3 {
+			env.Model.Add(agenttest.Say("booked"))
+		}
+		r := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1", `{"action":"accept","content":{"size":2}}`)}}
+		round := round
+		r.Round = &round
+		out, _, err := env.Resume(res, "alice", r)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if want := map[bool]agent.Status{true: agent.StatusCompleted, false: agent.StatusPaused}[round == 3]; out.Status != want {
+			t.Fatalf("round %d answered: %+v", round, out)
+		}
+	}
+	for i, run := range env.Booker.Runs()[1:] {
+		if run.Reply == nil || run.Reply.State != fmt.Sprintf("round-%d", i)+pad {
+			t.Errorf("run %d: the state came back changed", i+1)
+		}
+	}
+}
+
+// testElicitTooLargeToKeep: five MCP calls of one turn ask for input, each
+// with a 15 KiB request state: 75 KiB, over what a pause may keep on META
+// (64 KiB). The request ends Failed internal, and each call — which ran —
+// is recorded outcome_unknown, never "not run".
+func testElicitTooLargeToKeep(t *testing.T, env *Env) {
+	env.Booker.Pad = "|" + strings.Repeat("s", 15<<10)
+	var calls []agent.Block
+	for i := range 5 {
+		calls = append(calls, bookCall(fmt.Sprintf("b%d", i)))
+	}
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, calls...))
+	res, _ := env.Invoke(t, "", "book five")
+	if res.Status != agent.StatusFailed || res.Error == nil || res.Error.Code != agent.CodeInternal {
+		t.Fatalf("outcome = %s %+v, want Failed internal", res.Status, res.Error)
+	}
+	v := env.view(t, res.TaskID, agent.ViewOptions{})
+	last := v.Items[len(v.Items)-1]
+	raw, _ := json.Marshal(last.Content)
+	if len(last.Content) != 5 || strings.Count(string(raw), "outcome_unknown") != 5 || strings.Contains(string(raw), "not run") {
+		t.Errorf("the calls' results: %s, want five outcome_unknown", raw)
+	}
+	if n := len(env.Booker.Runs()); n != 5 {
+		t.Errorf("the tool ran %d times, want 5", n)
 	}
 }

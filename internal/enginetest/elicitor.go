@@ -21,8 +21,11 @@ type Elicitor struct {
 	Asks [][]agent.Elicitation
 	// Block, when set, is waited on by every run with answers.
 	Block chan struct{}
-	mu    sync.Mutex
-	runs  []ElicitRun
+	// Pad, when set, is appended to the state it sends (a server whose
+	// request state is large).
+	Pad  string
+	mu   sync.Mutex
+	runs []ElicitRun
 }
 
 // ElicitRun is one run of the Elicitor: what it was called with.
@@ -79,7 +82,7 @@ func (t *Elicitor) Run(ctx context.Context, c agent.ToolCall) (agent.ToolOutput,
 		round++
 	}
 	if asks := t.asks(); round < len(asks) {
-		return agent.ToolOutput{NeedsInput: &agent.NeedsInput{Server: "https://mcp.example.com/mcp", State: fmt.Sprintf("round-%d", round), Requests: asks[round]}}, nil
+		return agent.ToolOutput{NeedsInput: &agent.NeedsInput{Server: "https://mcp.example.com/mcp", State: fmt.Sprintf("round-%d", round) + t.Pad, Requests: asks[round]}}, nil
 	}
 	var got []string
 	for _, r := range c.Reply.Responses {

@@ -76,6 +76,8 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ElicitExpiry", testElicitExpiry},
 		{"FiftyElicitAnswers", testFiftyElicitAnswers},
 		{"ElicitTakeover", testElicitTakeover},
+		{"ElicitStateOnce", testElicitStateOnce},
+		{"ElicitTooLargeToKeep", testElicitTooLargeToKeep},
 		{"FiftyConcurrentAnswers", testFiftyAnswers},
 		{"AnswerTakeover", testAnswerTakeover},
 		{"MixedBodyRefused", testMixedBody},
