@@ -83,6 +83,8 @@ type Remote struct {
 	Description string
 	InputSchema json.RawMessage
 	Annotations *sdk.ToolAnnotations
+
+	schema *tools.Schema // InputSchema compiled, by Connect
 }
 
 // NeedsApproval is the annotations' default: approval unless readOnlyHint
@@ -157,7 +159,16 @@ func Connect(ctx context.Context, cfg Config) (*Server, []Remote, error) {
 			s.Close()
 			return nil, nil, fmt.Errorf("tool %q of %s: input schema: %v", t.Name, cfg.URL, err)
 		}
-		out = append(out, Remote{Name: t.Name, Description: t.Description, InputSchema: schema, Annotations: t.Annotations})
+		// A schema is the server's data, never a reach into the host: one
+		// that refers outside itself, is too big or too deep, or does not
+		// compile leaves its tool out (docs/api.md, "Pauses for input").
+		sc, err := tools.CompileSchema(schema)
+		if err != nil {
+			cfg.Log.Warn("MCP server: a tool's input schema is refused; the tool is left out",
+				"server", cfg.URL, "tool", t.Name, "err", err.Error())
+			continue
+		}
+		out = append(out, Remote{Name: t.Name, Description: t.Description, InputSchema: schema, Annotations: t.Annotations, schema: sc})
 	}
 	return s, out, nil
 }
@@ -275,16 +286,19 @@ var (
 )
 
 // NewTool names a server's tool for the model. Its input is checked against
-// its schema before a call when the schema compiles; the server checks it in
-// any case.
+// its schema before a call (Connect lists only tools whose schema
+// compiles); the server checks it in any case.
 func NewTool(s *Server, r Remote, name string) *Tool {
 	t := &Tool{server: s, remote: r, spec: agent.ToolSpec{Name: name, Description: r.Description, InputSchema: r.InputSchema}}
 	if t.spec.Description == "" {
 		t.spec.Description = "The tool " + r.Name + " of the MCP server " + s.cfg.URL
 	}
-	if sc, err := tools.CompileSchema(r.InputSchema); err == nil {
-		t.schema = sc
-		t.spec.InputSchema = sc.Raw()
+	t.schema = r.schema
+	if t.schema == nil {
+		t.schema, _ = tools.CompileSchema(r.InputSchema) // a Remote not from Connect
+	}
+	if t.schema != nil {
+		t.spec.InputSchema = t.schema.Raw()
 	}
 	return t
 }
