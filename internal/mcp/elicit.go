@@ -195,7 +195,7 @@ func (s *Server) elicitInSession(_ context.Context, req *sdk.ElicitRequest) (*sd
 		mode, msg = req.Params.Mode, req.Params.Message
 	}
 	s.cfg.Log.Warn("MCP server asked for input inside its session (elicitation/create): answered cancel; Hitch asks a person only through input_required (protocol 2026-07-28)",
-		"server", s.cfg.URL, "mode", mode, "message", msg)
+		"server", s.shown, "mode", mode, "message", msg)
 	return &sdk.ElicitResult{Action: agent.ElicitCancel}, nil
 }
 
