@@ -270,7 +270,7 @@ func TestChatElicitation(t *testing.T) {
 	if err := chat(context.Background(), []string{"--url", base, "--agent", "tickets", "--token", "carol"}, in, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"the MCP server " + mcpURL, `asks: Why reopen T-2 ("Typo in the invoice footer")?`, "Why reopen it? (string, required)> ", "Urgent (boolean)> ",
+	for _, want := range []string{"the MCP server tickets at " + mcpURL, `asks: Why reopen T-2 ("Typo in the invoice footer")?`, "Why reopen it? (string, required)> ", "Urgent (boolean)> ",
 		"[answered by carol]", "reopened T-2: the fix did not hold (urgent)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the chat does not show %q:\n%s", want, out.String())

@@ -41,3 +41,20 @@ func TestElicitCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingInputServerShown: what a pending input shows of its server
+// is the URL's scheme, host and path, whatever was stored (a pause from
+// before the rule, a remote agent's view): never user info or a query.
+func TestPendingInputServerShown(t *testing.T) {
+	for _, tc := range []struct{ stored, want string }{
+		{"tk at https://mcp.example.com/mcp", "tk at https://mcp.example.com/mcp"},
+		{"http://svc:s3cr3t-pw@host:8090/mcp?api_key=k3y", "http://host:8090/mcp"},
+		{"tk at http://svc:s3cr3t-pw@host/mcp?api_key=k3y", "tk at http://host/mcp"},
+	} {
+		p := PendingCall{ToolCallID: "tu1", Name: "book", Kind: InputElicitation,
+			Elicit: &ElicitAsk{Elicitation: Elicitation{Mode: ElicitForm}, Server: tc.stored}}
+		if got := PendingInputViews([]PendingCall{p}, time.Now(), false)[0].Server; got != tc.want {
+			t.Errorf("stored %q: shown %q, want %q", tc.stored, got, tc.want)
+		}
+	}
+}

@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hitch-agents/hitch/internal/redact"
 )
 
 // Input kinds: what a pending input is (PendingCall.Kind; "" is an
@@ -312,7 +314,10 @@ func PendingInputViews(ps []PendingCall, now time.Time, withExpired bool) []Pend
 			}
 		}
 		if p.Elicit != nil {
-			pv.URL, pv.Server = p.Elicit.URL, p.Elicit.Server
+			// The server as its tool names it (its entry's name and URL);
+			// redacted again for what was stored otherwise (docs/api.md,
+			// "An MCP server that asks").
+			pv.URL, pv.Server = p.Elicit.URL, redact.Text(p.Elicit.Server)
 		}
 		out = append(out, pv)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/mcp"
+	"github.com/hitch-agents/hitch/internal/redact"
 	"github.com/hitch-agents/hitch/internal/secret"
 )
 
@@ -66,7 +67,7 @@ func (d *decoder) mcpEntry(f map[string]*yaml.Node, at string, policy agent.Tool
 	if okURL {
 		u, err := url.Parse(rawURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			d.fail(join(at, "mcp"), "%q is not an http(s) URL of an MCP server", rawURL)
+			d.fail(join(at, "mcp"), "%q is not an http(s) URL of an MCP server", redact.URL(rawURL))
 			okURL = false
 		}
 	}
@@ -110,15 +111,18 @@ func (d *decoder) mcpEntry(f map[string]*yaml.Node, at string, policy agent.Tool
 	if !ok {
 		return nil
 	}
-	srv, remotes, err := mcp.Connect(ctx, mcp.Config{URL: rawURL, Headers: headers, HTTPClient: env.MCP.HTTPClient, Log: env.MCP.Log})
+	srv, remotes, err := mcp.Connect(ctx, mcp.Config{URL: rawURL, Name: prefix, Headers: headers, HTTPClient: env.MCP.HTTPClient, Log: env.MCP.Log})
+	// What logs and errors show of the server: never the URL's user info
+	// or query (docs/api.md, "An MCP server that asks").
+	shown := prefix + " at " + redact.URL(rawURL)
 	if err != nil {
 		if optional {
 			env.MCP.logger().Warn("MCP server down at start-up: the agent loads without its tools (optional: true)",
-				"file", d.file, "field", join(at, "mcp"), "server", rawURL, "err", err.Error())
+				"file", d.file, "field", join(at, "mcp"), "server", shown, "err", redact.Text(err.Error()))
 			return nil
 		}
 		d.errs = append(d.errs, &Error{File: d.file, Field: join(at, "mcp"), Unavailable: true,
-			Reason: fmt.Sprintf("MCP server %s is not reachable: %v (the agent is left out; set optional: true to load it without these tools)", rawURL, err)})
+			Reason: fmt.Sprintf("MCP server %s is not reachable: %v (the agent is left out; set optional: true to load it without these tools)", shown, redact.Text(err.Error()))})
 		return nil
 	}
 	byName := map[string]mcp.Remote{}
@@ -132,7 +136,7 @@ func (d *decoder) mcpEntry(f map[string]*yaml.Node, at string, policy agent.Tool
 		good := true
 		for i, name := range list {
 			if _, okName := byName[name]; !okName {
-				d.fail(index(field, i), "server %s has no tool %q (its tools: %s)", rawURL, name, strings.Join(names, ", "))
+				d.fail(index(field, i), "server %s has no tool %q (its tools: %s)", shown, name, strings.Join(names, ", "))
 				good = false
 			}
 		}
@@ -159,7 +163,7 @@ func (d *decoder) mcpEntry(f map[string]*yaml.Node, at string, policy agent.Tool
 		r := byName[name]
 		full := prefix + "_" + name
 		if !toolName.MatchString(full) {
-			d.fail(join(at, "mcp"), "server %s's tool %q gives the name %q, which the model does not take (1 to 64 of a-z, A-Z, 0-9, _ and -); leave it out with allow", rawURL, name, full)
+			d.fail(join(at, "mcp"), "server %s's tool %q gives the name %q, which the model does not take (1 to 64 of a-z, A-Z, 0-9, _ and -); leave it out with allow", shown, name, full)
 			continue
 		}
 		p := policy

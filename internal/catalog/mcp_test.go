@@ -129,14 +129,14 @@ func TestLoadMCPErrors(t *testing.T) {
 		name, entry string
 		want        []string
 	}{
-		{"down", "      - mcp: " + down + "\n        name: tk\n", []string{at + "mcp: MCP server " + down + " is not reachable", "optional: true"}},
+		{"down", "      - mcp: " + down + "\n        name: tk\n", []string{at + "mcp: MCP server tk at " + down + " is not reachable", "optional: true"}},
 		{"bad url", "      - mcp: ftp://x\n        name: tk\n", []string{at + `mcp: "ftp://x" is not an http(s) URL`}},
 		{"no name", "      - mcp: " + url + "\n", []string{at + "name: required"}},
 		{"bad name", "      - mcp: " + url + "\n        name: t.k\n", []string{at + `name: "t.k" is not a tool name prefix`}},
 		{"header not a ref", "      - mcp: " + url + "\n        name: tk\n        headers: {Authorization: Bearer abc}\n", []string{at + "headers.Authorization: ", "never the secret itself"}},
 		{"header env unset", "      - mcp: " + url + "\n        name: tk\n        headers: {Authorization: env:HITCH_TEST_UNSET_XYZ}\n", []string{at + "headers.Authorization: env:HITCH_TEST_UNSET_XYZ: environment variable HITCH_TEST_UNSET_XYZ is not set"}},
 		{"header ssm without client", "      - mcp: " + url + "\n        name: tk\n        headers: {Authorization: ssm:/x}\n", []string{at + "headers.Authorization: ssm:/x: no SSM client"}},
-		{"unknown allow", "      - mcp: " + url + "\n        name: tk\n        allow: [search_notes, nope]\n", []string{at + `allow[1]: server ` + url + ` has no tool "nope" (its tools: close_ticket, reopen_ticket, search_notes)`}},
+		{"unknown allow", "      - mcp: " + url + "\n        name: tk\n        allow: [search_notes, nope]\n", []string{at + `allow[1]: server tk at ` + url + ` has no tool "nope" (its tools: close_ticket, reopen_ticket, search_notes)`}},
 		{"unknown requires_approval", "      - mcp: " + url + "\n        name: tk\n        requires_approval: [nope]\n", []string{at + `requires_approval[0]: unknown tool "nope"`}},
 		{"unknown idempotent", "      - mcp: " + url + "\n        name: tk\n        idempotent: [nope]\n", []string{at + `idempotent[0]: unknown tool "nope"`}},
 		{"outside allow", "      - mcp: " + url + "\n        name: tk\n        allow: [search_notes]\n        idempotent: [close_ticket]\n", []string{at + `idempotent[0]: unknown tool "close_ticket"`}},

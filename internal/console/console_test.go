@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -178,7 +180,9 @@ func TestModules(t *testing.T) {
 			{"not an integer", map[string]any{"path": "a", "n": 1.5}, []string{"input.n: must be an integer"}},
 			{"enum", map[string]any{"path": "a", "mode": "c"}, []string{`input.mode: must be one of "a", "b"`}},
 			{"items", map[string]any{"path": "a", "tags": []any{"x", 1, "y"}}, []string{"input.tags: must have at most 2 items", "input.tags[1]: must be a string"}},
-			{"pattern", map[string]any{"path": "a", "code": "ab"}, []string{"input.code: must match ^[A-Z]+$"}},
+			// A pattern is the server's to check (RE2, linear time; its 400
+			// names the field): the console never evaluates one.
+			{"pattern", map[string]any{"path": "a", "code": "ab"}, []string{}},
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
@@ -190,5 +194,32 @@ func TestModules(t *testing.T) {
 				}
 			})
 		}
+		// A pattern a backtracking engine takes exponential time on: the
+		// check returns (the context's deadline is only a safety net).
+		var got []string
+		run(t, `async (a) => (await import('/console/schema.js')).validate(a.schema, a.input)`,
+			map[string]any{"schema": map[string]any{"type": "string", "pattern": "^(x+x+)+y$"}, "input": strings.Repeat("x", 32)}, &got)
+		if len(got) != 0 {
+			t.Errorf("a hostile pattern: %q, want it left to the server", got)
+		}
 	})
+}
+
+// TestNoPatternEvaluated: the console builds no regular expression from
+// what a server or a model sent (a schema's pattern): its scripts hold no
+// RegExp constructor at all, so a hostile pattern cannot freeze the tab.
+func TestNoPatternEvaluated(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("static", "*.js"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the console's scripts: %v %v", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "RegExp(") {
+			t.Errorf("%s constructs a RegExp: a schema's pattern is the server's to check", f)
+		}
+	}
 }

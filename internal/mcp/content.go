@@ -11,12 +11,12 @@ var _ agent.ContentChecker = (*Tool)(nil)
 
 // CheckContent checks a person's answer to one of the server's forms
 // against the schema the server sent, before anything is stored: the
-// server checks it again in any case.
+// server checks it again in any case. A form whose schema does not compile
+// never pauses (elicitation); one stored before that rule is refused here.
 func (t *Tool) CheckContent(schema, content json.RawMessage) error {
-	s, err := tools.CompileSchema(schema)
+	s, err := tools.CompileValueSchema(schema)
 	if err != nil {
-		// A schema this side cannot compile is the server's to check.
-		return nil
+		return agent.Errorf(agent.CodeInvalidInput, "the form's schema is refused: %v", err)
 	}
 	return s.Validate(content)
 }

@@ -24,8 +24,11 @@ func TestCheckContent(t *testing.T) {
 			t.Errorf("%s: %v, want ok=%v", tc.content, err, tc.ok)
 		}
 	}
-	// A schema this side cannot read is left to the server.
-	if err := tool.CheckContent(json.RawMessage(`{"type":7}`), json.RawMessage(`{}`)); err != nil {
-		t.Errorf("an unreadable schema: %v", err)
+	// A schema that does not compile, or refers outside itself, is refused
+	// (a form never pauses with one; one stored before is refused here).
+	for _, schema := range []string{`{"type":7}`, `{"$ref":"file:///etc/passwd"}`} {
+		if err := tool.CheckContent(json.RawMessage(schema), json.RawMessage(`{}`)); err == nil {
+			t.Errorf("the schema %s was taken", schema)
+		}
 	}
 }

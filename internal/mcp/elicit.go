@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/tools"
 )
 
 // A server that needs input before it gives a call's result answers
@@ -89,6 +90,12 @@ func elicitation(key string, p *sdk.ElicitParams) (agent.Elicitation, error) {
 			var obj map[string]any
 			if json.Unmarshal(raw, &obj) != nil || obj == nil {
 				return agent.Elicitation{}, fmt.Errorf("input request %q: the requested schema %s is not a JSON object", key, raw)
+			}
+			// The server's data, never a reach into the host (docs/api.md,
+			// "Pauses for input"): a schema that refers outside itself, is
+			// too big or too deep, or does not compile is the call's error.
+			if _, err := tools.CompileValueSchema(raw); err != nil {
+				return agent.Elicitation{}, fmt.Errorf("input request %q: the requested schema is refused: %v", key, err)
 			}
 			e.Schema = raw
 		}
@@ -188,7 +195,7 @@ func (s *Server) elicitInSession(_ context.Context, req *sdk.ElicitRequest) (*sd
 		mode, msg = req.Params.Mode, req.Params.Message
 	}
 	s.cfg.Log.Warn("MCP server asked for input inside its session (elicitation/create): answered cancel; Hitch asks a person only through input_required (protocol 2026-07-28)",
-		"server", s.cfg.URL, "mode", mode, "message", msg)
+		"server", s.shown, "mode", mode, "message", msg)
 	return &sdk.ElicitResult{Action: agent.ElicitCancel}, nil
 }
 

@@ -284,7 +284,7 @@ func TestEngineElicitation(t *testing.T) {
 		}
 		in := inputs[0].(map[string]any)
 		schema, _ := json.Marshal(in["schema"])
-		if in["kind"] != "elicitation" || in["server"] != srv.URL || !strings.Contains(fmt.Sprint(in["question"]), "Why reopen "+tc.id) || !strings.Contains(string(schema), `"reason"`) {
+		if in["kind"] != "elicitation" || in["server"] != "tk at "+srv.URL || !strings.Contains(fmt.Sprint(in["question"]), "Why reopen "+tc.id) || !strings.Contains(string(schema), `"reason"`) {
 			t.Errorf("pending input %v", in)
 		}
 		res = a.post(t, res["resume_url"].(string), map[string]any{"decisions": []any{

@@ -51,6 +51,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/redact"
 	"github.com/hitch-agents/hitch/internal/tools"
 )
 
@@ -58,6 +59,9 @@ import (
 type Config struct {
 	// URL is the server's streamable HTTP endpoint.
 	URL string
+	// Name is the entry's name (the prefix of its tools), shown with the
+	// URL's scheme, host and path wherever the server is named.
+	Name string
 	// Headers are sent with every request (already resolved secrets).
 	Headers map[string]string
 	// HTTPClient is the client to use; http.DefaultClient's transport when nil.
@@ -70,6 +74,7 @@ type Config struct {
 // Server is a connection to one MCP server.
 type Server struct {
 	cfg    Config
+	shown  string // the entry's name and the URL's scheme, host and path
 	client *sdk.Client
 	http   *http.Client
 
@@ -83,6 +88,8 @@ type Remote struct {
 	Description string
 	InputSchema json.RawMessage
 	Annotations *sdk.ToolAnnotations
+
+	schema *tools.Schema // InputSchema compiled, by Connect
 }
 
 // NeedsApproval is the annotations' default: approval unless readOnlyHint
@@ -126,8 +133,9 @@ func Connect(ctx context.Context, cfg Config) (*Server, []Remote, error) {
 		cfg.Log = slog.Default()
 	}
 	s := &Server{
-		cfg:  cfg,
-		http: &http.Client{Transport: headerTransport{base: base, headers: cfg.Headers}},
+		cfg:   cfg,
+		shown: shown(cfg),
+		http:  &http.Client{Transport: headerTransport{base: base, headers: cfg.Headers}},
 	}
 	s.client = sdk.NewClient(&sdk.Implementation{Name: "hitch", Version: "1"}, &sdk.ClientOptions{
 		// Elicitation in both modes; no roots (an empty RootsV2 leaves
@@ -150,14 +158,23 @@ func Connect(ctx context.Context, cfg Config) (*Server, []Remote, error) {
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			s.Close()
-			return nil, nil, fmt.Errorf("list the tools of %s: %w", cfg.URL, err)
+			return nil, nil, fmt.Errorf("list the tools of %s: %w", s.shown, redacted(err))
 		}
 		schema, err := json.Marshal(t.InputSchema)
 		if err != nil {
 			s.Close()
-			return nil, nil, fmt.Errorf("tool %q of %s: input schema: %v", t.Name, cfg.URL, err)
+			return nil, nil, fmt.Errorf("tool %q of %s: input schema: %v", t.Name, s.shown, err)
 		}
-		out = append(out, Remote{Name: t.Name, Description: t.Description, InputSchema: schema, Annotations: t.Annotations})
+		// A schema is the server's data, never a reach into the host: one
+		// that refers outside itself, is too big or too deep, or does not
+		// compile leaves its tool out (docs/api.md, "Pauses for input").
+		sc, err := tools.CompileSchema(schema)
+		if err != nil {
+			cfg.Log.Warn("MCP server: a tool's input schema is refused; the tool is left out",
+				"server", s.shown, "tool", t.Name, "err", err.Error())
+			continue
+		}
+		out = append(out, Remote{Name: t.Name, Description: t.Description, InputSchema: schema, Annotations: t.Annotations, schema: sc})
 	}
 	return s, out, nil
 }
@@ -174,13 +191,40 @@ func (s *Server) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	t := &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.http, MaxRetries: resumeRetries}
 	cs, err := s.client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", s.cfg.URL, err)
+		return nil, fmt.Errorf("connect to %s: %w", s.shown, redacted(err))
 	}
 	return cs, nil
 }
 
-// URL is the server's endpoint.
+// URL is the server's endpoint, as configured (credentials and all).
 func (s *Server) URL() string { return s.cfg.URL }
+
+// Shown is how the server is named to people and in logs: the entry's name
+// and the URL's scheme, host and path, never its user info or query
+// (docs/api.md, "An MCP server that asks").
+func (s *Server) Shown() string { return s.shown }
+
+func shown(cfg Config) string {
+	u := redact.URL(cfg.URL)
+	if cfg.Name == "" {
+		return u
+	}
+	return cfg.Name + " at " + u
+}
+
+// redactedError is an error whose text shows no URL's credentials (the
+// HTTP client's and the SDK's errors quote the endpoint, query and all).
+type redactedError struct{ err error }
+
+func redacted(err error) error {
+	if err == nil {
+		return nil
+	}
+	return redactedError{err}
+}
+
+func (e redactedError) Error() string { return redact.Text(e.err.Error()) }
+func (e redactedError) Unwrap() error { return e.err }
 
 // Close ends the session.
 func (s *Server) Close() {
@@ -275,16 +319,19 @@ var (
 )
 
 // NewTool names a server's tool for the model. Its input is checked against
-// its schema before a call when the schema compiles; the server checks it in
-// any case.
+// its schema before a call (Connect lists only tools whose schema
+// compiles); the server checks it in any case.
 func NewTool(s *Server, r Remote, name string) *Tool {
 	t := &Tool{server: s, remote: r, spec: agent.ToolSpec{Name: name, Description: r.Description, InputSchema: r.InputSchema}}
 	if t.spec.Description == "" {
-		t.spec.Description = "The tool " + r.Name + " of the MCP server " + s.cfg.URL
+		t.spec.Description = "The tool " + r.Name + " of the MCP server " + s.shown
 	}
-	if sc, err := tools.CompileSchema(r.InputSchema); err == nil {
-		t.schema = sc
-		t.spec.InputSchema = sc.Raw()
+	t.schema = r.schema
+	if t.schema == nil {
+		t.schema, _ = tools.CompileSchema(r.InputSchema) // a Remote not from Connect
+	}
+	if t.schema != nil {
+		t.spec.InputSchema = t.schema.Raw()
 	}
 	return t
 }
@@ -319,7 +366,7 @@ func (t *Tool) Run(ctx context.Context, call agent.ToolCall) (agent.ToolOutput, 
 	if call.Reply != nil {
 		var err error
 		if responses, state, err = reply(call.Reply); err != nil {
-			return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.cfg.URL, t.remote.Name, err)
+			return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.shown, t.remote.Name, redacted(err))
 		}
 		httpKey = replyKey(key, call.Reply)
 	}
@@ -336,31 +383,31 @@ func (t *Tool) Run(ctx context.Context, call agent.ToolCall) (agent.ToolOutput, 
 	for shed := 0; ; shed++ {
 		res, err := t.server.call(ctx, httpKey, params)
 		if err != nil {
-			if ni, ok, nerr := urlRequired(t.server.cfg.URL, err); ok {
+			if ni, ok, nerr := urlRequired(t.server.shown, err); ok {
 				if nerr != nil {
-					return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.cfg.URL, t.remote.Name, nerr)
+					return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.shown, t.remote.Name, nerr)
 				}
 				return agent.ToolOutput{NeedsInput: ni}, nil
 			}
 			if ctx.Err() != nil {
-				return agent.ToolOutput{}, fmt.Errorf("MCP server %s did not answer %s in %s: %v", t.server.cfg.URL, t.remote.Name, time.Since(start).Round(time.Millisecond), ctx.Err())
+				return agent.ToolOutput{}, fmt.Errorf("MCP server %s did not answer %s in %s: %v", t.server.shown, t.remote.Name, time.Since(start).Round(time.Millisecond), ctx.Err())
 			}
-			return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.cfg.URL, t.remote.Name, err)
+			return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.shown, t.remote.Name, redacted(err))
 		}
 		if res.NeedsInput() {
 			if len(res.InputRequests) == 0 {
 				// Load shedding: the server is busy; the same call again.
 				if shed < shedRetries {
 					if err := sleep(ctx, shedDelay<<shed); err != nil {
-						return agent.ToolOutput{}, fmt.Errorf("MCP server %s did not answer %s in %s: %v", t.server.cfg.URL, t.remote.Name, time.Since(start).Round(time.Millisecond), err)
+						return agent.ToolOutput{}, fmt.Errorf("MCP server %s did not answer %s in %s: %v", t.server.shown, t.remote.Name, time.Since(start).Round(time.Millisecond), err)
 					}
 					continue
 				}
-				return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: the server answered input_required without a request %d times (it sheds load); try later", t.server.cfg.URL, t.remote.Name, shed+1)
+				return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: the server answered input_required without a request %d times (it sheds load); try later", t.server.shown, t.remote.Name, shed+1)
 			}
-			ni, err := needsInput(t.server.cfg.URL, res.RequestState, res.InputRequests)
+			ni, err := needsInput(t.server.shown, res.RequestState, res.InputRequests)
 			if err != nil {
-				return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.cfg.URL, t.remote.Name, err)
+				return agent.ToolOutput{}, fmt.Errorf("MCP server %s, tool %s: %v", t.server.shown, t.remote.Name, redacted(err))
 			}
 			return agent.ToolOutput{NeedsInput: ni}, nil
 		}

@@ -39,8 +39,9 @@
 //
 // # Input
 //
-// Input is validated against the tool's JSON Schema (santhosh-tekuri/
-// jsonschema, draft 2020-12 unless the schema says otherwise). An invalid
+// Input is validated against the tool's JSON Schema (compiled by
+// internal/schema: draft 2020-12 unless the schema says otherwise, no
+// reference outside the schema followed, RE2 patterns). An invalid
 // input is an *agent.Error with code invalid_input whose message names each
 // field and why, e.g. `input.path: got number, want string`. Built-in tools
 // validate again in Run, so they never run on an input they do not accept.

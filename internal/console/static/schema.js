@@ -1,6 +1,6 @@
 // A JSON Schema check for tool inputs, covering the keywords tool schemas
 // use (type, properties, required, additionalProperties, items, enum, const,
-// string lengths and patterns, numeric bounds, array sizes). The server
+// string lengths, numeric bounds, array sizes; never pattern). The server
 // validates again with a complete validator (400 invalid_input); this check
 // only spares a round trip and points at the field.
 
@@ -42,11 +42,9 @@ export function validate(schema, value, path = 'input') {
       errs.push(schema.minLength === 1 ? `${path}: must not be empty` : `${path}: must be at least ${schema.minLength} characters`);
     }
     if (schema.maxLength !== undefined && n > schema.maxLength) errs.push(`${path}: must be at most ${schema.maxLength} characters`);
-    if (schema.pattern !== undefined) {
-      try {
-        if (!new RegExp(schema.pattern, 'u').test(value)) errs.push(`${path}: must match ${schema.pattern}`);
-      } catch { /* a pattern JavaScript cannot compile: the server decides */ }
-    }
+    // A pattern is never evaluated here: it comes from a server or a
+    // model, and a backtracking one would freeze the tab. The server
+    // checks it (RE2, linear time) and its 400 names the field.
   }
   if (t === 'number' || t === 'integer') {
     if (schema.minimum !== undefined && value < schema.minimum) errs.push(`${path}: must be ≥ ${schema.minimum}`);
