@@ -86,8 +86,11 @@ type NewArtifact struct {
 	Body      io.Reader
 }
 
-// ValidateArtifactName checks a name: 1–255 characters, no "/", "\" or
-// control characters. The error says what is wrong, for the model.
+// ValidateArtifactName checks a name: 1–255 characters, no "/", "\",
+// control characters or Unicode format characters (category Cf: the
+// bidirectional overrides that make "a\u202eexe.txt" read as a .txt, the
+// zero-width ones; docs/api.md, "Artifacts"). The error says what is wrong,
+// for the model.
 func ValidateArtifactName(name string) error {
 	switch n := utf8.RuneCountInString(name); {
 	case !utf8.ValidString(name):
@@ -103,6 +106,8 @@ func ValidateArtifactName(name string) error {
 			return fmt.Errorf("the artifact name %q contains %q; names may not contain / or \\", name, c)
 		case unicode.IsControl(c):
 			return fmt.Errorf("the artifact name %q contains the control character %U", name, c)
+		case unicode.Is(unicode.Cf, c):
+			return fmt.Errorf("the artifact name %q contains the format character %U (bidirectional and invisible characters are not allowed)", name, c)
 		}
 	}
 	if name == "." || name == ".." {
