@@ -388,3 +388,26 @@ func TestChatRemember(t *testing.T) {
 		}
 	}
 }
+
+// --artifact-quota: 10 GiB by default, a size or 0 (none), anything else
+// refused before anything starts.
+func TestServeArtifactQuotaFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int64
+		bad  bool
+	}{
+		{nil, 10 << 30, false},
+		{[]string{"--artifact-quota", "1MiB"}, 1 << 20, false},
+		{[]string{"--artifact-quota", "0"}, -1, false},
+		{[]string{"--artifact-quota", "lots"}, 0, true},
+	} {
+		c, err := parseServe(tc.args, io.Discard)
+		switch {
+		case tc.bad && (err == nil || !strings.Contains(err.Error(), "--artifact-quota")):
+			t.Errorf("parseServe(%q) = %v; want an error naming --artifact-quota", tc.args, err)
+		case !tc.bad && (err != nil || c.artifactQuota != tc.want):
+			t.Errorf("parseServe(%q) = %+v, %v; want the quota %d", tc.args, c, err, tc.want)
+		}
+	}
+}

@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ElicitTakeover", testElicitTakeover},
 		{"FiftyConcurrentAnswers", testFiftyAnswers},
 		{"AnswerTakeover", testAnswerTakeover},
+		{"ArtifactQuota", testArtifactQuota},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, New(t, newStore(t)))
