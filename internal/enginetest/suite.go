@@ -68,6 +68,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"RememberRefusals", testRememberRefusals},
 		{"Compaction", testCompaction},
 		{"CompactionWithTools", testCompactionWithTools},
+		{"CompactionKeepsRoles", testCompactionKeepsRoles},
 		{"InputPause", testInputPause},
 		{"InputRounds", testInputRounds},
 		{"InputExpiry", testInputExpiry},
