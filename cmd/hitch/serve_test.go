@@ -243,6 +243,31 @@ func TestChat(t *testing.T) {
 	}
 }
 
+// hitch chat never prints what a terminal would act on from text it did
+// not write (docs/api.md, "Schemas from outside are data"): a model's
+// answer and a question holding an OSC title change and a screen clear show
+// without their escape characters.
+func TestChatReplacesEscapes(t *testing.T) {
+	base, _, _ := startServe(t)
+	in := strings.NewReader("hi \x1b]0;pwned\x07 there \x1b[2J\r\n" +
+		`/call ask_user {"question": "Colour?\u001b]0;pwned\u0007\u001b[2J\u009b31m\u202e", "choices": ["red", "blue\u001b[31m"]}` + "\n2\n/quit\n")
+	var out bytes.Buffer
+	if err := chat(context.Background(), []string{"--url", base, "--token", "carol"}, in, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, bad := range []string{"\x1b", "\a", "\r", "\u009b", "\u202e"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("the chat printed %q:\n%q", bad, got)
+		}
+	}
+	for _, want := range []string{"echo: hi", "there", "ask_user asks: Colour?", "  2. blue", "[answered by carol]"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the chat does not show %q:\n%q", want, got)
+		}
+	}
+}
+
 // hitch chat asks an agent's question in the terminal (docs/api.md,
 // "Pauses for input"): a choice's number answers it, and the model gets
 // the answer.
