@@ -161,7 +161,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		return *awsCfg, nil
 	}
 
-	env := catalog.Env{Files: true, LoopbackWebhooks: true}
+	// Artifacts: what artifacts_from and files roots may not reach.
+	env := catalog.Env{Files: true, LoopbackWebhooks: true, Artifacts: artifactsAt(c)}
 	// Lambda function tools call AWS with the normal credential chain; an
 	// agent without them never uses the client.
 	env.MCP = catalog.MCPEnv{Secrets: secret.Resolver{}, Log: log}
@@ -305,16 +306,25 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 // presigned downloads) for s3://bucket/prefix, else a directory; unset,
 // memory beside the memory store (nothing of it survives a restart) and a
 // directory "artifacts" beside the agents' folder otherwise.
+// artifactsAt is where artifacts' bytes are kept: --artifacts, or by
+// default in memory ("") with --store memory, else ./artifacts beside the
+// agents' folder.
+func artifactsAt(c *serveConfig) string {
+	switch {
+	case c.artifacts != "":
+		return c.artifacts
+	case c.store == "memory":
+		return ""
+	case c.agentsDir != "":
+		return filepath.Join(filepath.Dir(filepath.Clean(c.agentsDir)), "artifacts")
+	}
+	return "artifacts"
+}
+
 func openArtifacts(c *serveConfig, loadAWS func() (aws.Config, error)) (agent.ArtifactBytes, httpapi.Presigner, error) {
-	where := c.artifacts
+	where := artifactsAt(c)
 	if where == "" {
-		if c.store == "memory" {
-			return memstore.NewBytes(), nil, nil
-		}
-		where = "artifacts"
-		if c.agentsDir != "" {
-			where = filepath.Join(filepath.Dir(filepath.Clean(c.agentsDir)), "artifacts")
-		}
+		return memstore.NewBytes(), nil, nil
 	}
 	if strings.HasPrefix(where, "s3:") {
 		bucket, prefix, err := s3artifacts.ParseURL(where)

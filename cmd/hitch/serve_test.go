@@ -436,3 +436,36 @@ func TestServeArtifactQuotaFlag(t *testing.T) {
 		}
 	}
 }
+
+// hitch serve refuses to start when an agent's files root holds the
+// artifacts directory (--artifacts): the files tools would read every
+// task's artifacts. The error names the file and the field.
+func TestServeRefusesFilesOverArtifacts(t *testing.T) {
+	dir := t.TempDir()
+	agents := filepath.Join(dir, "agents")
+	if err := os.MkdirAll(agents, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	def := "apiVersion: tealagents/v1alpha1\nkind: Agent\nname: a\nversion: 0.1\nspec:\n  agent:\n    model: m\n    tools:\n      - builtin: files\n        config: {root: ..}\n"
+	if err := os.WriteFile(filepath.Join(agents, "a.yaml"), []byte(def), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready, done := make(chan string, 1), make(chan error, 1)
+	go func() {
+		done <- serve(ctx, []string{"--addr", "127.0.0.1:0", "--agents", agents, "--artifacts", filepath.Join(dir, "artifacts")}, io.Discard, io.Discard, ready)
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ready:
+		cancel()
+		<-done
+		t.Fatal("serve started")
+	}
+	want := filepath.Join(agents, "a.yaml") + ": spec.agent.tools[0].config.root: " + dir + " holds " + filepath.Join(dir, "artifacts")
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("serve = %v; want an error starting %q", err, want)
+	}
+}

@@ -178,7 +178,7 @@ func NewWith(c Config, cl Clients) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lambdafn: HITCH_ARTIFACT_QUOTA: %v", err)
 	}
-	env := catalog.Env{Files: false, Lambda: cl.Lambda,
+	env := catalog.Env{Files: false, Lambda: cl.Lambda, Artifacts: c.Artifacts,
 		MCP: catalog.MCPEnv{Secrets: secret.Resolver{SSM: cl.SSM}, Log: log}}
 	if cl.S3 != nil {
 		env.S3Files = func(bucket, prefix string) tools.FileStore { return s3files.New(cl.S3, bucket, prefix) }
