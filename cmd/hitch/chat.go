@@ -25,11 +25,13 @@ func chat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	raw := stdout
+	stdout = termWriter{raw} // what the agents, servers and remote agents said, made safe
 	if *a2aURL != "" {
 		return chatA2A(ctx, *a2aURL, *token, bufio.NewScanner(stdin), stdout)
 	}
 	c := &chatClient{ctx: ctx, base: strings.TrimRight(*base, "/"), agent: *agentName, token: *token,
-		in: bufio.NewScanner(stdin), out: stdout}
+		in: bufio.NewScanner(stdin), out: stdout, raw: raw}
 	fmt.Fprintf(stdout, "hitch chat with %s at %s; /quit to leave\n", c.agent, c.base)
 	for {
 		fmt.Fprint(stdout, "> ")
@@ -58,7 +60,8 @@ type chatClient struct {
 	ctx                context.Context
 	base, agent, token string
 	in                 *bufio.Scanner
-	out                io.Writer
+	out                io.Writer // termWriter: text from elsewhere made safe
+	raw                io.Writer // the terminal, for Hitch's own escapes
 	taskID             string
 }
 
@@ -104,7 +107,9 @@ func (c *chatClient) stream(path string, body any) error {
 		case "request_started":
 			c.taskID, _ = d["task_id"].(string)
 		case "thinking":
-			fmt.Fprintf(c.out, "\x1b[2m%s\x1b[0m", d["delta"])
+			fmt.Fprint(c.raw, "\x1b[2m")
+			fmt.Fprint(c.out, d["delta"])
+			fmt.Fprint(c.raw, "\x1b[0m")
 		case "answer":
 			fmt.Fprint(c.out, d["delta"])
 		case "tool_call":

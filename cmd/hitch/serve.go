@@ -67,6 +67,7 @@ type serveConfig struct {
 	a2aPoll          time.Duration
 	reapEvery        time.Duration
 	artifacts        string
+	artifactQuota    int64
 }
 
 func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
@@ -80,6 +81,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.table, "table", "hitch", "DynamoDB table name")
 	// (The Lambda functions read HITCH_ARTIFACTS, an S3 location.)
 	fs.StringVar(&c.artifacts, "artifacts", "", "where artifacts' bytes are kept: a directory, or s3://bucket/prefix; default: memory with --store memory, else ./artifacts beside the agents' folder")
+	quota := fs.String("artifact-quota", "10GiB", "the bytes a user's artifacts may hold over all their tasks (KiB, MiB, GiB, TiB); 0: no quota")
 	fs.BoolVar(&c.createTable, "create-table", false, "create the DynamoDB table if it does not exist")
 	fs.StringVar(&c.model, "model", "local", "the model: local (the built-in local model) or bedrock (Amazon Bedrock, default AWS credentials)")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", 15*time.Minute, "the deadline of one leg of a request (its lease is 15 s, renewed while it runs)")
@@ -96,11 +98,15 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.DurationVar(&c.reapEvery, "reap-every", agent.DefaultReapEvery, "how often the reaper looks for requests whose process died (taken over) and paused rounds past their expiry (expired)")
 	fs.StringVar(&c.lambdaAddr, "lambda-addr", "", "loopback address answering the Lambda Invoke API with the invoke function's direct payloads (op invoke, resume, cancel, get), e.g. 127.0.0.1:9001; off when empty")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "loopback address serving Go's pprof profiles (/debug/pprof/), e.g. 127.0.0.1:6060; off when empty")
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("serve: unexpected arguments %q", fs.Args())
+	}
+	if c.artifactQuota, err = agent.ParseArtifactQuota(*quota); err != nil {
+		return nil, fmt.Errorf("serve: --artifact-quota: %v", err)
 	}
 	if c.store != "memory" && c.store != "dynamodb" {
 		return nil, fmt.Errorf("serve: --store must be memory or dynamodb, not %q", c.store)
@@ -155,7 +161,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		return *awsCfg, nil
 	}
 
-	env := catalog.Env{Files: true, LoopbackWebhooks: true}
+	// Artifacts: what artifacts_from and files roots may not reach.
+	env := catalog.Env{Files: true, LoopbackWebhooks: true, Artifacts: artifactsAt(c)}
 	// Lambda function tools call AWS with the normal credential chain; an
 	// agent without them never uses the client.
 	env.MCP = catalog.MCPEnv{Secrets: secret.Resolver{}, Log: log}
@@ -219,7 +226,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		return err
 	}
 	engine := &agent.Engine{
-		Store: store, Model: model, Agents: cat, Log: log, Artifacts: arts,
+		Store: store, Model: model, Agents: cat, Log: log, Artifacts: arts, ArtifactQuota: c.artifactQuota,
 		LegTimeout: c.requestTimeout, RetentionDays: c.retentionDays,
 	}
 	if v := os.Getenv("HITCH_CHAIN_MIN_REMAINING"); v != "" {
@@ -244,6 +251,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	reapCtx, stopReaper := context.WithCancel(ctx)
 	reaped := make(chan struct{})
 	go func() { defer close(reaped); reaper.Run(reapCtx) }()
+	if ms, ok := store.(*memstore.Store); ok && arts != nil {
+		// The memory store has no TTL or stream: retention's expired
+		// artifacts and their bytes go with the reaper's tick.
+		go dropExpiredArtifacts(reapCtx, ms, arts, c.reapEvery, log)
+	}
 	defer func() {
 		stopReaper()
 		select {
@@ -294,16 +306,25 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 // presigned downloads) for s3://bucket/prefix, else a directory; unset,
 // memory beside the memory store (nothing of it survives a restart) and a
 // directory "artifacts" beside the agents' folder otherwise.
+// artifactsAt is where artifacts' bytes are kept: --artifacts, or by
+// default in memory ("") with --store memory, else ./artifacts beside the
+// agents' folder.
+func artifactsAt(c *serveConfig) string {
+	switch {
+	case c.artifacts != "":
+		return c.artifacts
+	case c.store == "memory":
+		return ""
+	case c.agentsDir != "":
+		return filepath.Join(filepath.Dir(filepath.Clean(c.agentsDir)), "artifacts")
+	}
+	return "artifacts"
+}
+
 func openArtifacts(c *serveConfig, loadAWS func() (aws.Config, error)) (agent.ArtifactBytes, httpapi.Presigner, error) {
-	where := c.artifacts
+	where := artifactsAt(c)
 	if where == "" {
-		if c.store == "memory" {
-			return memstore.NewBytes(), nil, nil
-		}
-		where = "artifacts"
-		if c.agentsDir != "" {
-			where = filepath.Join(filepath.Dir(filepath.Clean(c.agentsDir)), "artifacts")
-		}
+		return memstore.NewBytes(), nil, nil
 	}
 	if strings.HasPrefix(where, "s3:") {
 		bucket, prefix, err := s3artifacts.ParseURL(where)
@@ -374,4 +395,22 @@ func serveLambdaAPI(addr string, direct lambdahttp.DirectFunc, log *slog.Logger)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	}, ln.Addr().String(), nil
+}
+
+// dropExpiredArtifacts removes, every tick, the memory store's artifacts
+// whose retention ttl passed, with their bytes (on DynamoDB the stream
+// does it, runDispatcher).
+func dropExpiredArtifacts(ctx context.Context, s *memstore.Store, arts agent.ArtifactBytes, every time.Duration, log *slog.Logger) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if n, err := s.DropExpiredArtifacts(ctx, arts); err != nil {
+			log.Error("dropping expired artifacts' bytes failed", "dropped", n, "err", err)
+		}
+	}
 }

@@ -243,6 +243,31 @@ func TestChat(t *testing.T) {
 	}
 }
 
+// hitch chat never prints what a terminal would act on from text it did
+// not write (docs/api.md, "Schemas from outside are data"): a model's
+// answer and a question holding an OSC title change and a screen clear show
+// without their escape characters.
+func TestChatReplacesEscapes(t *testing.T) {
+	base, _, _ := startServe(t)
+	in := strings.NewReader("hi \x1b]0;pwned\x07 there \x1b[2J\r\n" +
+		`/call ask_user {"question": "Colour?\u001b]0;pwned\u0007\u001b[2J\u009b31m\u202e", "choices": ["red", "blue\u001b[31m"]}` + "\n2\n/quit\n")
+	var out bytes.Buffer
+	if err := chat(context.Background(), []string{"--url", base, "--token", "carol"}, in, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, bad := range []string{"\x1b", "\a", "\r", "\u009b", "\u202e"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("the chat printed %q:\n%q", bad, got)
+		}
+	}
+	for _, want := range []string{"echo: hi", "there", "ask_user asks: Colour?", "  2. blue", "[answered by carol]"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the chat does not show %q:\n%q", want, got)
+		}
+	}
+}
+
 // hitch chat asks an agent's question in the terminal (docs/api.md,
 // "Pauses for input"): a choice's number answers it, and the model gets
 // the answer.
@@ -386,5 +411,61 @@ func TestChatRemember(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(sandbox, f)); !os.IsNotExist(err) {
 			t.Errorf("%s is still there: %v", f, err)
 		}
+	}
+}
+
+// --artifact-quota: 10 GiB by default, a size or 0 (none), anything else
+// refused before anything starts.
+func TestServeArtifactQuotaFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int64
+		bad  bool
+	}{
+		{nil, 10 << 30, false},
+		{[]string{"--artifact-quota", "1MiB"}, 1 << 20, false},
+		{[]string{"--artifact-quota", "0"}, -1, false},
+		{[]string{"--artifact-quota", "lots"}, 0, true},
+	} {
+		c, err := parseServe(tc.args, io.Discard)
+		switch {
+		case tc.bad && (err == nil || !strings.Contains(err.Error(), "--artifact-quota")):
+			t.Errorf("parseServe(%q) = %v; want an error naming --artifact-quota", tc.args, err)
+		case !tc.bad && (err != nil || c.artifactQuota != tc.want):
+			t.Errorf("parseServe(%q) = %+v, %v; want the quota %d", tc.args, c, err, tc.want)
+		}
+	}
+}
+
+// hitch serve refuses to start when an agent's files root holds the
+// artifacts directory (--artifacts): the files tools would read every
+// task's artifacts. The error names the file and the field.
+func TestServeRefusesFilesOverArtifacts(t *testing.T) {
+	dir := t.TempDir()
+	agents := filepath.Join(dir, "agents")
+	if err := os.MkdirAll(agents, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	def := "apiVersion: tealagents/v1alpha1\nkind: Agent\nname: a\nversion: 0.1\nspec:\n  agent:\n    model: m\n    tools:\n      - builtin: files\n        config: {root: ..}\n"
+	if err := os.WriteFile(filepath.Join(agents, "a.yaml"), []byte(def), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready, done := make(chan string, 1), make(chan error, 1)
+	go func() {
+		done <- serve(ctx, []string{"--addr", "127.0.0.1:0", "--agents", agents, "--artifacts", filepath.Join(dir, "artifacts")}, io.Discard, io.Discard, ready)
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ready:
+		cancel()
+		<-done
+		t.Fatal("serve started")
+	}
+	want := filepath.Join(agents, "a.yaml") + ": spec.agent.tools[0].config.root: " + dir + " holds " + filepath.Join(dir, "artifacts")
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("serve = %v; want an error starting %q", err, want)
 	}
 }

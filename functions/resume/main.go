@@ -22,5 +22,6 @@ func main() {
 		MetricsNamespace:  os.Getenv("HITCH_METRICS_NAMESPACE"),
 		A2ADefaultAgent:   os.Getenv("HITCH_A2A_DEFAULT_AGENT"),
 		Artifacts:         os.Getenv("HITCH_ARTIFACTS"),
+		ArtifactQuota:     os.Getenv("HITCH_ARTIFACT_QUOTA"),
 	})
 }

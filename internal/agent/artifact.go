@@ -18,8 +18,10 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
 	"mime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +37,51 @@ var (
 	// MaxArtifacts bounds the artifacts of a task.
 	MaxArtifacts = 1000
 )
+
+// DefaultArtifactQuota bounds the bytes of a user's artifacts, over all
+// their tasks, when the engine names no ArtifactQuota: 10 GiB.
+const DefaultArtifactQuota int64 = 10 << 30
+
+// ParseArtifactQuota reads --artifact-quota / HITCH_ARTIFACT_QUOTA: a
+// number of bytes with an optional unit (KiB, MiB, GiB, TiB, or KB, MB, GB,
+// TB in powers of ten), "" for DefaultArtifactQuota, 0 for no quota. It
+// returns the value of Engine.ArtifactQuota.
+func ParseArtifactQuota(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	num, mult := s, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is not a number of bytes like 10GiB, 500MiB or 0 (no quota)", s)
+	}
+	if n == 0 {
+		return -1, nil
+	}
+	return n * mult, nil
+}
+
+// artifactQuota is the per-user limit AddArtifactBytes is given (0: none).
+func (e *Engine) artifactQuota() int64 {
+	switch q := e.ArtifactQuota; {
+	case q == 0:
+		return DefaultArtifactQuota
+	case q < 0:
+		return 0
+	default:
+		return q
+	}
+}
 
 const (
 	// MaxArtifactName bounds a name, in characters.
@@ -86,8 +133,11 @@ type NewArtifact struct {
 	Body      io.Reader
 }
 
-// ValidateArtifactName checks a name: 1–255 characters, no "/", "\" or
-// control characters. The error says what is wrong, for the model.
+// ValidateArtifactName checks a name: 1–255 characters, no "/", "\",
+// control characters or Unicode format characters (category Cf: the
+// bidirectional overrides that make "a\u202eexe.txt" read as a .txt, the
+// zero-width ones; docs/api.md, "Artifacts"). The error says what is wrong,
+// for the model.
 func ValidateArtifactName(name string) error {
 	switch n := utf8.RuneCountInString(name); {
 	case !utf8.ValidString(name):
@@ -103,6 +153,8 @@ func ValidateArtifactName(name string) error {
 			return fmt.Errorf("the artifact name %q contains %q; names may not contain / or \\", name, c)
 		case unicode.IsControl(c):
 			return fmt.Errorf("the artifact name %q contains the control character %U", name, c)
+		case unicode.Is(unicode.Cf, c):
+			return fmt.Errorf("the artifact name %q contains the format character %U (bidirectional and invisible characters are not allowed)", name, c)
 		}
 	}
 	if name == "." || name == ".." {
@@ -198,6 +250,21 @@ func (ca *callArtifacts) save(ctx context.Context, in NewArtifact) (Artifact, er
 		return Artifact{}, errors.New("the artifact could not be stored")
 	}
 	a.Size, a.SHA256 = body.n, hex.EncodeToString(body.h.Sum(nil))
+	// The user's quota is counted once the size is known: one conditional
+	// update of a counter per user, so concurrent saves never pass it
+	// together (docs/api.md, "Artifacts"). A refused save keeps nothing.
+	if held, err := r.e.Store.AddArtifactBytes(ctx, r.userID, a.Size, r.e.artifactQuota()); err != nil {
+		r.releaseArtifact()
+		if derr := r.e.Artifacts.Delete(context.WithoutCancel(ctx), r.taskID, a.ID); derr != nil {
+			r.e.log().ErrorContext(ctx, "deleting a refused artifact's bytes failed", "task_id", r.taskID, "artifact_id", a.ID, "err", derr)
+		}
+		if errors.Is(err, ErrQuotaExceeded) {
+			return Artifact{}, fmt.Errorf("%w: %s (413): the artifact has %d bytes and your artifacts already hold %d of your quota of %d bytes; delete tasks you no longer need",
+				ErrQuotaExceeded, CodeQuotaExceeded, a.Size, held, r.e.artifactQuota())
+		}
+		r.e.log().ErrorContext(ctx, "counting an artifact against its user's quota failed", "task_id", r.taskID, "request_id", r.reqID, "err", err)
+		return Artifact{}, errors.New("the artifact could not be stored")
+	}
 	ca.mu.Lock()
 	ca.saved = append(ca.saved, a)
 	ca.mu.Unlock()
@@ -414,14 +481,20 @@ func (e *Engine) OpenArtifact(ctx context.Context, agentName, userID, taskID, ar
 	return a, rc, nil
 }
 
-// deleteArtifactBytes deletes a deleted task's artifact bytes; a failure is
-// logged (the bytes are unreachable without their metadata).
-func (e *Engine) deleteArtifactBytes(ctx context.Context, taskID string) {
+// deleteArtifactBytes deletes a deleted task's artifact bytes and gives
+// their count back to its owner's quota; a failure is logged (the bytes are
+// unreachable without their metadata).
+func (e *Engine) deleteArtifactBytes(ctx context.Context, t *Task) {
 	if e.Artifacts == nil {
 		return
 	}
-	if err := e.Artifacts.DeleteTask(ctx, taskID); err != nil {
-		e.log().ErrorContext(ctx, "deleting a deleted task's artifact bytes failed", "task_id", taskID, "err", err)
+	if err := e.Artifacts.DeleteTask(ctx, t.ID); err != nil {
+		e.log().ErrorContext(ctx, "deleting a deleted task's artifact bytes failed", "task_id", t.ID, "err", err)
+	}
+	if t.ArtifactBytes > 0 {
+		if _, err := e.Store.AddArtifactBytes(ctx, t.UserID, -t.ArtifactBytes, 0); err != nil {
+			e.log().ErrorContext(ctx, "giving a deleted task's artifact bytes back to the quota failed", "task_id", t.ID, "user_id", t.UserID, "err", err)
+		}
 	}
 }
 

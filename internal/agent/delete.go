@@ -31,7 +31,7 @@ func (e *Engine) DeleteTask(ctx context.Context, agentName, userID, taskID strin
 		var ce *ConflictError
 		switch {
 		case err == nil:
-			e.deleteArtifactBytes(ctx, t.ID)
+			e.deleteArtifactBytes(ctx, t)
 			e.deleteChildren(ctx, t)
 			return nil
 		case errors.As(err, &ce) && attempt < 3:
@@ -40,7 +40,7 @@ func (e *Engine) DeleteTask(ctx context.Context, agentName, userID, taskID strin
 			// It existed a moment ago: this delete's own retry, or another
 			// delete, removed it. Either way it is gone, and so are its
 			// bytes (again: a retry after a crash between the two).
-			e.deleteArtifactBytes(ctx, t.ID)
+			e.deleteArtifactBytes(ctx, &Task{ID: t.ID}) // given back by the delete that removed it
 			return nil
 		}
 		return fmt.Errorf("delete task %s: %w", t.ID, err)
@@ -94,7 +94,7 @@ func (e *Engine) deleteChildren(ctx context.Context, t *Task) {
 					e.log().Warn("deleting a sub-agent task failed", "task_id", t.ID, "child_task_id", ct.ID, "err", err)
 					continue
 				}
-				e.deleteArtifactBytes(ctx, ct.ID)
+				e.deleteArtifactBytes(ctx, ct)
 				e.deleteChildren(ctx, ct)
 			}
 			if next == "" {

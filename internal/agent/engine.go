@@ -29,7 +29,11 @@ type Engine struct {
 	Agents Agents
 	// Artifacts keeps artifacts' bytes; nil: tools cannot save artifacts.
 	Artifacts ArtifactBytes
-	Log       *slog.Logger
+	// ArtifactQuota bounds the bytes of a user's artifacts, over all their
+	// tasks (--artifact-quota, HITCH_ARTIFACT_QUOTA): 0 is
+	// DefaultArtifactQuota, negative is no quota.
+	ArtifactQuota int64
+	Log           *slog.Logger
 	// Metrics, when set, receives the moments operations watch (the README's "Observability").
 	Metrics Metrics
 	// Tracer, when set, makes the spans of a leg, its model and tool calls.

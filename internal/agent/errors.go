@@ -17,6 +17,9 @@ var (
 	ErrSessionOwner = errors.New("session owned by another user")
 	// ErrIdemExists: an idempotency key is already bound.
 	ErrIdemExists = errors.New("idempotency key already bound")
+	// ErrQuotaExceeded: an addition to a user's artifact bytes would pass
+	// their quota (Store.AddArtifactBytes).
+	ErrQuotaExceeded = errors.New("artifact quota exceeded")
 )
 
 // ConflictError is returned by Store.Write when a condition failed. Current is
@@ -72,22 +75,25 @@ const (
 	CodeRequestNotFound       = "request_not_found"
 	CodeSessionNotFound       = "session_not_found"
 	CodeArtifactNotFound      = "artifact_not_found"
-	CodeRouteNotFound         = "route_not_found"
-	CodeMethodNotAllowed      = "method_not_allowed"
-	CodeTaskBusy              = "task_busy"
-	CodeTaskPaused            = "task_paused"
-	CodeNotPaused             = "not_paused"
-	CodeDecisionConflict      = "decision_conflict"
-	CodeNotRunning            = "not_running"
-	CodeRequestSuperseded     = "request_superseded"
-	CodeApprovalExpired       = "approval_expired"
-	CodeInputExpired          = "input_expired"
-	CodeEventsExpired         = "events_expired"
-	CodeBodyTooLarge          = "body_too_large"
-	CodeIdempotencyKeyReused  = "idempotency_key_reused"
-	CodeThrottled             = "throttled"
-	CodeInternal              = "internal"
-	CodeModelError            = "model_error"
+	// CodeQuotaExceeded (413) is a save past the user's artifact quota;
+	// it reaches the model as the save's error result.
+	CodeQuotaExceeded        = "quota_exceeded"
+	CodeRouteNotFound        = "route_not_found"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeTaskBusy             = "task_busy"
+	CodeTaskPaused           = "task_paused"
+	CodeNotPaused            = "not_paused"
+	CodeDecisionConflict     = "decision_conflict"
+	CodeNotRunning           = "not_running"
+	CodeRequestSuperseded    = "request_superseded"
+	CodeApprovalExpired      = "approval_expired"
+	CodeInputExpired         = "input_expired"
+	CodeEventsExpired        = "events_expired"
+	CodeBodyTooLarge         = "body_too_large"
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	CodeThrottled            = "throttled"
+	CodeInternal             = "internal"
+	CodeModelError           = "model_error"
 	// CodeRemoteUnavailable: a decision for a remote A2A agent's call could
 	// not reach it; nothing changed (docs/architecture.md and docs/api.md).
 	CodeRemoteUnavailable     = "remote_unavailable"

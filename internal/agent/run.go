@@ -29,6 +29,7 @@ type Run struct {
 	sink     Sink
 	reqID    string
 	taskID   string
+	userID   string // the task's owner: whose artifact quota saves count against
 	legStart
 	// fresh are the sub-agent calls this leg planned: their children are
 	// started without being looked up first.
@@ -93,7 +94,7 @@ type Run struct {
 }
 
 func (e *Engine) newRun(ag *Agent, t *Task, history []Item, deadline time.Time) *Run {
-	return &Run{e: e, agent: ag, task: t, taskID: t.ID, history: history, deadline: deadline, joins: t.Joins,
+	return &Run{e: e, agent: ag, task: t, taskID: t.ID, userID: t.UserID, history: history, deadline: deadline, joins: t.Joins,
 		reqID: t.Active.ID, eventID: t.Active.LastEventID, artWritten: t.ArtifactCount, leaseSent: t.Active.LeaseUntil.Add(-LeaseDuration)}
 }
 
@@ -422,6 +423,10 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 		arts := slices.Clone(r.artifacts)
 		r.artMu.Unlock()
 		next.ArtifactCount = r.task.ArtifactCount + len(arts)
+		next.ArtifactBytes = r.task.ArtifactBytes
+		for _, a := range arts {
+			next.ArtifactBytes += a.Size
+		}
 		mutate(next)
 		next.UpdatedAt = r.e.now()
 		next.Version = base.Version + 1

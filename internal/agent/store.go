@@ -167,6 +167,13 @@ type Store interface {
 	// first (by id: UUIDv7s). ART# items sit outside the history read: no
 	// turn reads them.
 	ListArtifacts(ctx context.Context, taskID string) ([]Artifact, error)
+
+	// AddArtifactBytes adds delta to the count of the user's artifact
+	// bytes (the per-user quota, QUOTA#<uid>) in one conditional update: a
+	// positive delta that would take the count past limit (limit > 0)
+	// changes nothing and returns the count with ErrQuotaExceeded; a
+	// negative one never takes it below zero. It returns the count after.
+	AddArtifactBytes(ctx context.Context, userID string, delta, limit int64) (int64, error)
 }
 
 // RequestLookup finds a request by its id alone: the A2A binding

@@ -98,6 +98,9 @@ type Task struct {
 	// ArtifactCount counts the task's artifacts (ART# items), so that a
 	// save past MaxArtifacts is refused without reading them.
 	ArtifactCount int `json:"artifact_count,omitempty"`
+	// ArtifactBytes sums their sizes: what deleting the task gives back
+	// to its owner's artifact quota.
+	ArtifactBytes int64 `json:"artifact_bytes,omitempty"`
 }
 
 // SeqRange is a superseded range of history entries [From, To) made by an

@@ -46,6 +46,11 @@ type Env struct {
 	// S3 reads the objects a Lambda tool names as its artifacts (under its
 	// entry's artifacts_from); nil: such an entry fails to load.
 	S3 tools.S3Getter
+	// Artifacts is where Hitch keeps artifacts' bytes: s3://bucket/prefix
+	// (HITCH_ARTIFACTS, --artifacts s3://…) or a directory (--artifacts
+	// DIR); "" for none or in memory. artifacts_from may not overlap it,
+	// nor a files root hold it (storage.go).
+	Artifacts string
 	// LoopbackWebhooks allows webhooks over http to a loopback receiver
 	// (`hitch serve`); everywhere else a webhook URL is https.
 	LoopbackWebhooks bool
@@ -83,6 +88,7 @@ func load(fsys fs.FS, dir string, env Env, display func(string) string) (*Catalo
 	}
 	c := &Catalog{byName: map[string]*agent.Agent{}}
 	definedIn := map[string]string{}
+	ps := &places{}
 	var errs, skipped []error
 	for _, name := range names {
 		file := display(name)
@@ -91,7 +97,7 @@ func load(fsys fs.FS, dir string, env Env, display func(string) string) (*Catalo
 			errs = append(errs, fmt.Errorf("%s: %w", file, err))
 			continue
 		}
-		a, err := parse(file, data, env, path.Dir(name))
+		a, err := parse(file, data, env, path.Dir(name), ps)
 		if err != nil && onlyUnavailable(err) {
 			skipped = append(skipped, err)
 			env.MCP.logger().Error("an agent is left out: what it needs is not reachable", "file", file, "err", err.Error())
@@ -108,6 +114,9 @@ func load(fsys fs.FS, dir string, env Env, display func(string) string) (*Catalo
 		definedIn[a.Name] = file
 		c.byName[a.Name] = a
 		c.list = append(c.list, a)
+	}
+	if len(errs) == 0 {
+		errs = ps.check()
 	}
 	if len(errs) == 0 {
 		errs = link(c, definedIn)

@@ -47,8 +47,8 @@ const (
 )
 
 // parse reads one definition. dir is the file's directory in the FS.
-func parse(file string, data []byte, env Env, dir string) (*agent.Agent, error) {
-	d := &decoder{file: file}
+func parse(file string, data []byte, env Env, dir string, ps *places) (*agent.Agent, error) {
+	d := &decoder{file: file, places: ps}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
@@ -485,6 +485,7 @@ func (d *decoder) filesConfig(n *yaml.Node, at string, env Env, dir string) (too
 				d.fail(join(at, "s3"), "%v", err)
 				return cfg, false
 			}
+			d.noteFiles(join(at, "s3"), bucket, prefix)
 			if env.S3Files != nil {
 				return tools.FilesConfig{Store: env.S3Files(bucket, prefix)}, true
 			}
@@ -503,6 +504,9 @@ func (d *decoder) filesConfig(n *yaml.Node, at string, env Env, dir string) (too
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		d.fail(join(at, "root"), "cannot be resolved: %v", err)
+		return cfg, false
+	}
+	if !d.checkRoot(env, join(at, "root"), abs) {
 		return cfg, false
 	}
 	return tools.FilesConfig{Root: abs, Unavailable: !env.Files}, true
@@ -621,6 +625,8 @@ func (d *decoder) lambda(f map[string]*yaml.Node, at string, policy agent.ToolPo
 				okFrom = false
 			case env.S3 == nil:
 				d.fail(join(at, "artifacts_from"), "needs an S3 client, and none is configured here")
+				okFrom = false
+			case !d.checkFrom(env, join(at, "artifacts_from"), bucket, prefix):
 				okFrom = false
 			default:
 				cfg.ArtifactsFrom = &tools.S3Prefix{Bucket: bucket, Prefix: prefix, Client: env.S3}

@@ -14,6 +14,9 @@ import (
 type decoder struct {
 	file string
 	errs []error
+	// places collects the S3 locations of the load's definitions
+	// (storage.go); nil when parsed alone.
+	places *places
 }
 
 func (d *decoder) fail(field, format string, args ...any) {

@@ -43,6 +43,8 @@
 //	                                                request_id, session_id, ttl
 //	A2A#<rid>       A2A                             data (the RequestLookup as JSON): finds a request
 //	                                                by its id alone; put by the write creating it
+//	QUOTA#<uid>     ARTIFACTS                       bytes (N): the user's artifact bytes, counted by one
+//	                                                conditional ADD per save (AddArtifactBytes)
 //
 // Times in keys are UTC with nine fractional digits
 // (2006-01-02T15:04:05.000000000Z), so their lexical order is their order in

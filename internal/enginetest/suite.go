@@ -68,6 +68,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"RememberRefusals", testRememberRefusals},
 		{"Compaction", testCompaction},
 		{"CompactionWithTools", testCompactionWithTools},
+		{"CompactionKeepsRoles", testCompactionKeepsRoles},
 		{"InputPause", testInputPause},
 		{"InputRounds", testInputRounds},
 		{"InputExpiry", testInputExpiry},
@@ -85,6 +86,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ExpiredRoundAnswers410", testExpiredRoundAnswers410},
 		{"PastRoundOfAnExpiredRequest", testPastRoundOfAnExpiredRequest},
 		{"RunningRoundNeedsRound", testRunningRoundNeedsRound},
+		{"ArtifactQuota", testArtifactQuota},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, New(t, newStore(t)))

@@ -47,6 +47,7 @@ var statusOf = map[string]int{
 	agent.CodeInputExpired:          http.StatusGone,
 	agent.CodeEventsExpired:         http.StatusGone,
 	agent.CodeBodyTooLarge:          http.StatusRequestEntityTooLarge,
+	agent.CodeQuotaExceeded:         http.StatusRequestEntityTooLarge,
 	agent.CodeIdempotencyKeyReused:  http.StatusUnprocessableEntity,
 	agent.CodeThrottled:             http.StatusTooManyRequests,
 	agent.CodeInternal:              http.StatusInternalServerError,

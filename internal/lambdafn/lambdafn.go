@@ -74,6 +74,9 @@ type Config struct {
 	// Artifacts is HITCH_ARTIFACTS, s3://bucket/prefix: where artifacts'
 	// bytes are kept ("": tools cannot save artifacts).
 	Artifacts string
+	// ArtifactQuota is HITCH_ARTIFACT_QUOTA: the bytes a user's artifacts
+	// may hold over all their tasks, e.g. 10GiB ("": 10 GiB; 0: no quota).
+	ArtifactQuota string
 	// MetricsNamespace is HITCH_METRICS_NAMESPACE ("": Hitch).
 	MetricsNamespace string
 	// Metrics receives the EMF lines; nil means stdout (CloudWatch Logs).
@@ -171,7 +174,11 @@ func NewWith(c Config, cl Clients) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := catalog.Env{Files: false, Lambda: cl.Lambda,
+	quota, err := agent.ParseArtifactQuota(c.ArtifactQuota)
+	if err != nil {
+		return nil, fmt.Errorf("lambdafn: HITCH_ARTIFACT_QUOTA: %v", err)
+	}
+	env := catalog.Env{Files: false, Lambda: cl.Lambda, Artifacts: c.Artifacts,
 		MCP: catalog.MCPEnv{Secrets: secret.Resolver{SSM: cl.SSM}, Log: log}}
 	if cl.S3 != nil {
 		env.S3Files = func(bucket, prefix string) tools.FileStore { return s3files.New(cl.S3, bucket, prefix) }
@@ -195,7 +202,7 @@ func NewWith(c Config, cl Clients) (*App, error) {
 	engine := &agent.Engine{
 		Store: dynamo.New(cl.DynamoDB, c.Table), Model: bedrock.New(cl.Bedrock, bedrock.WithLog(log)), Agents: cat, Log: log,
 		LegTimeout: 15 * time.Minute, DeadlineMargin: DeadlineMargin, RetentionDays: retention,
-		ChainMinRemaining: chainMin,
+		ChainMinRemaining: chainMin, ArtifactQuota: quota,
 	}
 	tracer := observe(engine, c)
 	api := &httpapi.Server{Engine: engine, Auth: AuthorizerIdentity, Log: log, MaxBody: int64(maxBody), Functions: []string{c.Function},

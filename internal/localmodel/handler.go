@@ -69,7 +69,7 @@ func (m *model) answer(req *bedrockwire.Request) bedrockwire.Turn {
 	ids := &idSource{m: m, pos: u, text: userText, n: len(msgs)}
 	var t bedrockwire.Turn
 	if summarising(req) {
-		t = summary(last)
+		t = summary(msgs[:len(msgs)-1])
 	} else if u == len(msgs)-1 || !hasResults(last) {
 		t = m.answerText(texts(last), ids)
 	} else {
@@ -342,16 +342,19 @@ func summarising(req *bedrockwire.Request) bool {
 }
 
 // summary answers a summarising call: "summary: " and the first words of
-// each text block (each a turn, the first perhaps an earlier summary),
-// joined by " / ".
-func summary(m bedrockwire.Message) bedrockwire.Turn {
+// each text block of the conversation's messages (the first perhaps an
+// earlier summary; the call's last message, Hitch's request for the
+// summary, is not given), joined by " / ".
+func summary(msgs []bedrockwire.Message) bedrockwire.Turn {
 	var heads []string
-	for _, b := range m.Content {
-		if b.Text == nil {
-			continue
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			if b.Text == nil {
+				continue
+			}
+			w := strings.Fields(*b.Text)
+			heads = append(heads, strings.Join(w[:min(summaryWords, len(w))], " "))
 		}
-		w := strings.Fields(*b.Text)
-		heads = append(heads, strings.Join(w[:min(summaryWords, len(w))], " "))
 	}
 	return bedrockwire.Turn{Blocks: []bedrockwire.Block{{Text: wordDeltas("summary: " + strings.Join(heads, " / "))}}, StopReason: "end_turn"}
 }

@@ -25,8 +25,9 @@
 //     same text at the same position gets new ids.
 //   - A summarising call (context compaction, the README's "Agent definitions": its system prompt
 //     is agent.CompactionPrompt) answers "summary: " and the first six words
-//     of each text block of the last message (each block a turn, the first
-//     perhaps the earlier summary), joined by " / "; the turn ends.
+//     of each text block of its messages but the last (Hitch's request for
+//     the summary; the first perhaps the earlier summary), joined by " / ";
+//     the turn ends.
 //   - Usage: the prompt's tokens are the words of the tools (name,
 //     description and schema, JSON punctuation splitting words), the system
 //     prompt and the messages; output tokens are the reasoning and answer

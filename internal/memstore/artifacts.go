@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -99,6 +100,13 @@ func (b *Bytes) Put(ctx context.Context, taskID, artifactID string, body io.Read
 	return nil
 }
 
+// Len tells how many artifacts' bytes it holds for the task.
+func (b *Bytes) Len(taskID string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.tasks[taskID])
+}
+
 // Open implements agent.ArtifactBytes.
 func (b *Bytes) Open(ctx context.Context, taskID, artifactID string) (io.ReadCloser, error) {
 	b.mu.Lock()
@@ -124,4 +132,49 @@ func (b *Bytes) DeleteTask(ctx context.Context, taskID string) error {
 	defer b.mu.Unlock()
 	delete(b.tasks, taskID)
 	return nil
+}
+
+// AddArtifactBytes implements agent.Store.
+func (s *Store) AddArtifactBytes(ctx context.Context, userID string, delta, limit int64) (_ int64, err error) {
+	defer wrap(&err, "AddArtifactBytes", func() string { return userID })
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.quota[userID]
+	if delta > 0 && limit > 0 && cur+delta > limit {
+		return cur, agent.ErrQuotaExceeded
+	}
+	s.quota[userID] = max(cur+delta, 0)
+	return s.quota[userID], nil
+}
+
+// DropExpiredArtifacts removes the artifacts whose ttl (retention) has
+// passed and deletes their bytes from b, as DynamoDB's TTL and the
+// notifier do on AWS (docs/architecture.md, "Artifacts"): `hitch serve`
+// calls it with its reaper's tick, so expired bytes do not stay until the
+// process ends. It returns how many it removed; a failed delete of bytes is
+// returned after the rest are removed.
+func (s *Store) DropExpiredArtifacts(ctx context.Context, b agent.ArtifactBytes) (int, error) {
+	type ref struct{ task, id string }
+	var gone []ref
+	s.mu.Lock()
+	now := s.now()
+	for tid, tr := range s.tasks {
+		for sk, r := range tr.keyed {
+			if aid, ok := strings.CutPrefix(sk, "ART#"); ok && !live(r.ttl, now) {
+				delete(tr.keyed, sk)
+				gone = append(gone, ref{tid, aid})
+			}
+		}
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, g := range gone {
+		if err := b.Delete(ctx, g.task, g.id); err != nil {
+			errs = append(errs, fmt.Errorf("memstore: delete the bytes of expired artifact %s of %s: %w", g.id, g.task, err))
+		}
+	}
+	return len(gone), errors.Join(errs...)
 }

@@ -34,6 +34,7 @@ type Store struct {
 	sessions map[string]*sessionRec
 	idem     map[string]record // by key
 	lookups  map[string]record // by request id (A2A#<rid>)
+	quota    map[string]int64  // a user's artifact bytes (QUOTA#<uid>)
 	feed     chan agent.OutboxItem
 }
 
@@ -89,7 +90,7 @@ type indexEntry struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{now: time.Now, tasks: map[string]*taskRec{}, sessions: map[string]*sessionRec{}, idem: map[string]record{}, lookups: map[string]record{},
+	return &Store{now: time.Now, tasks: map[string]*taskRec{}, sessions: map[string]*sessionRec{}, idem: map[string]record{}, lookups: map[string]record{}, quota: map[string]int64{},
 		feed: make(chan agent.OutboxItem, 1024)}
 }
 

@@ -110,7 +110,7 @@ func NewWith(c Config, cl Clients) (*Handler, error) {
 	case cl.DynamoDB == nil || cl.SQS == nil || cl.Webhooks == nil:
 		return nil, fmt.Errorf("notifier: a DynamoDB client, an SQS client and a webhook sender are required")
 	}
-	env := catalog.Env{Lambda: cl.Lambda, MCP: catalog.MCPEnv{Secrets: secret.Resolver{SSM: cl.SSM}, Log: log}}
+	env := catalog.Env{Lambda: cl.Lambda, Artifacts: c.Artifacts, MCP: catalog.MCPEnv{Secrets: secret.Resolver{SSM: cl.SSM}, Log: log}}
 	cat, err := catalog.Load(agents.FS, ".", env)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,5 +84,58 @@ func testArtifactsConflict(t *testing.T, s agent.Store) {
 	wantConflict(t, err, n)
 	if got, err := s.ListArtifacts(ctx, task.ID); err != nil || len(got) != 0 {
 		t.Errorf("ListArtifacts after a refused write = %v, %v; want none", got, err)
+	}
+}
+
+// testArtifactQuota: the per-user count of artifact bytes is one
+// conditional update; concurrent additions never pass the limit together,
+// a refused one changes nothing, and giving back never goes below zero.
+func testArtifactQuota(t *testing.T, s agent.Store) {
+	ctx := context.Background()
+	alice, bob := "alice-"+id(), "bob-"+id()
+	if got, err := s.AddArtifactBytes(ctx, alice, 60, 100); err != nil || got != 60 {
+		t.Fatalf("add 60 = %d, %v; want 60", got, err)
+	}
+	if got, err := s.AddArtifactBytes(ctx, alice, 41, 100); !errors.Is(err, agent.ErrQuotaExceeded) || got != 60 {
+		t.Errorf("add 41 past 100 = %d, %v; want 60 and ErrQuotaExceeded", got, err)
+	}
+	if got, err := s.AddArtifactBytes(ctx, bob, 101, 100); !errors.Is(err, agent.ErrQuotaExceeded) || got != 0 {
+		t.Errorf("bob adds 101 past 100 = %d, %v; want 0 and ErrQuotaExceeded", got, err)
+	}
+	if got, err := s.AddArtifactBytes(ctx, bob, 100, 100); err != nil || got != 100 {
+		t.Errorf("bob adds 100 = %d, %v; want 100 (his own count)", got, err)
+	}
+	if got, err := s.AddArtifactBytes(ctx, alice, -50, 0); err != nil || got != 10 {
+		t.Errorf("give back 50 = %d, %v; want 10", got, err)
+	}
+	if got, err := s.AddArtifactBytes(ctx, alice, -50, 0); err != nil || got != 0 {
+		t.Errorf("give back 50 more = %d, %v; want 0, never below", got, err)
+	}
+	if got, err := s.AddArtifactBytes(ctx, alice, 500, 0); err != nil || got != 500 {
+		t.Errorf("add without a limit = %d, %v; want 500", got, err)
+	}
+	if _, err := s.AddArtifactBytes(ctx, alice, -500, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Twenty concurrent additions of 7 under a limit of 100: fourteen fit.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for range 20 {
+		wg.Go(func() {
+			_, err := s.AddArtifactBytes(ctx, alice, 7, 100)
+			switch {
+			case err == nil:
+				mu.Lock()
+				ok++
+				mu.Unlock()
+			case !errors.Is(err, agent.ErrQuotaExceeded):
+				t.Errorf("a concurrent add: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if got, err := s.AddArtifactBytes(ctx, alice, 0, 100); ok != 14 || err != nil || got != 98 {
+		t.Errorf("%d of 20 concurrent adds of 7 fit, the count is %d (%v); want 14 and 98", ok, got, err)
 	}
 }

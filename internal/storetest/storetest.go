@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"DeleteTask", testDeleteTask},
 		{"Artifacts", testArtifacts},
 		{"ArtifactsOfAConflictingWrite", testArtifactsConflict},
+		{"ArtifactQuota", testArtifactQuota},
 		{"ExpireTask", testExpireTask},
 		{"ExpireTaskCleared", testExpireTaskCleared},
 		{"RenewLease", testRenewLease},
