@@ -31,6 +31,9 @@ type Takeover struct {
 	RequestID string `json:"request_id"`
 	// Expired: the round expired (else: the leg died).
 	Expired bool `json:"expired,omitempty"`
+	// Agent is the request's agent: a reaper passes by the agents its
+	// deployment lacks (another deployment's, on one table).
+	Agent string `json:"agent,omitempty"`
 }
 
 // DueTakeovers sweeps the whole reaper's index (SweepDue) and returns up to
@@ -62,8 +65,8 @@ const (
 // reaper") from the position from ("" from the start), with no cap: it
 // reads the candidates' METAs in batches (Store.ReapStates) and calls do,
 // in index order, for each takeover due. An entry it cannot act on — a
-// live lease, a child whose caller runs, an agent this deployment lacks —
-// is passed by, never hiding the entries after it. It stops when the index
+// live lease, a child whose caller runs, an agent this deployment lacks
+// (do passes it by: Takeover.Agent) — never hides the entries after it. It stops when the index
 // ends (next ""), when until (if set) has passed at the end of a batch (it
 // handles one batch at least), or
 // when do answers false (do could not take that one); next is then the
@@ -118,16 +121,11 @@ func (e *Engine) dueOf(ctx context.Context, batch []DueTask, now time.Time) (map
 		if !ok || st.RequestID == "" {
 			continue
 		}
-		if _, ok := e.Agents.Get(st.Agent); !ok {
-			// Another deployment's agent (one table, two deployments), or
-			// one removed: its takeover would fail here.
-			continue
-		}
 		switch {
 		case st.Status == StatusPaused && !st.Expires.IsZero() && !now.Before(st.Expires):
-			due[i] = Takeover{TaskID: st.TaskID, RequestID: st.RequestID, Expired: true}
+			due[i] = Takeover{TaskID: st.TaskID, RequestID: st.RequestID, Agent: st.Agent, Expired: true}
 		case st.Status == StatusRunning && !now.Before(st.LeaseUntil):
-			due[i] = Takeover{TaskID: st.TaskID, RequestID: st.RequestID}
+			due[i] = Takeover{TaskID: st.TaskID, RequestID: st.RequestID, Agent: st.Agent}
 			if st.Caller != nil {
 				callers = append(callers, st.Caller.TaskID)
 			}
@@ -335,6 +333,11 @@ func (rp *Reaper) Sweep(ctx context.Context) int {
 	rp.mu.Unlock()
 	n := 0
 	next, err := rp.Engine.SweepDue(ctx, from, time.Now().Add(every), func(tk Takeover) bool {
+		if _, ok := rp.Engine.Agents.Get(tk.Agent); !ok && tk.Agent != "" {
+			// Another deployment's agent (one table, two deployments), or
+			// one removed: its takeover would fail here. Passed by.
+			return true
+		}
 		started, full := rp.tryStart(ctx, tk)
 		if started {
 			n++
