@@ -30,7 +30,7 @@ func TestListOutboxPastExpired(t *testing.T) {
 		sv := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 		if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: map[string]types.AttributeValue{
 			"PK": sv(pk), "SK": sv(o.SK()), "data": sv(string(data)), "request_id": sv(o.RequestID),
-			"ttl": &types.AttributeValueMemberN{Value: strconv.FormatInt(ttl, 10)},
+			"ttl":    &types.AttributeValueMemberN{Value: strconv.FormatInt(ttl, 10)},
 			"GSI3PK": sv(gsiPK), "GSI3SK": sv(o.CreatedAt.UTC().Format(agent.ListTimeKey) + "#" + pk + "#" + o.SK()),
 		}}); err != nil {
 			t.Fatal(err)
