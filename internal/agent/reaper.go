@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -30,39 +31,125 @@ type Takeover struct {
 	RequestID string `json:"request_id"`
 	// Expired: the round expired (else: the leg died).
 	Expired bool `json:"expired,omitempty"`
+	// Agent is the request's agent: a reaper passes by the agents its
+	// deployment lacks (another deployment's, on one table).
+	Agent string `json:"agent,omitempty"`
 }
 
-// DueTakeovers reads the reaper's index and each candidate's META, and
-// returns what is due: dead legs (the topmost of a chain only: a caller's
-// takeover drives its dead children itself) and expired rounds.
+// DueTakeovers sweeps the whole reaper's index (SweepDue) and returns up to
+// limit takeovers due (limit 0: all): dead legs (the topmost of a chain
+// only: a caller's takeover drives its dead children itself) and expired
+// rounds. However many entries it cannot act on come first, it reads on
+// past them.
 func (e *Engine) DueTakeovers(ctx context.Context, limit int) ([]Takeover, error) {
+	var out []Takeover
+	_, err := e.SweepDue(ctx, "", time.Time{}, func(tk Takeover) bool {
+		if limit > 0 && len(out) == limit {
+			return false
+		}
+		out = append(out, tk)
+		return true
+	})
+	return out, err
+}
+
+// SweepPage is how many entries of the reaper's index a sweep lists at a
+// time, and SweepBatch how many candidates' METAs it reads in one batch
+// (Store.ReapStates; DynamoDB's BatchGetItem takes 100).
+const (
+	SweepPage  = 1000
+	SweepBatch = 100
+)
+
+// SweepDue pages through the reaper's index (docs/architecture.md, "The
+// reaper") from the position from ("" from the start), with no cap: it
+// reads the candidates' METAs in batches (Store.ReapStates) and calls do,
+// in index order, for each takeover due. An entry it cannot act on — a
+// live lease, a child whose caller runs, an agent this deployment lacks
+// (do passes it by: Takeover.Agent) — never hides the entries after it. It stops when the index
+// ends (next ""), when until (if set) has passed at the end of a batch (it
+// handles one batch at least), or
+// when do answers false (do could not take that one); next is then the
+// position of the last entry handled, from which the next sweep resumes.
+// On a store error next is where it got to.
+func (e *Engine) SweepDue(ctx context.Context, from string, until time.Time, do func(Takeover) bool) (next string, err error) {
 	now := e.now()
-	due, err := e.Store.ListDue(ctx, now.Add(-LeaseDuration), now, limit)
+	next = from
+	handled := false // a sweep handles one batch at least, however short until
+	for {
+		page, err := e.Store.ListDue(ctx, now.Add(-LeaseDuration), now, next, SweepPage)
+		if err != nil {
+			return next, err
+		}
+		for batch := range slices.Chunk(page, SweepBatch) {
+			if handled && !until.IsZero() && !time.Now().Before(until) {
+				return next, nil
+			}
+			handled = true
+			due, err := e.dueOf(ctx, batch, now)
+			if err != nil {
+				return next, err
+			}
+			for i, d := range batch {
+				if tk, ok := due[i]; ok && !do(tk) {
+					return next, nil
+				}
+				next = d.Pos
+			}
+		}
+		if len(page) < SweepPage {
+			return "", nil
+		}
+	}
+}
+
+// dueOf reads a batch of index entries' METAs and tells which are due, by
+// their place in the batch.
+func (e *Engine) dueOf(ctx context.Context, batch []DueTask, now time.Time) (map[int]Takeover, error) {
+	ids := make([]string, len(batch))
+	for i, d := range batch {
+		ids[i] = d.TaskID
+	}
+	states, err := e.Store.ReapStates(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	var out []Takeover
-	for _, d := range due {
-		t, err := e.Store.GetTask(ctx, d.TaskID)
-		if errors.Is(err, ErrNotFound) {
+	due := map[int]Takeover{}
+	var callers []string
+	for i, d := range batch {
+		st, ok := states[d.TaskID]
+		if !ok || st.RequestID == "" {
 			continue
 		}
-		if err != nil {
-			return out, err
-		}
-		a := t.Active
 		switch {
-		case a == nil:
-		case a.Status == StatusPaused && len(a.Awaits) == 0 && roundExpired(a, now):
-			out = append(out, Takeover{TaskID: t.ID, RequestID: a.ID, Expired: true})
-		case a.Status == StatusRunning && !now.Before(a.LeaseUntil):
-			if e.callerRuns(ctx, a) {
-				continue
+		case st.Status == StatusPaused && !st.Expires.IsZero() && !now.Before(st.Expires):
+			due[i] = Takeover{TaskID: st.TaskID, RequestID: st.RequestID, Agent: st.Agent, Expired: true}
+		case st.Status == StatusRunning && !now.Before(st.LeaseUntil):
+			due[i] = Takeover{TaskID: st.TaskID, RequestID: st.RequestID, Agent: st.Agent}
+			if st.Caller != nil {
+				callers = append(callers, st.Caller.TaskID)
 			}
-			out = append(out, Takeover{TaskID: t.ID, RequestID: a.ID})
 		}
 	}
-	return out, nil
+	if len(callers) == 0 {
+		return due, nil
+	}
+	// A dead child whose caller runs is the caller's (or its takeover's)
+	// to drive, never the reaper's.
+	cs, err := e.Store.ReapStates(ctx, callers)
+	if err != nil {
+		return nil, err
+	}
+	for i, tk := range due {
+		c := states[batch[i].TaskID].Caller
+		if tk.Expired || c == nil {
+			continue
+		}
+		if cst, ok := cs[c.TaskID]; ok && cst.RequestID == c.RequestID && cst.Status == StatusRunning {
+			delete(due, i)
+		}
+	}
+	return due, nil
 }
 
 // callerRuns tells whether the request's caller is running: then its leg
@@ -173,11 +260,20 @@ type Reaper struct {
 	Every time.Duration
 	Log   *slog.Logger
 
+	// MaxInFlight bounds the takeovers this process runs at once
+	// (DefaultReapInFlight when 0): a sweep that meets the bound stops and
+	// the next one resumes there.
+	MaxInFlight int
+
 	mu     sync.Mutex
 	busy   map[string]bool // tasks a takeover of this process works on
 	wakeCh chan Takeover
 	wg     sync.WaitGroup
+	pos    string // where the last sweep stopped ("": it finished)
 }
+
+// DefaultReapInFlight is how many takeovers a Reaper runs at once.
+const DefaultReapInFlight = 256
 
 // DefaultReapEvery is the sweep period under hitch serve.
 const DefaultReapEvery = 5 * time.Second
@@ -222,29 +318,64 @@ func (rp *Reaper) wakes() chan Takeover {
 	return rp.wakeCh
 }
 
-// Sweep takes over what is due now; it returns how many it started.
+// Sweep takes over what is due now, paging through the whole index
+// (Engine.SweepDue) from where the last sweep stopped; a sweep that cannot
+// finish within the period, or meets MaxInFlight, stops after the last
+// entry it handled and the next resumes there. It returns how many
+// takeovers it started.
 func (rp *Reaper) Sweep(ctx context.Context) int {
-	due, err := rp.Engine.DueTakeovers(ctx, 100)
-	if err != nil {
-		rp.log().Warn("the reaper's sweep failed", "err", err)
+	every := rp.Every
+	if every <= 0 {
+		every = DefaultReapEvery
 	}
+	rp.mu.Lock()
+	from := rp.pos
+	rp.mu.Unlock()
 	n := 0
-	for _, tk := range due {
-		if rp.start(ctx, tk) {
+	next, err := rp.Engine.SweepDue(ctx, from, time.Now().Add(every), func(tk Takeover) bool {
+		if _, ok := rp.Engine.Agents.Get(tk.Agent); !ok && tk.Agent != "" {
+			// Another deployment's agent (one table, two deployments), or
+			// one removed: its takeover would fail here. Passed by.
+			return true
+		}
+		started, full := rp.tryStart(ctx, tk)
+		if started {
 			n++
 		}
+		return !full
+	})
+	if err != nil && ctx.Err() == nil {
+		rp.log().Warn("the reaper's sweep failed; the next resumes where it stopped", "err", err)
 	}
+	rp.mu.Lock()
+	rp.pos = next
+	rp.mu.Unlock()
 	return n
 }
 
 func (rp *Reaper) start(ctx context.Context, tk Takeover) bool {
+	started, _ := rp.tryStart(ctx, tk)
+	return started
+}
+
+// tryStart starts a takeover of tk unless this process works on its task
+// already; full: MaxInFlight takeovers run, tk was not started.
+func (rp *Reaper) tryStart(ctx context.Context, tk Takeover) (started, full bool) {
+	limit := rp.MaxInFlight
+	if limit <= 0 {
+		limit = DefaultReapInFlight
+	}
 	rp.mu.Lock()
 	if rp.busy == nil {
 		rp.busy = map[string]bool{}
 	}
 	if rp.busy[tk.TaskID] {
 		rp.mu.Unlock()
-		return false
+		return false, false
+	}
+	if len(rp.busy) >= limit {
+		rp.mu.Unlock()
+		return false, true
 	}
 	rp.busy[tk.TaskID] = true
 	rp.mu.Unlock()
@@ -267,7 +398,7 @@ func (rp *Reaper) start(ctx context.Context, tk Takeover) bool {
 			rp.log().Info("a request was taken over", "task_id", tk.TaskID, "request_id", tk.RequestID, "status", res.Status)
 		}
 	}()
-	return true
+	return true, false
 }
 
 func (rp *Reaper) log() *slog.Logger {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -148,11 +150,23 @@ type Store interface {
 	// DeleteToken deletes an answered waiter's token item.
 	DeleteToken(ctx context.Context, taskID, requestID, hash string) error
 
-	// ListDue reads the reaper's index: up to limit tasks whose request
-	// runs and was claimed at or before claimedBefore, and up to limit whose
-	// paused round expires at or before now (ReaperKey), oldest first. It is
-	// eventually consistent: the reaper reads each META before acting.
-	ListDue(ctx context.Context, claimedBefore, now time.Time, limit int) ([]DueTask, error)
+	// ListDue reads a page of the reaper's index (ReaperKey) in its order —
+	// running entries, then paused ones; shard by shard (ReaperShard);
+	// each shard by time, then task: the up to limit entries after the
+	// position from ("" from the start) of tasks whose request runs and
+	// was claimed at or before claimedBefore, or whose paused round
+	// expires at or before now. Each entry carries its position
+	// (DueTask.Pos); fewer than limit entries: the index holds no more.
+	// It is eventually consistent: the reaper reads each META before
+	// acting (ReapStates).
+	ListDue(ctx context.Context, claimedBefore, now time.Time, from string, limit int) ([]DueTask, error)
+
+	// ReapStates reads what the reaper decides on of each task's META
+	// (ReapState), in batches (DynamoDB: BatchGetItem of 100 keys, those
+	// attributes only, eventually consistent: the takeover reads META
+	// again before it acts). A task that does not exist (or expired) is
+	// absent from the map.
+	ReapStates(ctx context.Context, taskIDs []string) (map[string]ReapState, error)
 
 	// FindRequest reads the lookup of a request by its id alone
 	// (A2A#<rid>, put by the write that created the request); ErrNotFound
@@ -371,6 +385,44 @@ type DueTask struct {
 	TaskID  string    `json:"task_id"`
 	Running bool      `json:"running"`
 	At      time.Time `json:"at"`
+	// Pos is the entry's position in the index: ListDue from it reads
+	// the entries after it.
+	Pos string `json:"pos"`
+}
+
+// ReapState is what the reaper decides on of a task's META
+// (Store.ReapStates): the active request, its lease, its round's expiry
+// and its caller.
+type ReapState struct {
+	TaskID string `json:"task_id"`
+	Agent  string `json:"agent"`
+	// RequestID and Status are the active request's; "" when none.
+	RequestID string `json:"request_id,omitempty"`
+	Status    Status `json:"status,omitempty"`
+	// LeaseUntil is a running request's lease.
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	// Expires is a paused round's earliest expiry while it waits on no
+	// sub-agent (ReaperKey); zero otherwise.
+	Expires time.Time `json:"expires,omitzero"`
+	// Caller is a child request's caller.
+	Caller *TaskRequest `json:"caller,omitempty"`
+}
+
+// ReapStateOf is the ReapState of a task's META.
+func ReapStateOf(t *Task) ReapState {
+	st := ReapState{TaskID: t.ID, Agent: t.Agent}
+	a := t.Active
+	if a == nil {
+		return st
+	}
+	st.RequestID, st.Status, st.LeaseUntil = a.ID, a.Status, a.LeaseUntil
+	if running, at, ok := ReaperKey(t); ok && !running {
+		st.Expires = at
+	}
+	if p := a.Parent; p != nil {
+		st.Caller = &TaskRequest{TaskID: p.TaskID, RequestID: p.RequestID}
+	}
+	return st
 }
 
 // ReaperShards is how many partitions the reaper's index spreads over.
@@ -407,4 +459,38 @@ func ReaperShard(taskID string) int {
 		h = (h ^ uint32(taskID[i])) * 16777619
 	}
 	return int(h % ReaperShards)
+}
+
+// DuePartitions is how many partitions the reaper's index has: ReaperShards
+// of running requests, then as many of paused ones, read in that order.
+const DuePartitions = 2 * ReaperShards
+
+// DuePartition is the place of an index partition in the reading order.
+func DuePartition(running bool, shard int) int {
+	if running {
+		return shard
+	}
+	return ReaperShards + shard
+}
+
+// DueKey is an entry's key in its partition: ordered by time, then task.
+func DueKey(at time.Time, taskID string) string {
+	return at.UTC().Format(ListTimeKey) + "#" + taskID
+}
+
+// DuePos is an entry's position in the reaper's index (DueTask.Pos): its
+// partition's place and its key.
+func DuePos(partition int, key string) string { return fmt.Sprintf("%02d|%s", partition, key) }
+
+// ParseDuePos reads a position DuePos made; "" is the start.
+func ParseDuePos(pos string) (partition int, key string, err error) {
+	if pos == "" {
+		return 0, "", nil
+	}
+	p, k, ok := strings.Cut(pos, "|")
+	n, perr := strconv.Atoi(p)
+	if !ok || perr != nil || n < 0 || n >= DuePartitions {
+		return 0, "", fmt.Errorf("a bad position in the reaper's index: %q", pos)
+	}
+	return n, k, nil
 }

@@ -17,7 +17,9 @@
 //	                                                GSI4PK = RUN#<shard> | EXP#<shard>,
 //	                                                GSI4SK = <claimed_at | earliest expiry>#<tid>
 //	                                                (only while a request runs or is paused with
-//	                                                an expiry: agent.ReaperKey; keys only)
+//	                                                an expiry: agent.ReaperKey; keys only),
+//	                                                active_request, caller (what the reaper's batch
+//	                                                reads decide on: ReapStates)
 //	TASK#<tid>      ITEM#<seq, 10 digits>           data (the Item as JSON), request_id, write_id,
 //	                                                parts (N, only when split)
 //	TASK#<tid>      ITEM#<seq>#<n>                  data: part n (1 ≤ n < parts) of a split entry
@@ -32,7 +34,8 @@
 //	                                                the history read
 //	TASK#<tid>      OUT#<rid>#<epoch, 6 digits>#<event id, 10 digits>#<recipient>
 //	                                                data (an OutboxItem as JSON), request_id, ttl (7 days, or a poll's keep_until),
-//	                                                GSI3PK = OUT, GSI3SK = <created_at>#<PK>#<SK>
+//	                                                GSI3PK = OUT#<shard> (agent.ReaperShard of the task;
+//	                                                OUT before the shards), GSI3SK = <created_at>#<PK>#<SK>
 //	TASK#<tid>      TOK#<rid>#<token hash>          data (a waiter's task token or callback id),
 //	                                                request_id
 //	TASK#<tid>      ART#<artifact id>               data (an artifact's metadata as JSON), request_id;
@@ -95,8 +98,10 @@
 // cursor, like ListSessionTasks', is the last position returned as base64url
 // JSON; both lists read one more than the limit so that the last page carries
 // no cursor. ListRequestOutbox (the dispatcher, before each delivery) is one
-// consistent Query of OUT#<rid>#; ListOutbox (the sweep) queries GSI3, by
-// creation time.
+// consistent Query of OUT#<rid>#; ListOutbox (the sweep) queries GSI3's
+// partitions, by creation time, paging past expired items. ListDue (the
+// reaper) pages through GSI4's partitions from a position; ReapStates reads
+// the candidates' METAs with BatchGetItem, a few attributes each.
 //
 // # Event log
 //

@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,8 +16,15 @@ import (
 	"github.com/hitch-agents/hitch/internal/agent"
 )
 
-// outboxPK is GSI3's one partition: every outbox item, by creation time.
-const outboxPK = "OUT"
+// outboxPK is an outbox item's GSI3 partition: OUT#<shard>, sharded like
+// GSI4 (agent.ReaperShard of its task), so that the outbox index is no
+// single hot partition; each partition by creation time.
+func outboxPK(taskID string) string { return fmt.Sprintf("OUT#%d", agent.ReaperShard(taskID)) }
+
+// legacyOutboxPK is GSI3's one partition before it was sharded: items put
+// by an older version still stand there (for their 7 days), and the sweep
+// reads it too.
+const legacyOutboxPK = "OUT"
 
 func tokenSK(rid, hash string) string { return "TOK#" + rid + "#" + hash }
 
@@ -39,7 +47,7 @@ func (st *Store) outboxPut(pk string, o agent.OutboxItem, now int64) (action, er
 		}
 		it[attrTTL] = n(secs)
 	}
-	it[attrGSI3PK] = s(outboxPK)
+	it[attrGSI3PK] = s(outboxPK(o.TaskID))
 	it[attrGSI3SK] = s(fmt.Sprintf("%s#%s#%s", o.CreatedAt.UTC().Format(timeKey), pk, o.SK()))
 	return st.put(it), nil
 }
@@ -76,39 +84,63 @@ func (st *Store) DeleteOutbox(ctx context.Context, taskID, sk string) (err error
 	return translate(err)
 }
 
-// ListOutbox implements agent.Store: a Query of GSI3 (eventually
-// consistent: an item the sweep reads may just have been delivered, which
-// the dispatcher's GetOutbox tells).
+// outboxQueryLimit bounds the items one Query of GSI3 reads.
+const outboxQueryLimit = 500
+
+// ListOutbox implements agent.Store: Queries of GSI3's partitions
+// (OUT#0…OUT#9, and the unsharded OUT of older versions), each from its
+// oldest item, paged on past items that are not live (an expired ttl that
+// DynamoDB has not deleted yet) until limit live items are read (limit 0:
+// every one), merged oldest first. GSI3 is eventually consistent: an item
+// the sweep reads may just have been delivered, which the dispatcher's
+// GetOutbox tells.
 func (st *Store) ListOutbox(ctx context.Context, before time.Time, limit int) (_ []agent.OutboxItem, err error) {
 	defer wrap(&err, "ListOutbox", "")
-	in := &dynamodb.QueryInput{
-		TableName:                 &st.table,
-		IndexName:                 aws.String(gsi3),
-		KeyConditionExpression:    aws.String("#pk = :pk AND #sk < :before"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrGSI3PK, "#sk": attrGSI3SK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(outboxPK), ":before": s(before.UTC().Format(timeKey))},
-	}
-	if limit > 0 {
-		in.Limit = aws.Int32(int32(limit))
-	}
-	raw, err := st.query(ctx, in, func(got []item) bool { return limit > 0 && len(got) >= limit })
-	if err != nil {
-		return nil, err
-	}
 	now := st.now().Unix()
 	var out []agent.OutboxItem
-	for _, it := range raw {
-		if !live(it, now) || !strings.HasPrefix(str(it, attrSK), "OUT#") {
-			continue
+	parts := []string{legacyOutboxPK}
+	for shard := range agent.ReaperShards {
+		parts = append(parts, fmt.Sprintf("OUT#%d", shard))
+	}
+	for _, pk := range parts {
+		in := &dynamodb.QueryInput{
+			TableName:                 &st.table,
+			IndexName:                 aws.String(gsi3),
+			KeyConditionExpression:    aws.String("#pk = :pk AND #sk < :before"),
+			ExpressionAttributeNames:  map[string]string{"#pk": attrGSI3PK, "#sk": attrGSI3SK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(pk), ":before": s(before.UTC().Format(timeKey))},
+			Limit:                     aws.Int32(outboxQueryLimit),
 		}
-		var o agent.OutboxItem
-		if err := json.Unmarshal([]byte(str(it, attrData)), &o); err != nil {
-			return nil, fmt.Errorf("corrupt outbox item %s: %w", str(it, attrSK), err)
+		n := 0
+		for {
+			res, err := st.client.Query(ctx, in)
+			if err != nil {
+				return nil, translate(err)
+			}
+			for _, it := range res.Items {
+				if !live(it, now) || !strings.HasPrefix(str(it, attrSK), "OUT#") {
+					continue
+				}
+				var o agent.OutboxItem
+				if err := json.Unmarshal([]byte(str(it, attrData)), &o); err != nil {
+					return nil, fmt.Errorf("corrupt outbox item %s: %w", str(it, attrSK), err)
+				}
+				out = append(out, o)
+				n++
+			}
+			// A partition's items past the limit-th live one cannot be
+			// among the oldest limit of all.
+			if len(res.LastEvaluatedKey) == 0 || (limit > 0 && n >= limit) {
+				break
+			}
+			in.ExclusiveStartKey = res.LastEvaluatedKey
 		}
-		out = append(out, o)
-		if limit > 0 && len(out) == limit {
-			break
-		}
+	}
+	slices.SortFunc(out, func(a, b agent.OutboxItem) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.TaskID, b.TaskID), cmp.Compare(a.SK(), b.SK()))
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
 	}
 	return out, nil
 }

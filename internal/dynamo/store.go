@@ -55,10 +55,16 @@ const (
 	// update; a renewed lease is read from attrLease.
 	attrClaim = "claim_token"
 	attrLease = "lease_until"
-	gsi1      = "GSI1"
-	gsi3      = "GSI3"
-	gsi4      = "GSI4"
-	metaSK    = "META"
+	// attrActive (the active request's id) and attrCaller (a child's
+	// caller, "<task id> <request id>") mirror on META what the reaper
+	// decides on, so that its batch reads take a few attributes, not the
+	// task (ReapStates).
+	attrActive = "active_request"
+	attrCaller = "caller"
+	gsi1       = "GSI1"
+	gsi3       = "GSI3"
+	gsi4       = "GSI4"
+	metaSK     = "META"
 )
 
 // timeKey formats times in keys: fixed width, so lexical order is time order.

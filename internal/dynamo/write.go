@@ -293,6 +293,12 @@ func (st *Store) metaPut(w *agent.Write, ttl int64, cond string, names map[strin
 		it[attrClaim] = s(a.ClaimToken)
 		it[attrLease] = n(a.LeaseUntil.UnixMilli())
 	}
+	if a := t.Active; a != nil {
+		it[attrActive] = s(a.ID)
+		if p := a.Parent; p != nil {
+			it[attrCaller] = s(p.TaskID + " " + p.RequestID)
+		}
+	}
 	if ttl != 0 {
 		it[attrTTL] = n(ttl)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/agent/agenttest"
 )
@@ -372,4 +374,91 @@ func testDuplicateAnswersItsLeg(t *testing.T, env *Env) {
 	if v, _ := env.E.GetTask(ctx, "acc", "alice", res.TaskID, agent.ViewOptions{}); v.Status != agent.StatusCanceled {
 		t.Errorf("the task is %s, want Canceled", v.Status)
 	}
+}
+
+// standing writes n tasks of the agent straight through the store, each
+// with a request that set shapes (Running with a claim unless set says
+// otherwise): the entries a sweep meets before the one a test looks for,
+// made without running n requests.
+func (env *Env) standing(t *testing.T, n int, agentName string, set func(a *agent.ActiveRequest)) []*agent.Task {
+	t.Helper()
+	ctx := context.Background()
+	now := env.Now()
+	out := make([]*agent.Task, n)
+	for i := range n {
+		a := &agent.ActiveRequest{ID: uuid.NewString(), Kind: agent.KindInvoke, Status: agent.StatusRunning, ClaimToken: uuid.NewString(),
+			Round: 1, CreatedAt: now, FirstSeq: 1}
+		set(a)
+		tk := &agent.Task{ID: uuid.NewString(), SessionID: uuid.NewString(), Agent: agentName, UserID: "alice", Status: a.Status,
+			CreatedAt: now, UpdatedAt: now, Version: 1, NextSeq: 1, WriteID: uuid.NewString(), Active: a}
+		if err := env.Store.Write(ctx, &agent.Write{Task: tk, Session: &agent.SessionLink{SessionID: tk.SessionID, UserID: tk.UserID,
+			TaskID: tk.ID, Agent: tk.Agent, CreatedAt: now}}); err != nil {
+			t.Fatalf("write a standing task: %v", err)
+		}
+		out[i] = tk
+	}
+	return out
+}
+
+// testReaperPassesWhatItCannotTake: ahead of a dead leg in the reaper's
+// index (claimed earlier) stand 150 live legs (their leases renewed),
+// dead children whose callers run, and dead legs of an agent this
+// deployment lacks. One sweep takes the dead leg over: none of them hides
+// it, and none of them is taken.
+func testReaperPassesWhatItCannotTake(t *testing.T, env *Env) {
+	now := env.Now()
+	env.standing(t, 150, "acc", func(a *agent.ActiveRequest) {
+		a.ClaimedAt, a.LeaseUntil = now.Add(-time.Hour), now.Add(24*time.Hour)
+	})
+	for _, c := range env.standing(t, 20, "acc", func(a *agent.ActiveRequest) {
+		a.ClaimedAt, a.LeaseUntil = now.Add(-time.Hour), now.Add(24*time.Hour)
+	}) {
+		env.standing(t, 1, "acc", func(a *agent.ActiveRequest) {
+			a.ClaimedAt, a.LeaseUntil = now.Add(-time.Hour), now.Add(-time.Hour+agent.LeaseDuration)
+			a.Parent = &agent.ParentRef{Agent: "acc", TaskID: c.ID, RequestID: c.Active.ID, ToolCallID: "call"}
+		})
+	}
+	env.standing(t, 20, "gone", func(a *agent.ActiveRequest) {
+		a.ClaimedAt, a.LeaseUntil = now.Add(-time.Hour), now.Add(-time.Hour+agent.LeaseDuration)
+	})
+	dead := env.deadLeg(t)
+	env.Model.Add(agenttest.Say("recovered"))
+	rp := &agent.Reaper{Engine: env.E}
+	if n := rp.Sweep(context.Background()); n != 1 {
+		t.Errorf("the sweep started %d takeovers, want 1 (the dead leg's)", n)
+	}
+	waitFor(t, func() bool {
+		v, err := env.E.GetTask(context.Background(), "acc", "alice", dead.TaskID, agent.ViewOptions{})
+		return err == nil && v.Status == agent.StatusCompleted
+	})
+	due, err := env.E.DueTakeovers(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range due {
+		if tk.Agent != "gone" {
+			t.Errorf("after the takeover, %+v is due (only the lacking agent's dead legs are)", tk)
+		}
+	}
+}
+
+// testReaperExpiresBehindOthers: ahead of an expired round in the reaper's
+// index (expiring earlier) stand 150 expired rounds of an agent this
+// deployment lacks. One sweep expires the round.
+func testReaperExpiresBehindOthers(t *testing.T, env *Env) {
+	now := env.Now()
+	env.standing(t, 150, "gone", func(a *agent.ActiveRequest) {
+		a.Status, a.ClaimToken = agent.StatusPaused, ""
+		a.Pending = []agent.PendingCall{{ToolCallID: "g", Name: "guarded", ItemSeq: 1, InputHash: "h", ExpiresAt: now.Add(-time.Hour), Round: 1}}
+	})
+	res, _ := env.Pause(t)
+	env.Advance(2 * time.Hour)
+	rp := &agent.Reaper{Engine: env.E}
+	if n := rp.Sweep(context.Background()); n != 1 {
+		t.Errorf("the sweep started %d takeovers, want 1 (the expiry)", n)
+	}
+	waitFor(t, func() bool {
+		v, err := env.E.GetTask(context.Background(), "acc", "alice", res.TaskID, agent.ViewOptions{})
+		return err == nil && v.Status == agent.StatusFailed && v.Requests[0].Error != nil && v.Requests[0].Error.Code == agent.CodeApprovalExpired
+	})
 }

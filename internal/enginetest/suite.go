@@ -42,6 +42,8 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ReaperExpiresRounds", testReaperExpiresRounds},
 		{"ReaperGivesUp", testReaperGivesUp},
 		{"ReaperLoop", testReaperLoop},
+		{"ReaperPassesWhatItCannotTake", testReaperPassesWhatItCannotTake},
+		{"ReaperExpiresBehindOthers", testReaperExpiresBehindOthers},
 		{"PastRoundAnswersItsLeg", testPastRoundAnswersItsLeg},
 		{"PastRoundWithoutItsLog", testPastRoundWithoutItsLog},
 		{"DuplicateAnswersItsLeg", testDuplicateAnswersItsLeg},

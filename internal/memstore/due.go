@@ -1,7 +1,9 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -9,33 +11,64 @@ import (
 )
 
 // ListDue implements agent.Store: the reaper's index, kept beside each META
-// (taskRec.due) as DynamoDB keeps GSI4; an expired META is absent.
-func (s *Store) ListDue(ctx context.Context, claimedBefore, now time.Time, limit int) (_ []agent.DueTask, err error) {
-	defer wrap(&err, "ListDue", func() string { return "" })
+// (taskRec.due) as DynamoDB keeps GSI4, read in GSI4's order (partition,
+// then key) from the position given; an expired META is absent.
+func (s *Store) ListDue(ctx context.Context, claimedBefore, now time.Time, from string, limit int) (_ []agent.DueTask, err error) {
+	defer wrap(&err, "ListDue", func() string { return from })
+	part, key, err := agent.ParseDuePos(from)
+	if err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	type entry struct {
+		part int
+		key  string
+		d    agent.DueTask
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	var running, paused []agent.DueTask
+	var all []entry
 	for _, tr := range s.tasks {
 		d := tr.due
 		if d == nil || tr.meta == nil || !live(tr.meta.ttl, s.now()) {
 			continue
 		}
-		switch {
-		case d.Running && !d.At.After(claimedBefore):
-			running = append(running, *d)
-		case !d.Running && !d.At.After(now):
-			paused = append(paused, *d)
+		if (d.Running && d.At.After(claimedBefore)) || (!d.Running && d.At.After(now)) {
+			continue
 		}
+		e := entry{part: agent.DuePartition(d.Running, agent.ReaperShard(d.TaskID)), key: agent.DueKey(d.At, d.TaskID), d: *d}
+		if e.part < part || (e.part == part && e.key <= key && from != "") {
+			continue
+		}
+		e.d.Pos = agent.DuePos(e.part, e.key)
+		all = append(all, e)
 	}
-	byAt := func(a, b agent.DueTask) int { return a.At.Compare(b.At) }
-	slices.SortFunc(running, byAt)
-	slices.SortFunc(paused, byAt)
-	if limit > 0 {
-		running = running[:min(limit, len(running))]
-		paused = paused[:min(limit, len(paused))]
+	s.mu.Unlock()
+	slices.SortFunc(all, func(a, b entry) int { return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.key, b.key)) })
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
 	}
-	return append(running, paused...), nil
+	out := make([]agent.DueTask, len(all))
+	for i, e := range all {
+		out[i] = e.d
+	}
+	return out, nil
+}
+
+// ReapStates implements agent.Store.
+func (s *Store) ReapStates(ctx context.Context, taskIDs []string) (_ map[string]agent.ReapState, err error) {
+	defer wrap(&err, "ReapStates", func() string { return "" })
+	out := map[string]agent.ReapState{}
+	for _, id := range taskIDs {
+		t, err := s.GetTask(ctx, id)
+		if errors.Is(err, agent.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[id] = agent.ReapStateOf(t)
+	}
+	return out, nil
 }

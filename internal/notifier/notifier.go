@@ -10,6 +10,7 @@
 package notifier
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,6 +68,16 @@ type Handler struct {
 	// of an artifact whose metadata the stream says was removed (its ttl,
 	// retention) are deleted there.
 	Artifacts agent.ArtifactBytes
+
+	// reapPos is where the last reaper's sweep stopped, unfinished ("": it
+	// finished): the next tick resumes there (a warm function; a cold one
+	// starts from the beginning).
+	reapMu  sync.Mutex
+	reapPos string
+	// sweepPos, when set, is the first item the last outbox re-drive did
+	// not reach: the next one resumes there.
+	sweepMu  sync.Mutex
+	sweepPos *agent.OutboxItem
 }
 
 func (h *Handler) log() *slog.Logger {
@@ -201,40 +212,77 @@ func (h *Handler) queue(ctx context.Context, ev events.SQSEvent) events.SQSEvent
 	return resp
 }
 
-// sweep re-drives the items still there after SweepAge.
+// SweepBudget is how long one outbox re-drive may take (less when the
+// invocation's deadline comes sooner); a re-drive that cannot finish stops
+// after the last chunk it handled and the next resumes after it.
+const SweepBudget = 40 * time.Second
+
+// sweepChunk is how many items the re-drive hands on at a time between two
+// looks at its budget.
+const sweepChunk = 100
+
+// sweep re-drives the items still there after SweepAge: every one, however
+// many come before it (no fixed cap), oldest first, from where the last
+// re-drive stopped when it could not finish.
 func (h *Handler) sweep(ctx context.Context) error {
 	age := h.SweepAge
 	if age <= 0 {
 		age = 15 * time.Minute
 	}
-	items, err := h.D.Engine.Store.ListOutbox(ctx, time.Now().Add(-age), 500)
+	until := time.Now().Add(SweepBudget)
+	if d, ok := ctx.Deadline(); ok && d.Add(-10*time.Second).Before(until) {
+		until = d.Add(-10 * time.Second)
+	}
+	items, err := h.D.Engine.Store.ListOutbox(ctx, time.Now().Add(-age), 0)
 	if err != nil {
 		return fmt.Errorf("notifier: sweep: %w", err)
 	}
-	jobs := make([]job, len(items))
-	for i, o := range items {
-		jobs[i] = job{r: Retry{Item: o}}
+	h.sweepMu.Lock()
+	defer h.sweepMu.Unlock()
+	if last := h.sweepPos; last != nil {
+		// Resume after the last item the unfinished re-drive handled
+		// (the first it did not reach, if still there).
+		at, _ := slices.BinarySearchFunc(items, *last, compareCreated)
+		items = items[at:]
 	}
+	h.sweepPos = nil
 	var failed error
 	var mu sync.Mutex
-	h.inOrder(jobs, func(j job) {
-		err := h.D.Deliver(ctx, j.r.Item)
-		if behind := (*notify.Behind)(nil); j.r.Item.Event == agent.EventPoll || errors.As(err, &behind) {
-			// A poll, or an item behind an earlier one, has its chain
-			// through the retry queue (from the stream); the sweep, back
-			// in 5 minutes, starts no second one.
-			if err != nil && !errors.Is(err, notify.ErrRetry) {
-				h.log().Warn("sweeping a poll failed", "task_id", j.r.Item.TaskID, "err", err)
+	for chunk := range slices.Chunk(items, sweepChunk) {
+		if !time.Now().Before(until) {
+			last := chunk[0]
+			h.sweepPos = &last
+			h.log().Warn("the outbox re-drive ran out of time; the next resumes here", "task_id", last.TaskID, "created_at", last.CreatedAt)
+			break
+		}
+		jobs := make([]job, len(chunk))
+		for i, o := range chunk {
+			jobs[i] = job{r: Retry{Item: o}}
+		}
+		h.inOrder(jobs, func(j job) {
+			err := h.D.Deliver(ctx, j.r.Item)
+			if behind := (*notify.Behind)(nil); j.r.Item.Event == agent.EventPoll || errors.As(err, &behind) {
+				// A poll, or an item behind an earlier one, has its chain
+				// through the retry queue (from the stream); the sweep, back
+				// in 5 minutes, starts no second one.
+				if err != nil && !errors.Is(err, notify.ErrRetry) {
+					h.log().Warn("sweeping a poll failed", "task_id", j.r.Item.TaskID, "err", err)
+				}
+				return
 			}
-			return
-		}
-		if err := h.requeue(ctx, j.r, err); err != nil {
-			mu.Lock()
-			failed = err
-			mu.Unlock()
-		}
-	})
+			if err := h.requeue(ctx, j.r, err); err != nil {
+				mu.Lock()
+				failed = err
+				mu.Unlock()
+			}
+		})
+	}
 	return failed
+}
+
+// compareCreated orders outbox items as ListOutbox lists them.
+func compareCreated(a, b agent.OutboxItem) int {
+	return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.TaskID, b.TaskID), cmp.Compare(a.SK(), b.SK()))
 }
 
 // deliver delivers one item; a delivery to retry is re-queued (the error

@@ -42,24 +42,36 @@ func (h *Handler) tick(ctx context.Context, raw json.RawMessage) error {
 	return errors.Join(reapErr, h.sweep(ctx))
 }
 
+// ReapBudget is how long one tick's reaper sweep may take (less when the
+// invocation's deadline comes sooner): a sweep that cannot finish stops
+// after the last entry it handled and the next tick resumes there.
+const ReapBudget = 40 * time.Second
+
 // reap sends a takeover for each dead leg and expired round the reaper's
-// index holds.
+// index holds, paging through all of it (agent.Engine.SweepDue).
 func (h *Handler) reap(ctx context.Context) error {
 	if h.Takeovers == nil {
 		return nil
 	}
-	due, err := h.D.Engine.DueTakeovers(ctx, 100)
-	if err != nil {
-		return fmt.Errorf("notifier: reap: %w", err)
+	until := time.Now().Add(ReapBudget)
+	if d, ok := ctx.Deadline(); ok && d.Add(-10*time.Second).Before(until) {
+		until = d.Add(-10 * time.Second)
 	}
+	h.reapMu.Lock()
+	defer h.reapMu.Unlock()
 	var failed error
-	for _, tk := range due {
+	next, err := h.D.Engine.SweepDue(ctx, h.reapPos, until, func(tk agent.Takeover) bool {
 		if err := h.Takeovers.Takeover(ctx, tk); err != nil {
 			h.log().Error("sending a takeover failed; the next tick sends it again", "task_id", tk.TaskID, "request_id", tk.RequestID, "err", err)
 			failed = err
-			continue
+			return true
 		}
 		h.log().Info("a takeover was sent", "task_id", tk.TaskID, "request_id", tk.RequestID, "expired", tk.Expired)
+		return true
+	})
+	h.reapPos = next
+	if err != nil {
+		return fmt.Errorf("notifier: reap: %w", err)
 	}
 	return failed
 }

@@ -88,7 +88,7 @@ func (r *Runner) Run(ctx context.Context) {
 }
 
 func (r *Runner) sweep(ctx context.Context, before time.Time) {
-	items, err := r.D.Engine.Store.ListOutbox(ctx, before, 1000)
+	items, err := r.D.Engine.Store.ListOutbox(ctx, before, 0)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.D.log().Warn("sweeping the outbox failed", "err", err)
