@@ -194,7 +194,7 @@ func TestEngineServerDiesMidCall(t *testing.T) {
 	start := time.Now()
 	res := a.post(t, "/agents/tickets/invoke", say("/call tk_hang {}"))
 	out, _ := res["output"].(string)
-	if res["status"] != "Completed" || !strings.Contains(out, "tk_hang error: MCP server "+srv.URL) {
+	if res["status"] != "Completed" || !strings.Contains(out, "tk_hang error: MCP server tk at "+srv.URL) {
 		t.Fatalf("invoke: %v, want an error result naming the server", res)
 	}
 	if n := tt.Calls("hang"); n != 1 {
