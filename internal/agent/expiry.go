@@ -211,7 +211,7 @@ func roundExpiry(a *ActiveRequest) time.Time {
 	return at
 }
 
-// expireRound applies a paused round's expiry (docs/api.md, "Expiry"); at is
+// expireRound applies a paused round's expiry (docs/api.md, Resume); at is
 // when the chain it belongs to expired (its own earliest expiry, or an
 // earlier one of another leaf of its chain).
 func (e *Engine) expireRound(next *Task, items []Item, now, at time.Time) ([]Item, []RequestRecord, []RequestDecision, error) {

@@ -214,7 +214,7 @@ func checkModelCalls(t *testing.T, env *Env, maxTokens int, summary func(i int, 
 // testCompactionKeepsRoles: the summariser's input keeps roles as
 // messages: a tool result that holds "\nuser: …" reaches it as quoted data
 // on the assistant's side, never as a line of a user message that could
-// read as the user's turn (docs/api.md, "Context compaction").
+// read as the user's turn (docs/api.md, GET task: Compaction).
 func testCompactionKeepsRoles(t *testing.T, env *Env) {
 	const maxTokens = 250
 	env.withContext(maxTokens, 1)
