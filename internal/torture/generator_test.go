@@ -556,7 +556,15 @@ func (w *worker) refused(f *flow, l level) {
 		for _, p := range l.pending {
 			ds = append(ds, map[string]any{"tool_call_id": p.ToolCallID, "action": other})
 		}
-		b, _ := json.Marshal(map[string]any{"action": action, "round": l.round, "reason": "torture", "decisions": ds})
+		m := map[string]any{"action": action, "reason": "torture", "decisions": ds}
+		if w.rng.IntN(2) == 0 {
+			m["round"] = l.round
+		}
+		if len(ds) > 1 && w.rng.IntN(2) == 0 {
+			ds = ds[:1] // decisions that leave calls to the action
+			m["decisions"] = ds
+		}
+		b, _ := json.Marshal(m)
 		body = string(b)
 	case "unknown-field":
 		body = fmt.Sprintf(`{"action":"approve","round":%d,"approve_all":true}`, l.round)
