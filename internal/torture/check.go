@@ -176,6 +176,17 @@ func (c *checker) faultBetween(proc string, from, to time.Time) bool {
 	return false
 }
 
+// remotePartRefused is whether op, a decision at a caller answered 200
+// Paused, may have had its part for call refused: call is a leaf's on the
+// other system, whose part is sent after the caller's commit, and a
+// decision taken there meanwhile refuses it — the caller then pauses again
+// on that call alone (docs/api.md, Agents as tools), which the Paused
+// answer says. Such an answer claims nothing of that call's decision.
+func remotePartRefused(op Op, call *Call) bool {
+	r := op.Result()
+	return op.Status == 200 && r != nil && r.Status == "Paused" && call.Req.Proc != op.Proc
+}
+
 // refusedStatus is whether an answer refused its body: such a decision
 // took no effect, so it counts as no one's approval or answer.
 func refusedStatus(status int) bool {
@@ -337,7 +348,7 @@ func (c *checker) onlyApproved() {
 			c.add(2, []string{rid}, ops, []int{e.N}, "%s (tag %s) ran, but no client had sent an approval of it yet", call.Name, e.Tag)
 		}
 		for _, op := range c.decidingOps(call, "reject") {
-			if op.Status == 200 {
+			if op.Status == 200 && !remotePartRefused(op, call) {
 				if r := op.Result(); r != nil && r.Status != "Running" {
 					c.add(2, []string{rid}, []int{op.ID}, []int{e.N}, "%s (tag %s) ran, though its rejection was answered 200 %s (op #%d)", call.Name, e.Tag, r.Status, op.ID)
 				}
@@ -653,7 +664,7 @@ func (c *checker) answersAgree() {
 		}
 		for _, d := range op.Decides {
 			call := c.w.Calls[d.RequestID+"#"+d.ToolCallID]
-			if call == nil {
+			if call == nil || remotePartRefused(op, call) {
 				continue
 			}
 			switch {
