@@ -176,15 +176,17 @@ func (c *checker) faultBetween(proc string, from, to time.Time) bool {
 	return false
 }
 
-// remotePartRefused is whether op, a decision at a caller answered 200
-// Paused, may have had its part for call refused: call is a leaf's on the
-// other system, whose part is sent after the caller's commit, and a
-// decision taken there meanwhile refuses it — the caller then pauses again
-// on that call alone (docs/api.md, Agents as tools), which the Paused
-// answer says. Such an answer claims nothing of that call's decision.
+// remotePartRefused is whether op, a decision at a caller answered 200,
+// had its part for call refused by the leaf's own system: call is a leaf's
+// on the other system, and its recorded decision was taken there before op
+// was sent. A caller's part for a remote leaf is sent after the caller's
+// commit, and a decision taken on the remote system meanwhile refuses it
+// (docs/api.md, Agents as tools): the caller's answer then reports the
+// chain's outcome, not that part — it cannot have made the leaf's earlier
+// decision. A leaf decision taken after op was sent is still held to it.
 func remotePartRefused(op Op, call *Call) bool {
-	r := op.Result()
-	return op.Status == 200 && r != nil && r.Status == "Paused" && call.Req.Proc != op.Proc
+	d := call.Decision
+	return op.Status == 200 && call.Req.Proc != op.Proc && d != nil && d.Approver != ApproverExpiry && d.DecidedAt.Before(op.Start)
 }
 
 // refusedStatus is whether an answer refused its body: such a decision

@@ -175,6 +175,18 @@ func picked() Input {
 
 func leafTask(in *Input) *Task { return in.Tasks[0] }
 
+// remoteRejected makes chain's remote leaf rejected on its own system at
+// when (the caller's approval is op #2, sent at 0.9), its tool not run.
+func remoteRejected(in *Input, when time.Time) {
+	rem := in.Tasks[1]
+	rem.Requests[0].Decisions = []Decision{approve(1, User, when, "reject", "c9")}
+	rem.Items[2].Content[0] = result("c9", "error", "rejected by tort")
+	in.Ledger = nil
+	in.Ops = append(in.Ops, Op{ID: 3, Kind: OpResume, Proc: ProcB, Path: "/agents/leaf/tasks/" + tRem + "/requests/" + rRem + "/resume",
+		Body: `{"action":"reject","round":1}`, Start: when.Add(-50 * time.Millisecond), End: when.Add(50 * time.Millisecond), Status: 200, Resp: rr(rRem, tRem, "Completed", 0),
+		Decides: []CallDecision{{RequestID: rRem, ToolCallID: "c9", Action: "reject"}}})
+}
+
 func invariants(res *Result) []int {
 	set := map[int]bool{}
 	for _, v := range res.Violations {
@@ -284,6 +296,12 @@ func TestCheck(t *testing.T) {
 		{name: "a caller says its agent call did not run, though the child ran", base: chain, want: []int{4}, mutate: func(in *Input) {
 			// A cancel of the caller that met the child's run (§10 Cancel).
 			in.Tasks[0].Items[2].Content[0] = result("k1", "error", "not run: the request was canceled by tort")
+		}},
+		{name: "a caller's part refused by the remote leaf's earlier decision", base: chain, mutate: func(in *Input) {
+			remoteRejected(in, at(0.5))
+		}},
+		{name: "a caller's decision answered 200, the remote leaf recorded another after it", base: chain, want: []int{5}, mutate: func(in *Input) {
+			remoteRejected(in, at(1.2))
 		}},
 		{name: "clean client tool", base: picked, mutate: func(*Input) {}},
 		{name: "a client tool's result reached the model other than sent", base: picked, want: []int{2}, mutate: func(in *Input) {
