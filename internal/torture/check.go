@@ -64,6 +64,9 @@ type checker struct {
 	// once: an hour's history has tens of thousands of ops.
 	decides map[string][]Op
 	paused  map[string]map[int]bool
+	// canceledAt is when a cancel answered 200 Canceled for a request,
+	// the first time.
+	canceledAt map[string]time.Time
 }
 
 // Check judges the history.
@@ -73,8 +76,13 @@ func Check(in Input) *Result {
 	for _, e := range in.Ledger {
 		c.byN[e.N] = e
 	}
-	c.decides, c.paused = map[string][]Op{}, map[string]map[int]bool{}
+	c.decides, c.paused, c.canceledAt = map[string][]Op{}, map[string]map[int]bool{}, map[string]time.Time{}
 	for _, op := range in.Ops {
+		if res := op.Result(); op.Kind == OpCancel && op.Status == 200 && res != nil && res.Status == "Canceled" {
+			if at, ok := c.canceledAt[res.RequestID]; !ok || op.End.Before(at) {
+				c.canceledAt[res.RequestID] = op.End
+			}
+		}
 		for _, rid := range opRequests(op) {
 			c.ridOps[rid] = append(c.ridOps[rid], op.ID)
 		}
@@ -178,15 +186,21 @@ func (c *checker) faultBetween(proc string, from, to time.Time) bool {
 
 // remotePartRefused is whether op, a decision at a caller answered 200,
 // had its part for call refused by the leaf's own system: call is a leaf's
-// on the other system, and its recorded decision was taken there before op
-// was sent. A caller's part for a remote leaf is sent after the caller's
-// commit, and a decision taken on the remote system meanwhile refuses it
+// on the other system, decided or canceled there before op was sent. A
+// caller's part for a remote leaf is sent after the caller's commit, and a
+// decision (or a cancel) taken on the remote system meanwhile refuses it
 // (docs/api.md, Agents as tools): the caller's answer then reports the
 // chain's outcome, not that part — it cannot have made the leaf's earlier
 // decision. A leaf decision taken after op was sent is still held to it.
-func remotePartRefused(op Op, call *Call) bool {
-	d := call.Decision
-	return op.Status == 200 && call.Req.Proc != op.Proc && d != nil && d.Approver != ApproverExpiry && d.DecidedAt.Before(op.Start)
+func (c *checker) remotePartRefused(op Op, call *Call) bool {
+	if op.Status != 200 || call.Req.Proc == op.Proc {
+		return false
+	}
+	if d := call.Decision; d != nil {
+		return d.Approver != ApproverExpiry && d.DecidedAt.Before(op.Start)
+	}
+	at, ok := c.canceledAt[call.Req.ID]
+	return ok && at.Before(op.Start)
 }
 
 // refusedStatus is whether an answer refused its body: such a decision
@@ -350,7 +364,7 @@ func (c *checker) onlyApproved() {
 			c.add(2, []string{rid}, ops, []int{e.N}, "%s (tag %s) ran, but no client had sent an approval of it yet", call.Name, e.Tag)
 		}
 		for _, op := range c.decidingOps(call, "reject") {
-			if op.Status == 200 && !remotePartRefused(op, call) {
+			if op.Status == 200 && !c.remotePartRefused(op, call) {
 				if r := op.Result(); r != nil && r.Status != "Running" {
 					c.add(2, []string{rid}, []int{op.ID}, []int{e.N}, "%s (tag %s) ran, though its rejection was answered 200 %s (op #%d)", call.Name, e.Tag, r.Status, op.ID)
 				}
@@ -666,7 +680,7 @@ func (c *checker) answersAgree() {
 		}
 		for _, d := range op.Decides {
 			call := c.w.Calls[d.RequestID+"#"+d.ToolCallID]
-			if call == nil || remotePartRefused(op, call) {
+			if call == nil || c.remotePartRefused(op, call) {
 				continue
 			}
 			switch {

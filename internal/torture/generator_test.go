@@ -15,7 +15,10 @@ import (
 // generator runs the workload: workers, each with a random source of its
 // own derived from the seed, running flows until the deadline.
 type generator struct {
-	c        *cluster
+	c *cluster
+	// chains are the chains flows pick from: Chains, or without the
+	// callers of two children (TORTURE_FANOUT=0).
+	chains   []Chain
 	seed     uint64
 	deadline time.Time
 	flows    atomic.Int64
@@ -205,7 +208,7 @@ func (w *worker) send(f *flow, kind, path, body string) *RequestResult {
 
 func (w *worker) flow() {
 	f := &flow{id: int(w.g.flows.Add(1))}
-	f.chain = Chains[w.rng.IntN(len(Chains))]
+	f.chain = w.g.chains[w.rng.IntN(len(w.g.chains))]
 	f.proc, f.agent = f.chain.Proc, f.chain.Agents[0]
 	res := w.send(f, OpInvoke, "/agents/"+f.agent+"/invoke", itemsBody("", w.message(f.chain)))
 	if res == nil {

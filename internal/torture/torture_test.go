@@ -56,7 +56,18 @@ func TestTorture(t *testing.T) {
 	nem := &nemesis{c: c, rng: rand.New(rand.NewPCG(seed, 0x6e656d)), deadline: deadline, stall: 20 * time.Second}
 	nemDone := make(chan struct{})
 	go func() { defer close(nemDone); nem.run() }()
-	g := &generator{c: c, seed: seed, deadline: deadline}
+	g := &generator{c: c, seed: seed, deadline: deadline, chains: Chains}
+	if os.Getenv("TORTURE_FANOUT") == "0" {
+		// make test's minute: a caller of two children whose leg died can
+		// be left Running (an open finding, README's torture section).
+		g.chains = nil
+		for _, ch := range Chains {
+			if len(ch.Fan) == 0 {
+				g.chains = append(g.chains, ch)
+			}
+		}
+		fmt.Println("torture: without callers of two children (TORTURE_FANOUT=0)")
+	}
 	g.run(workers)
 	<-nemDone
 	run.LoadEnd, run.Armed = time.Now(), nem.armed
