@@ -116,7 +116,17 @@ func (st *Store) ReapStates(ctx context.Context, taskIDs []string) (_ map[string
 	}
 	out := map[string]agent.ReapState{}
 	now := st.now().Unix()
-	for chunk := range slices.Chunk(taskIDs, 100) {
+	// BatchGetItem refuses a list that names a key twice, and the reaper
+	// may name a task twice (two dead children of one caller).
+	uniq := make([]string, 0, len(taskIDs))
+	seen := make(map[string]bool, len(taskIDs))
+	for _, id := range taskIDs {
+		if !seen[id] {
+			seen[id] = true
+			uniq = append(uniq, id)
+		}
+	}
+	for chunk := range slices.Chunk(uniq, 100) {
 		keys := make([]item, len(chunk))
 		for i, id := range chunk {
 			keys[i] = key(taskPK(id), metaSK)

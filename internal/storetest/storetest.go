@@ -72,6 +72,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"OutboxKeepUntil", testOutboxKeepUntil},
 		{"WriteTogether", testWriteTogether},
 		{"WriteTogetherTooLarge", testWriteTogetherTooLarge},
+		{"ReapStatesTwice", testReapStatesTwice},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
