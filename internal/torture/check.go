@@ -185,22 +185,22 @@ func (c *checker) faultBetween(proc string, from, to time.Time) bool {
 }
 
 // remotePartRefused is whether op, a decision at a caller answered 200,
-// had its part for call refused by the leaf's own system: call is a leaf's
-// on the other system, decided or canceled there before op was sent. A
-// caller's part for a remote leaf is sent after the caller's commit, and a
-// decision (or a cancel) taken on the remote system meanwhile refuses it
-// (docs/api.md, Agents as tools): the caller's answer then reports the
-// chain's outcome, not that part — it cannot have made the leaf's earlier
-// decision. A leaf decision taken after op was sent is still held to it.
+// may have had its part for call refused by the leaf's own system: call is
+// a leaf's on the other system, decided or canceled there before op was
+// answered. A caller's part for a remote leaf is sent after the caller's
+// commit, and a decision (or a cancel) taken on the remote system before
+// it arrives refuses it (docs/api.md, Agents as tools): the caller's
+// answer then reports the chain's outcome, not that part. A leaf decision
+// taken after op was answered is still held to it.
 func (c *checker) remotePartRefused(op Op, call *Call) bool {
 	if op.Status != 200 || call.Req.Proc == op.Proc {
 		return false
 	}
 	if d := call.Decision; d != nil {
-		return d.Approver != ApproverExpiry && d.DecidedAt.Before(op.Start)
+		return d.Approver != ApproverExpiry && d.DecidedAt.Before(op.End)
 	}
 	at, ok := c.canceledAt[call.Req.ID]
-	return ok && at.Before(op.Start)
+	return ok && at.Before(op.End)
 }
 
 // refusedStatus is whether an answer refused its body: such a decision

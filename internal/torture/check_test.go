@@ -300,8 +300,11 @@ func TestCheck(t *testing.T) {
 		{name: "a caller's part refused by the remote leaf's earlier decision", base: chain, mutate: func(in *Input) {
 			remoteRejected(in, at(0.5))
 		}},
-		{name: "a caller's decision answered 200, the remote leaf recorded another after it", base: chain, want: []int{5}, mutate: func(in *Input) {
+		{name: "a caller's part refused by a remote decision taken while it was sent", base: chain, mutate: func(in *Input) {
 			remoteRejected(in, at(1.2))
+		}},
+		{name: "a caller's decision answered 200, the remote leaf recorded another after it", base: chain, want: []int{5}, mutate: func(in *Input) {
+			remoteRejected(in, at(1.7))
 		}},
 		{name: "clean client tool", base: picked, mutate: func(*Input) {}},
 		{name: "a client tool's result reached the model other than sent", base: picked, want: []int{2}, mutate: func(in *Input) {
