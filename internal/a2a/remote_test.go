@@ -608,7 +608,7 @@ func testRemoteAgentUnreachable(t *testing.T) {
 }
 
 // A remote approval that expires ends the caller approval_expired
-// (docs/architecture.md Expiry), found by its poll; no model is called, and a decision at
+// (docs/architecture.md, The reaper), found by its poll; no model is called, and a decision at
 // the caller after that is refused.
 func TestRemoteAgentApprovalExpires(t *testing.T) { onBothStores(t, testRemoteAgentApprovalExpires) }
 
@@ -1489,7 +1489,7 @@ func testRemotePollOutlivesTheOutbox(t *testing.T) {
 
 // TestRemotePendingTooLargeToKeep: a remote leaf whose pending call holds
 // 70 KB of input, below a chain (boss → front → the remote). What a pause
-// keeps on META is bounded (64 KiB in all, docs/architecture.md Sizes):
+// keeps on META is bounded (64 KiB in all, docs/architecture.md, The table):
 // front cannot keep the copy, so it ends Failed internal — its call to the
 // remote, which ran, recorded outcome_unknown (never "not run") and the
 // remote's task canceled, so nothing waits there; boss gets front's

@@ -12,7 +12,7 @@ import (
 
 // converter turns one request's Hitch events into A2A stream events: answer
 // deltas into artifact updates on one artifact, the rest into status
-// updates (docs/api.md Mapping).
+// updates (docs/api.md, A2A).
 type converter struct {
 	taskID, rid string
 	// agent and base make artifacts' download URLs.

@@ -94,7 +94,7 @@ func (e *Engine) tryContinue(ctx context.Context, taskID, rid string, poll bool,
 		return nil, nil
 	}
 	if expired != nil {
-		// An expiry below ends the whole chain (docs/architecture.md Expiry): no
+		// An expiry below ends the whole chain (docs/architecture.md, The rules that keep a chain honest): no
 		// model call anywhere.
 		return nil, e.expireCaller(ctx, ag, t, items, expired)
 	}
@@ -413,7 +413,7 @@ func (r *Run) handOff(ctx context.Context) *RequestResult {
 }
 
 // ContinueCaller runs a caller's continuation to its end or pause: what
-// the dispatcher does with a continuation item (docs/architecture.md Durability).
+// the dispatcher does with a continuation item (docs/architecture.md, The outbox and the notifier).
 // ErrBusy: try again later.
 func (e *Engine) ContinueCaller(ctx context.Context, taskID, rid string) error {
 	run, err := e.StartContinue(ctx, taskID, rid)

@@ -19,7 +19,7 @@ type StoredEvent struct {
 
 // EventCut ends a taken-over leg's events: readers drop those of its epoch
 // with an id past Last (its last commit's), which a stalled holder may
-// still flush late (docs/architecture.md After a lease expires).
+// still flush late (docs/architecture.md, Dead legs).
 type EventCut struct {
 	Epoch int   `json:"epoch"`
 	Last  int64 `json:"last"`

@@ -169,7 +169,7 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 
 // MaxPendingBytes bounds what a round's pending calls keep on META in
 // total: a remote agent's pending inputs copied up a chain, an MCP
-// server's requests and state (docs/architecture.md Sizes).
+// server's requests and state (docs/architecture.md, The table).
 const MaxPendingBytes = 64 << 10
 
 // pendingBytes is what pending keeps on META beyond references.

@@ -199,7 +199,7 @@ func answerOf(ag *Agent, i int, p PendingCall, di DecisionInput, c *CallDecision
 // withoutResults is the decision as META and callers' copies keep it: the
 // answers by their hashes only, and without what an MCP server asked (its
 // state), which the round's DEC# item keeps — so a server's state is never
-// carried from round to round on META (docs/architecture.md Sizes).
+// carried from round to round on META (docs/architecture.md, The table).
 func (d Decision) withoutResults() Decision {
 	has := false
 	for _, c := range d.Calls {

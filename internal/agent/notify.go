@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Notification events (docs/architecture.md Webhooks): what a webhook subscribes to.
+// Notification events (docs/architecture.md, The outbox and the notifier): what a webhook subscribes to.
 const (
 	EventRequestPaused    = "request.paused"
 	EventRequestCompleted = "request.completed"
@@ -74,7 +74,7 @@ const (
 	OutboxTaskToken = WaiterTaskToken
 	OutboxCallback  = WaiterCallback
 	// OutboxContinue continues a caller after its sub-agent's pause or end
-	// (docs/architecture.md Durability): the item is the caller's (its task and
+	// (docs/architecture.md, The outbox and the notifier): the item is the caller's (its task and
 	// request), written by the child's commit.
 	OutboxContinue = "continue"
 	// OutboxRemoteCancel cancels, on its own system, the task of a remote

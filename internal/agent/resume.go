@@ -914,7 +914,7 @@ func (e *Engine) boundFollower(ctx context.Context, ag *Agent, bound *IdemRecord
 }
 
 // DuplicatePoll is how often a waiting duplicate reads META: at most once a
-// second (docs/architecture.md Sizes), however many wait on one request.
+// second (docs/architecture.md, The table), however many wait on one request.
 var DuplicatePoll = time.Second
 
 // waitOutcome polls until the request ends or pauses in a later round. It
@@ -1016,7 +1016,7 @@ func roundOfCalls(decided []Decision, ds []DecisionInput) int {
 }
 
 // pendingInputs fills in the inputs of a paused round's calls, which META
-// holds by reference (the ITEM#<seq> of their tool_use; docs/architecture.md Sizes):
+// holds by reference (the ITEM#<seq> of their tool_use; docs/architecture.md, The table):
 // from items when they hold the tool_use, else with one read per entry.
 func (e *Engine) pendingInputs(ctx context.Context, t *Task, items []Item) error {
 	a := t.Active

@@ -244,7 +244,7 @@ type Write struct {
 	Lookup *RequestLookup
 	// Decisions are decided rounds to put (DEC#<rid>#<round>): META keeps
 	// only the current round's, so that it does not grow with the rounds
-	// (docs/architecture.md Sizes).
+	// (docs/architecture.md, The table).
 	Decisions []RequestDecision
 	// Outbox items to put (OUT#…, ttl OutboxTTL): what the commit owes.
 	Outbox []OutboxItem

@@ -168,7 +168,7 @@ type PendingCall struct {
 	Name       string `json:"name"`
 	// Input is the call's input: held in memory, never on META, which
 	// refers to the ITEM#<ItemSeq> holding the tool_use instead, so that
-	// META does not grow with the inputs (docs/architecture.md Sizes). Readers of META
+	// META does not grow with the inputs (docs/architecture.md, The table). Readers of META
 	// fill it back (Engine.pendingInputs) where they need it.
 	Input   json.RawMessage `json:"-"`
 	ItemSeq int64           `json:"item_seq,omitempty"`

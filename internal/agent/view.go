@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TaskView is GET task's answer (docs/api.md Shapes).
+// TaskView is GET task's answer (docs/api.md, GET task).
 type TaskView struct {
 	TaskID           string            `json:"task_id"`
 	SessionID        string            `json:"session_id"`
@@ -310,7 +310,7 @@ func (e *Engine) ListSessionTasks(ctx context.Context, q ListQuery) ([]TaskSumma
 	return e.Store.ListSessionTasks(ctx, q)
 }
 
-// RequestView is a request as GET task shows it (docs/api.md Shapes).
+// RequestView is a request as GET task shows it (docs/api.md, GET task).
 type RequestView struct {
 	RequestID    string     `json:"request_id"`
 	Kind         string     `json:"kind"`

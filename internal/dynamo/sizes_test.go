@@ -51,7 +51,7 @@ func itemSize(tb testing.TB, c *dynamodb.Client, table, taskID, sk string) int {
 	return n
 }
 
-// META does not grow with tool inputs (docs/architecture.md Sizes): a turn of eight
+// META does not grow with tool inputs (docs/architecture.md, The table): a turn of eight
 // 50 KB calls pauses, is approved and completes, after 50 earlier rounds of
 // the same request, with META far below DynamoDB's 400 KB item limit (which
 // DynamoDB Local does not enforce, hence the measure).
@@ -66,7 +66,7 @@ func TestBigPauseAfterFiftyRounds(t *testing.T) {
 	res, _ := env.Invoke(t, "", "go")
 	// Each of the 50 rounds is decided with an edit of 10 KB: its decision
 	// holds the edited and the original input, 500 KB in all, which no
-	// single item may hold (docs/architecture.md Sizes: decided rounds are DEC# items).
+	// single item may hold (docs/architecture.md, The table: decided rounds are DEC# items).
 	edited := fmt.Sprintf(`{"text":%q}`, strings.Repeat("e", 10_000))
 	for r := 1; r <= 50; r++ {
 		env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call(fmt.Sprintf("g%d", r), "guarded", fmt.Sprintf("round %d", r+1))))

@@ -80,7 +80,7 @@ func jsonKind(te *json.UnmarshalTypeError) string {
 	return "value of type " + te.Type.String()
 }
 
-// userMessage is the invoke body (docs/api.md UserMessage).
+// userMessage is the invoke body (docs/api.md, Invoke).
 type userMessage struct {
 	SessionID string
 	TaskID    string

@@ -156,7 +156,7 @@ func Main(c Config) {
 	})
 }
 
-// ResumeInvoker delivers continuations (docs/architecture.md Durability): it invokes
+// ResumeInvoker delivers continuations (docs/architecture.md, The outbox and the notifier): it invokes
 // the resume function asynchronously with {"op": "continue", task_id,
 // request_id, outbox, poll?}; the resume function continues the caller and
 // deletes the item (notify.ErrKept). A failed continuation is retried by
