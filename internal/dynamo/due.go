@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -116,53 +115,29 @@ func (st *Store) ReapStates(ctx context.Context, taskIDs []string) (_ map[string
 	}
 	out := map[string]agent.ReapState{}
 	now := st.now().Unix()
-	// BatchGetItem refuses a list that names a key twice, and the reaper
-	// may name a task twice (two dead children of one caller).
-	uniq := make([]string, 0, len(taskIDs))
-	seen := make(map[string]bool, len(taskIDs))
-	for _, id := range taskIDs {
-		if !seen[id] {
-			seen[id] = true
-			uniq = append(uniq, id)
+	// The reaper may name a task twice (two dead children of one caller):
+	// batchGetMETAs reads it once.
+	shape := types.KeysAndAttributes{ProjectionExpression: aws.String(strings.Join(proj, ", ")), ExpressionAttributeNames: names}
+	err = st.batchGetMETAs(ctx, taskIDs, shape, func(it item) error {
+		if !live(it, now) {
+			return nil
 		}
-	}
-	for chunk := range slices.Chunk(uniq, 100) {
-		keys := make([]item, len(chunk))
-		for i, id := range chunk {
-			keys[i] = key(taskPK(id), metaSK)
-		}
-		req := map[string]types.KeysAndAttributes{st.table: {Keys: keys, ProjectionExpression: aws.String(strings.Join(proj, ", ")), ExpressionAttributeNames: names}}
-		for len(req) > 0 && len(req[st.table].Keys) > 0 {
-			res, err := st.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+		rs, ok := reapStateOf(it)
+		if !ok {
+			t, err := st.GetTask(ctx, rs.TaskID)
+			if errors.Is(err, agent.ErrNotFound) {
+				return nil
+			}
 			if err != nil {
-				return nil, translate(err)
+				return err
 			}
-			for _, it := range res.Responses[st.table] {
-				if !live(it, now) {
-					continue
-				}
-				rs, ok := reapStateOf(it)
-				if !ok {
-					t, err := st.GetTask(ctx, rs.TaskID)
-					if err != nil {
-						if errors.Is(err, agent.ErrNotFound) {
-							continue
-						}
-						return nil, err
-					}
-					rs = agent.ReapStateOf(t)
-				}
-				out[rs.TaskID] = rs
-			}
-			req = res.UnprocessedKeys
-			if len(req) > 0 {
-				select {
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				case <-time.After(50 * time.Millisecond):
-				}
-			}
+			rs = agent.ReapStateOf(t)
 		}
+		out[rs.TaskID] = rs
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

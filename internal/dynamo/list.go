@@ -150,37 +150,60 @@ func (st *Store) ListSessionTasks(ctx context.Context, q agent.ListQuery) (_ []a
 // getTasks reads the live METAs of the tasks, consistently, by id.
 func (st *Store) getTasks(ctx context.Context, ids []string, now int64) (map[string]*agent.Task, error) {
 	out := map[string]*agent.Task{}
-	for chunk := range slices.Chunk(ids, 100) {
-		keys := make([]item, len(chunk))
-		for i, id := range chunk {
-			keys[i] = key(taskPK(id), metaSK)
+	err := st.batchGetMETAs(ctx, ids, types.KeysAndAttributes{ConsistentRead: aws.Bool(true)}, func(it item) error {
+		t, err := decodeTask(it, now)
+		if t != nil {
+			out[t.ID] = t
 		}
-		req := map[string]types.KeysAndAttributes{st.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// batchGetMETAs reads the METAs of the tasks with BatchGetItem, 100 keys a
+// call, each task once (BatchGetItem refuses a list that names a key
+// twice), sending again what DynamoDB left unprocessed; shape gives the
+// read's projection and consistency, each is called for every item read.
+func (st *Store) batchGetMETAs(ctx context.Context, ids []string, shape types.KeysAndAttributes, each func(item) error) error {
+	uniq := make([]string, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			uniq = append(uniq, id)
+		}
+	}
+	for chunk := range slices.Chunk(uniq, 100) {
+		ka := shape
+		ka.Keys = make([]item, len(chunk))
+		for i, id := range chunk {
+			ka.Keys[i] = key(taskPK(id), metaSK)
+		}
+		req := map[string]types.KeysAndAttributes{st.table: ka}
 		for len(req) > 0 && len(req[st.table].Keys) > 0 {
 			res, err := st.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
 			if err != nil {
-				return nil, translate(err)
+				return translate(err)
 			}
 			for _, it := range res.Responses[st.table] {
-				t, err := decodeTask(it, now)
-				if err != nil {
-					return nil, err
-				}
-				if t != nil {
-					out[t.ID] = t
+				if err := each(it); err != nil {
+					return err
 				}
 			}
 			req = res.UnprocessedKeys
 			if len(req) > 0 {
 				select {
 				case <-ctx.Done():
-					return nil, ctx.Err()
+					return ctx.Err()
 				case <-time.After(50 * time.Millisecond):
 				}
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // position is a list's sort position: newest (time, then id) first.
