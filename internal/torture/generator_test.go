@@ -551,13 +551,16 @@ func (w *worker) refused(f *flow, l level) {
 	case "action+decisions":
 		// A body saying one thing with action and the other with
 		// decisions: neither may win.
-		action, other := "reject", "approve"
-		if w.rng.IntN(2) == 0 {
-			action, other = other, action
+		// The decisions are valid on their own (every call decided, each
+		// question answered with a choice): only the mix is wrong, so
+		// a server that lets either part win answers 2xx.
+		ds := w.validDecisions(l)
+		if len(ds) == 0 {
+			return
 		}
-		var ds []map[string]any
-		for _, p := range l.pending {
-			ds = append(ds, map[string]any{"tool_call_id": p.ToolCallID, "action": other})
+		action := "reject"
+		if slices.ContainsFunc(ds, func(d map[string]any) bool { return d["action"] == "reject" }) {
+			action = "approve"
 		}
 		m := map[string]any{"action": action, "reason": "torture", "decisions": ds}
 		if w.rng.IntN(2) == 0 {
