@@ -31,67 +31,14 @@ type Run struct {
 // recoveries no later fault (on either process) struck before they ended:
 // a recovery another fault interrupted measures both.
 func Recovery(in Input, w *World) (times, clean []time.Duration, lost []string) {
-	byKey := map[string]string{}
-	for _, op := range in.Ops {
-		if r := op.Result(); r != nil && op.Key != "" {
-			byKey[op.Key] = r.RequestID
-		}
-	}
-	obs := append([]Observation(nil), in.Observations...)
-	for _, op := range in.Ops {
-		if r := op.Result(); r != nil {
-			obs = append(obs, Observation{At: op.End, RequestID: r.RequestID, Status: r.Status})
-		}
-	}
-	sort.SliceStable(obs, func(i, j int) bool { return obs[i].At.Before(obs[j].At) })
-	byRid := map[string][]Observation{} // each request's, in time order
-	for _, o := range obs {
-		byRid[o.RequestID] = append(byRid[o.RequestID], o)
-	}
-	opReqs := make([][]string, len(in.Ops)) // read once, not once per fault
-	for i, op := range in.Ops {
-		opReqs[i] = opRequests(op)
-	}
+	ix := newHits(in, w)
 	for _, f := range in.Faults {
 		if f.End.IsZero() {
 			continue
 		}
-		hit := map[string]bool{}
-		for i, op := range in.Ops {
-			if op.Proc != f.Proc || op.Kind == OpGet || op.Start.After(f.Start) || op.End.Before(f.Start) {
-				continue
-			}
-			rids := opReqs[i]
-			if len(rids) == 0 && op.Key != "" && byKey[op.Key] != "" {
-				rids = []string{byKey[op.Key]}
-			}
-			for _, rid := range rids {
-				hit[rid] = true
-			}
-		}
-		last := map[string]string{}
-		from, _ := slices.BinarySearchFunc(obs, f.Start.Add(-30*time.Second), func(o Observation, t time.Time) int { return o.At.Compare(t) })
-		for _, o := range obs[from:] {
-			if o.At.After(f.Start) {
-				break
-			}
-			if f.Start.Sub(o.At) < 30*time.Second {
-				last[o.RequestID] = o.Status
-			}
-		}
-		for rid, st := range last {
-			if r := w.Reqs[rid]; st == "Running" && r != nil && r.Proc == f.Proc {
-				hit[rid] = true
-			}
-		}
-		for rid := range hit {
-			if r := w.Reqs[rid]; r != nil {
-				hit[r.Root().ID] = true
-			}
-		}
-		for _, rid := range sortedKeys(hit) {
+		for _, rid := range ix.hit(f) {
 			found := false
-			for _, o := range byRid[rid] {
+			for _, o := range ix.byRid[rid] {
 				if !o.At.Before(f.End) && o.Status != "Running" {
 					times = append(times, o.At.Sub(f.End))
 					if !faultBetween(in.Faults, f.End, o.At) {
@@ -109,6 +56,80 @@ func Recovery(in Input, w *World) (times, clean []time.Duration, lost []string) 
 	slices.Sort(times)
 	slices.Sort(clean)
 	return times, clean, lost
+}
+
+// hits finds the requests a fault hit (Recovery; the checker's recovery
+// bound), over the history read once.
+type hits struct {
+	in     Input
+	w      *World
+	byKey  map[string]string // Idempotency-Key → the request it made
+	obs    []Observation     // every status seen, in time order
+	byRid  map[string][]Observation
+	opReqs [][]string
+}
+
+func newHits(in Input, w *World) *hits {
+	ix := &hits{in: in, w: w, byKey: map[string]string{}, byRid: map[string][]Observation{}, opReqs: make([][]string, len(in.Ops))}
+	for _, op := range in.Ops {
+		if r := op.Result(); r != nil && op.Key != "" {
+			ix.byKey[op.Key] = r.RequestID
+		}
+	}
+	ix.obs = append([]Observation(nil), in.Observations...)
+	for _, op := range in.Ops {
+		if r := op.Result(); r != nil {
+			ix.obs = append(ix.obs, Observation{At: op.End, RequestID: r.RequestID, Status: r.Status})
+		}
+	}
+	sort.SliceStable(ix.obs, func(i, j int) bool { return ix.obs[i].At.Before(ix.obs[j].At) })
+	for _, o := range ix.obs {
+		ix.byRid[o.RequestID] = append(ix.byRid[o.RequestID], o)
+	}
+	for i, op := range in.Ops {
+		ix.opReqs[i] = opRequests(op)
+	}
+	return ix
+}
+
+// hit are the requests f hit: those of its process with an operation in
+// flight when it struck or last seen Running before it, and the roots of
+// their chains.
+func (ix *hits) hit(f Fault) []string {
+	hit := map[string]bool{}
+	for i, op := range ix.in.Ops {
+		if op.Proc != f.Proc || op.Kind == OpGet || op.Start.After(f.Start) || op.End.Before(f.Start) {
+			continue
+		}
+		rids := ix.opReqs[i]
+		if len(rids) == 0 && op.Key != "" && ix.byKey[op.Key] != "" {
+			rids = []string{ix.byKey[op.Key]}
+		}
+		for _, rid := range rids {
+			hit[rid] = true
+		}
+	}
+	last := map[string]string{}
+	from, _ := slices.BinarySearchFunc(ix.obs, f.Start.Add(-30*time.Second), func(o Observation, t time.Time) int { return o.At.Compare(t) })
+	for _, o := range ix.obs[from:] {
+		if o.At.After(f.Start) {
+			break
+		}
+		if f.Start.Sub(o.At) < 30*time.Second {
+			last[o.RequestID] = o.Status
+		}
+	}
+	for rid, st := range last {
+		if r := ix.w.Reqs[rid]; st == "Running" && r != nil && r.Proc == f.Proc {
+			hit[rid] = true
+		}
+	}
+	for rid := range hit {
+		if r := ix.w.Reqs[rid]; r != nil {
+			hit[r.Root().ID] = true
+		}
+	}
+	return sortedKeys(hit)
 }
 
 // faultBetween is whether a fault struck after from and before to.
