@@ -614,6 +614,14 @@ func TestCheckRecoveryBound(t *testing.T) {
 	}{
 		{name: "a dead leg taken over within the bound", in: func() Input { return killedMidResume(5) }},
 		{name: "a dead leg still Running past the bound", want: []int{6}, in: func() Input { return killedMidResume(late) }},
+		{name: "a dead leg past the bound, a request_lost answer between is no rest", want: []int{6}, in: func() Input {
+			in := killedMidResume(late)
+			lost := `{"task_id":"` + tLeaf + `","request_id":"` + rLeaf + `","status":"Failed","error":{"code":"request_lost","message":"x"}}`
+			in.Ops = append(in.Ops, Op{ID: 3, Kind: OpGet, Proc: ProcA, Method: "GET", Path: "/agents/leaf/tasks/" + tLeaf + "/requests/" + rLeaf + "/events",
+				Start: at(2), End: at(3), Status: 503, Resp: lost})
+			in.Observations = append([]Observation{{At: at(3), RequestID: rLeaf, Status: "Failed"}}, in.Observations...)
+			return in
+		}},
 		{name: "a dead leg past the bound, a later fault restarted the clock", in: func() Input {
 			in := killedMidResume(late)
 			in.Faults = append(in.Faults, Fault{Kind: FaultKill, Proc: ProcB, Start: at(30), End: at(31)})

@@ -76,10 +76,25 @@ func newHits(in Input, w *World) *hits {
 			ix.byKey[op.Key] = r.RequestID
 		}
 	}
-	ix.obs = append([]Observation(nil), in.Observations...)
+	// An answer Failed request_lost (or internal) is no outcome: the
+	// request goes on (outcome). Neither it nor the status the cluster
+	// observed from it counts as a sign of rest.
+	notRest := map[Observation]bool{}
 	for _, op := range in.Ops {
-		if r := op.Result(); r != nil {
-			ix.obs = append(ix.obs, Observation{At: op.End, RequestID: r.RequestID, Status: r.Status})
+		r := op.Result()
+		if r == nil {
+			continue
+		}
+		o := Observation{At: op.End, RequestID: r.RequestID, Status: r.Status}
+		if r.Error != nil && (r.Error.Code == "request_lost" || r.Error.Code == "internal") {
+			notRest[o] = true
+			continue
+		}
+		ix.obs = append(ix.obs, o)
+	}
+	for _, o := range in.Observations {
+		if !notRest[Observation{At: o.At, RequestID: o.RequestID, Status: o.Status}] {
+			ix.obs = append(ix.obs, o)
 		}
 	}
 	sort.SliceStable(ix.obs, func(i, j int) bool { return ix.obs[i].At.Before(ix.obs[j].At) })
@@ -303,6 +318,7 @@ func Report(w io.Writer, run Run, in Input, res *Result) {
 		len(times), pct(times, 0.5).Round(time.Millisecond), pct(times, 0.99).Round(time.Millisecond), pct(times, 1).Round(time.Millisecond), len(lost))
 	fmt.Fprintf(w, "  recovery with no later fault before it ended: %d requests, p50 %s, p99 %s, max %s\n",
 		len(clean), pct(clean, 0.5).Round(time.Millisecond), pct(clean, 0.99).Round(time.Millisecond), pct(clean, 1).Round(time.Millisecond))
+	fmt.Fprintf(w, "  recovery bound held (invariant 6): lease + sweep %s + margin %s from each fault's end, restarted by a later fault\n", RecoveryBound, RecoveryMargin)
 	by := res.ByInvariant()
 	var inv []string
 	for i := 1; i <= 7; i++ {
