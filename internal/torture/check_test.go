@@ -574,8 +574,8 @@ func TestCheckAcrossCopies(t *testing.T) {
 
 // killedMidResume is clean with the approval's process killed while it
 // ran (0.7 to 1.0): the approval got no answer, and the request was taken
-// over and completed; observations show it Running at 5 s and Completed
-// at runningAt+1.
+// over and completed; observations show it Running at runningAt and
+// Completed a second later, its tools run between.
 func killedMidResume(runningAt float64) Input {
 	in := clean()
 	in.Ops[1].Start, in.Ops[1].End, in.Ops[1].Status, in.Ops[1].Resp, in.Ops[1].Err = at(0.6), at(0.7), 0, "", "EOF"
@@ -585,6 +585,9 @@ func killedMidResume(runningAt float64) Input {
 		{At: at(runningAt + 1), RequestID: rLeaf, Status: "Completed"},
 	}
 	in.Deliveries[1] = hook(ProcA, "msg_2", "request.completed", rLeaf, 0, runningAt+1)
+	for i := range in.Ledger {
+		in.Ledger[i].Start, in.Ledger[i].End = at(runningAt+0.2), at(runningAt+0.3)
+	}
 	return in
 }
 
@@ -620,6 +623,27 @@ func TestCheckRecoveryBound(t *testing.T) {
 			in.Ops = append(in.Ops, Op{ID: 3, Kind: OpGet, Proc: ProcA, Method: "GET", Path: "/agents/leaf/tasks/" + tLeaf + "/requests/" + rLeaf + "/events",
 				Start: at(2), End: at(3), Status: 503, Resp: lost})
 			in.Observations = append([]Observation{{At: at(3), RequestID: rLeaf, Status: "Failed"}}, in.Observations...)
+			return in
+		}},
+		{name: "a new request's leg dead past the bound, its invoke unanswered", want: []int{6}, in: func() Input {
+			// The invoke got no answer: the request is found by its message.
+			in := clean()
+			lt := leafTask(&in)
+			lt.Items[1].Content = lt.Items[1].Content[1:]
+			lt.Items[2].Content = lt.Items[2].Content[1:]
+			lt.Requests[0].Decisions = nil
+			in.Ledger = in.Ledger[1:]
+			in.Ledger[0].Start, in.Ledger[0].End = at(late+0.2), at(late+0.3)
+			in.Ops = []Op{{ID: 1, Kind: OpInvoke, Proc: ProcA, Method: "POST", Path: "/agents/leaf/invoke", Body: `{"items":[{"content":"/call fx_effect …"}]}`,
+				Start: at(0.6), End: at(0.7), Err: "EOF"}}
+			in.Faults = []Fault{{Kind: FaultKill, Proc: ProcA, Start: at(0.7), End: at(1.0)}}
+			in.Observations = []Observation{{At: at(late), RequestID: rLeaf, Status: "Running"}, {At: at(late + 1), RequestID: rLeaf, Status: "Completed"}}
+			in.Deliveries = []Delivery{hook(ProcA, "msg_2", "request.completed", rLeaf, 0, late+1)}
+			return in
+		}},
+		{name: "a dead leg taken over within the bound, its tool run late", in: func() Input {
+			in := killedMidResume(late)
+			in.Ledger[0].Start, in.Ledger[0].End = at(12), at(12.1)
 			return in
 		}},
 		{name: "a dead leg past the bound, a later fault restarted the clock", in: func() Input {

@@ -1,6 +1,7 @@
 package torture
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -67,6 +68,9 @@ type hits struct {
 	obs    []Observation     // every status seen, in time order
 	byRid  map[string][]Observation
 	opReqs [][]string
+	// byText finds a request by its process and user message: the one an
+	// invoke or a follow-on that got no answer made.
+	byText map[string]string
 }
 
 func newHits(in Input, w *World) *hits {
@@ -104,7 +108,30 @@ func newHits(in Input, w *World) *hits {
 	for i, op := range in.Ops {
 		ix.opReqs[i] = opRequests(op)
 	}
+	ix.byText = map[string]string{}
+	for _, r := range w.Order {
+		if r.Text != "" {
+			ix.byText[r.Proc+" "+r.Text] = r.ID
+		}
+	}
 	return ix
+}
+
+// sentText is the user message an invoke, follow-on or edit sent.
+func sentText(op Op) string {
+	var b struct {
+		Items []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"items"`
+	}
+	if json.Unmarshal([]byte(op.Body), &b) != nil || len(b.Items) == 0 {
+		return ""
+	}
+	var text string
+	if json.Unmarshal(b.Items[0].Content, &text) != nil {
+		return ""
+	}
+	return text
 }
 
 // hit are the requests f hit: those of its process with an operation in
@@ -119,6 +146,11 @@ func (ix *hits) hit(f Fault) []string {
 		rids := ix.opReqs[i]
 		if len(rids) == 0 && op.Key != "" && ix.byKey[op.Key] != "" {
 			rids = []string{ix.byKey[op.Key]}
+		}
+		if len(rids) == 0 && (op.Kind == OpInvoke || op.Kind == OpFollow || op.Kind == OpEdit) {
+			if rid := ix.byText[op.Proc+" "+sentText(op)]; rid != "" {
+				rids = []string{rid}
+			}
 		}
 		for _, rid := range rids {
 			hit[rid] = true
@@ -318,7 +350,8 @@ func Report(w io.Writer, run Run, in Input, res *Result) {
 		len(times), pct(times, 0.5).Round(time.Millisecond), pct(times, 0.99).Round(time.Millisecond), pct(times, 1).Round(time.Millisecond), len(lost))
 	fmt.Fprintf(w, "  recovery with no later fault before it ended: %d requests, p50 %s, p99 %s, max %s\n",
 		len(clean), pct(clean, 0.5).Round(time.Millisecond), pct(clean, 0.99).Round(time.Millisecond), pct(clean, 1).Round(time.Millisecond))
-	fmt.Fprintf(w, "  recovery bound held (invariant 6): lease + sweep %s + margin %s from each fault's end, restarted by a later fault\n", RecoveryBound, RecoveryMargin)
+	fmt.Fprintf(w, "  recovery bound held (invariant 6): lease + sweep %s + margin %s from each fault's end, restarted by a later fault; requests read Running after their fault's end: %d; expiries applied: %d, the latest %s after it was due (a sweep %s + margin)\n",
+		RecoveryBound, RecoveryMargin, res.BoundReads, res.Expiries, res.ExpiryLag.Round(time.Millisecond), DefaultSweep)
 	by := res.ByInvariant()
 	var inv []string
 	for i := 1; i <= 7; i++ {
