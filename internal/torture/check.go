@@ -10,6 +10,26 @@ import (
 	"time"
 )
 
+// The recovery bound (docs/architecture.md, "The reaper"): a request
+// whose leg died is taken over once its lease ended and a sweep found it,
+// and a paused round past its expiry is expired by the next sweep. The
+// servers of cluster_test.go run with the defaults of both.
+const (
+	DefaultLease  = 15 * time.Second // agent.LeaseDuration
+	DefaultSweep  = 5 * time.Second  // agent.DefaultReapEvery, hitch serve --reap-every
+	RecoveryBound = DefaultLease + DefaultSweep
+	// RecoveryMargin is what invariant 6 grants on top of the bound: the
+	// request's own work once taken over (a tool of up to 6 s, a chain's
+	// continuation, an A2A poll of 1 s) on a 2-core machine shared with
+	// builds and tests, where the torture's burst alone runs 110 legs at
+	// once. The hour's slowest clean recovery took 30.7 s (README,
+	// "Torture test"); under the burst with six other test runs beside it
+	// (seed 750611353), a leaf taken over 14 s after its process came back
+	// lost its lease twice to the load alone (renewals that could not land)
+	// and was read Running 68.8 s after the fault.
+	RecoveryMargin = 60 * time.Second
+)
+
 // Input is what the checker judges: the operations recorded, the ledger
 // the tools wrote, the final state of both processes, the webhook
 // deliveries and the faults.
@@ -41,6 +61,12 @@ type Result struct {
 	Apart []Violation
 	// Redelivered counts attempts of a webhook-id already accepted.
 	Redelivered int
+	// BoundReads counts the requests a fault hit that a read showed
+	// Running after the fault's end (what the recovery bound judged);
+	// Expiries the expiries judged against their due time, ExpiryLag the
+	// longest wait of one past it.
+	BoundReads, Expiries int
+	ExpiryLag            time.Duration
 }
 
 // ByInvariant counts the violations of each invariant.
@@ -107,9 +133,13 @@ func Check(in Input) *Result {
 	c.cancelMeansCancel()
 	c.historyTellsTruth()
 	c.answersAgree()
+	c.copiesAgree()
 	c.refusalsChangeNothing()
 	c.replaysWhole()
 	c.nothingHangs()
+	c.decidable()
+	c.recoveredInBound()
+	c.expiredInBound()
 	c.nothingLost()
 	return c.res
 }
@@ -900,4 +930,357 @@ func (c *checker) webhooks() {
 			}
 		}
 	}
+}
+
+// leafVerdict is one decision a request records on one of its calls.
+type leafVerdict struct {
+	d  Decision
+	dc DecisionCall
+}
+
+// verdicts are the decisions r records on its call id (an MCP call that
+// asks again is decided once in each round it asks).
+func verdicts(r *Req, id string) []leafVerdict {
+	var out []leafVerdict
+	for _, d := range r.Decisions {
+		for _, dc := range d.Calls {
+			if dc.ToolCallID == id {
+				out = append(out, leafVerdict{d, dc})
+			}
+		}
+	}
+	return out
+}
+
+// sameDecision is whether a caller's copy of a call's decision is the
+// leaf's: the same action, the same edited input, the same answer (by its
+// hash, which is all a copy keeps).
+func sameDecision(copy, leaf DecisionCall) bool {
+	if copy.Action != leaf.Action {
+		return false
+	}
+	switch copy.Action {
+	case "edit":
+		return canonical(string(copy.Input)) == canonical(string(leaf.Input))
+	case "answer":
+		return copy.ResultHash == "" || leaf.ResultHash == "" || copy.ResultHash == leaf.ResultHash
+	}
+	return true
+}
+
+// leafOf is the request below caller holding the call id (nil when none:
+// a call of the caller's own).
+func leafOf(caller *Req, id string) *Call {
+	for _, below := range caller.Below()[1:] {
+		for _, call := range below.Calls {
+			if call.ID == id {
+				return call
+			}
+		}
+	}
+	return nil
+}
+
+// refusedThere is whether the leaf's own system may have refused the part
+// a caller sent it of a decision on call (docs/api.md, Agents as tools): the
+// leaf is on the other system, and what it records there was decided
+// there — by a client at that system or by its expiry — before a decision
+// at a caller (on the caller's system) naming the call was answered.
+func (c *checker) refusedThere(caller *Req, call *Call, leaf leafVerdict) bool {
+	if call.Req.Proc == caller.Proc {
+		return false
+	}
+	var atCaller []Op
+	for _, op := range c.decides[call.Req.ID+"/"+call.ID] {
+		if op.Proc != call.Req.Proc {
+			atCaller = append(atCaller, op)
+		}
+	}
+	there := leaf.d.Approver == ApproverExpiry
+	for _, op := range c.decides[call.Req.ID+"/"+call.ID] {
+		for _, d := range op.Decides {
+			if op.Proc == call.Req.Proc && d.RequestID == call.Req.ID && d.ToolCallID == call.ID && d.Action == leaf.dc.Action {
+				there = true
+			}
+		}
+	}
+	if !there {
+		return false
+	}
+	for _, op := range atCaller {
+		if leaf.d.DecidedAt.Before(op.End) || op.Status == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// 5, across copies: the decision a caller records for a leaf's call (its
+// copy of the leaf's round, docs/api.md "Agents as tools") is the one the
+// leaf records — the same action, edited input and answer. A local leaf
+// is decided in the caller's transaction (or the caller copies the leaf's
+// record when it goes on), so a copy without the leaf's decision is one
+// too; a remote leaf's part is sent after the caller's commit, and one
+// decided on its own system before the part arrived records its own
+// decision (refusedThere), or none when it was canceled there.
+func (c *checker) copiesAgree() {
+	for _, r := range c.w.Order {
+		if len(r.Children) == 0 {
+			continue
+		}
+		for _, d := range r.Decisions {
+			for _, dc := range d.Calls {
+				call := leafOf(r, dc.ToolCallID)
+				if call == nil {
+					continue
+				}
+				leaf := call.Req
+				vs := verdicts(leaf, call.ID)
+				rids := []string{r.ID, leaf.ID}
+				ops := append(append([]int(nil), c.ridOps[r.ID]...), c.ridOps[leaf.ID]...)
+				if len(vs) == 0 {
+					if leaf.Proc == r.Proc && d.Approver != ApproverExpiry {
+						c.add(5, rids, ops, nil, "%s %s records %s of %s (tag %s) in its round %d by %s, but the leaf %s %s records no decision on it",
+							r.Agent, short(r.ID), dc.Action, call.Name, call.Tag, d.Round, d.Approver, leaf.Agent, short(leaf.ID))
+					}
+					continue
+				}
+				agree, refused := false, false
+				for _, v := range vs {
+					if sameDecision(dc, v.dc) {
+						agree = true
+					} else if c.refusedThere(r, call, v) {
+						refused = true
+					}
+				}
+				if !agree && !refused {
+					v := vs[len(vs)-1]
+					c.add(5, rids, ops, nil, "%s %s records %s%s of %s (tag %s) in its round %d by %s, but the leaf %s %s records %s%s in its round %d by %s",
+						r.Agent, short(r.ID), dc.Action, detail(dc), call.Name, call.Tag, d.Round, d.Approver,
+						leaf.Agent, short(leaf.ID), v.dc.Action, detail(v.dc), v.d.Round, v.d.Approver)
+				}
+			}
+		}
+	}
+}
+
+// detail is what a decision holds beside its action, for a report.
+func detail(dc DecisionCall) string {
+	switch dc.Action {
+	case "edit":
+		return " " + canonical(string(dc.Input))
+	case "answer":
+		if dc.ResultHash != "" {
+			return " (hash " + clip(dc.ResultHash, 12) + ")"
+		}
+	}
+	return ""
+}
+
+// 6, decidability: a Paused caller's pending calls (its awaits, as GET
+// task shows them: each with its leaf's request and round) name rounds
+// its leaves are Paused in. A caller showing a round its leaf has left
+// (decided, ended) is undecidable: a decision sent there is a past
+// round's at the leaf.
+func (c *checker) decidable() {
+	for _, r := range c.w.Order {
+		if r.Status != "Paused" || r.Task.Status != "Paused" {
+			continue
+		}
+		for _, pv := range r.Task.shown() {
+			if pv.RequestID == "" || pv.RequestID == r.ID || pv.Round == 0 {
+				continue
+			}
+			leaf := c.w.Reqs[pv.RequestID]
+			if leaf == nil || leaf.Status != "Paused" {
+				continue // nothingHangs names it
+			}
+			if leaf.Task.Round != pv.Round {
+				c.add(6, []string{r.ID, leaf.ID}, append(append([]int(nil), c.ridOps[r.ID]...), c.ridOps[leaf.ID]...), nil,
+					"%s %s is Paused showing %s (%s) of %s %s in round %d, but the leaf is Paused in round %d: the caller's round cannot be decided",
+					r.Agent, short(r.ID), pv.Name, pv.ToolCallID, leaf.Agent, short(leaf.ID), pv.Round, leaf.Task.Round)
+			}
+		}
+	}
+}
+
+// recoveryDeadline is when what fault f hit must have recovered by: its
+// end plus the bound and the margin, the clock restarted at the end of
+// each fault (of either process) that struck before that time — a later
+// fault interrupts the recovery.
+func recoveryDeadline(faults []Fault, start, end time.Time, bound time.Duration) time.Time {
+	d := end.Add(bound)
+	for moved := true; moved; {
+		moved = false
+		for _, g := range faults {
+			if g.Start.After(start) && g.Start.Before(d) && g.End.Add(bound).After(d) {
+				d, moved = g.End.Add(bound), true
+			}
+		}
+	}
+	return d
+}
+
+// 6, with the recovery bound itself (docs/architecture.md, "The reaper"):
+// a request a fault hit (Recovery's hit: an operation of its process in
+// flight, or last seen Running) must come to rest — Completed, Failed,
+// Canceled or Paused — within the bound and the margin after the fault's
+// end, with no client action. A violation is a read showing it still
+// Running past that, with no sign of rest since the fault's end (an
+// answer or a read, a webhook), no tool run in its chain within the bound
+// (a leg taken over in time, at its own work) and no operation that could
+// move its chain (anything but a read naming one of its tasks or requests)
+// since the fault began.
+func (c *checker) recoveredInBound() {
+	ix := newHits(c.in, c.w)
+	byRid := ix.byRid
+	hooks := map[string][]time.Time{}
+	for _, d := range c.in.Deliveries {
+		hooks[d.RequestID] = append(hooks[d.RequestID], d.Start)
+	}
+	moves := map[string][]Op{} // task or request id → the ops that could move it
+	for _, op := range c.in.Ops {
+		if op.Kind == OpGet || op.Kind == OpReplay {
+			continue
+		}
+		ids := opRequests(op)
+		for _, m := range taskInPath.FindAllStringSubmatch(op.Path, -1) {
+			ids = append(ids, m[1])
+		}
+		for _, id := range ids {
+			moves[id] = append(moves[id], op)
+		}
+	}
+	ran := map[string][]time.Time{} // request → when its tool runs started
+	for _, e := range c.in.Ledger {
+		ran[e.RequestID] = append(ran[e.RequestID], e.Start)
+	}
+	reported := map[string]bool{}
+	for _, f := range c.in.Faults {
+		if f.End.IsZero() {
+			continue
+		}
+		deadline := recoveryDeadline(c.in.Faults, f.Start, f.End, RecoveryBound+RecoveryMargin)
+		for _, rid := range ix.hit(f) {
+			r := c.w.Reqs[rid]
+			if r == nil || reported[rid] {
+				continue
+			}
+			var late *Observation
+			read := false
+			for i, o := range byRid[rid] {
+				if o.At.Before(f.End) {
+					continue
+				}
+				if o.Status != "Running" {
+					break // at rest since the fault's end
+				}
+				read = true
+				if o.At.After(deadline) {
+					late = &byRid[rid][i]
+					break
+				}
+			}
+			if read {
+				c.res.BoundReads++
+			}
+			if late == nil {
+				continue
+			}
+			rested := false
+			for _, at := range hooks[rid] {
+				if !at.Before(f.End) && at.Before(late.At) {
+					rested = true
+				}
+			}
+			moved := false
+			for _, below := range r.Root().Below() {
+				for _, at := range ran[below.ID] {
+					// A tool run in its chain within the bound: taken over
+					// in time, and at its own work since.
+					if !at.Before(f.End) && !at.After(deadline) {
+						moved = true
+					}
+				}
+				for _, id := range []string{below.ID, below.TaskID} {
+					for _, op := range moves[id] {
+						if op.Start.After(f.Start) && op.Start.Before(late.At) {
+							moved = true
+						}
+					}
+				}
+			}
+			if rested || moved {
+				continue
+			}
+			reported[rid] = true
+			c.add(6, []string{rid}, c.ridOps[rid], nil, "%s %s (%s), hit by the fault %q of %s at %s, was still Running %s after the process was back (read at %s): past the recovery bound %s + margin %s",
+				r.Agent, short(rid), r.Proc, f.Kind, f.Proc, f.Start.Format("15:04:05.000"), late.At.Sub(f.End).Round(time.Millisecond),
+				late.At.Format("15:04:05.000"), RecoveryBound, RecoveryMargin)
+		}
+	}
+}
+
+var taskInPath = regexp.MustCompile(`/tasks/([0-9a-f-]{36})`)
+
+// 6, for expiries: a paused round past its expiry is expired by the
+// reaper's next sweep, with no client action (docs/api.md, Resume). A
+// round an answer showed expiring at E, whose expiry is recorded (approver
+// system:expiry) later than E plus a sweep and the margin — the clock
+// restarted by any fault meanwhile — was left hanging.
+func (c *checker) expiredInBound() {
+	due := map[string]time.Time{} // request/round → the earliest expires_at shown
+	note := func(rid string, round int, at time.Time) {
+		if rid == "" || round == 0 || at.IsZero() {
+			return
+		}
+		k := fmt.Sprintf("%s/%d", rid, round)
+		if old, ok := due[k]; !ok || at.Before(old) {
+			due[k] = at
+		}
+	}
+	for _, op := range c.in.Ops {
+		res := op.Result()
+		if res == nil || res.Status != "Paused" {
+			continue
+		}
+		for _, pv := range append(append([]PendingView(nil), res.Pending...), res.Inputs...) {
+			rid, round := pv.RequestID, pv.Round
+			if rid == "" || rid == res.RequestID {
+				rid, round = res.RequestID, res.Round
+			}
+			note(rid, round, pv.ExpiresAt)
+		}
+	}
+	for _, r := range c.w.Order {
+		for _, d := range r.Decisions {
+			if d.Approver != ApproverExpiry {
+				continue
+			}
+			e, ok := due[fmt.Sprintf("%s/%d", r.ID, d.Round)]
+			if !ok {
+				continue
+			}
+			limit := e.Add(DefaultSweep + RecoveryMargin)
+			for _, f := range c.in.Faults {
+				if !f.End.IsZero() && f.End.After(e) && f.Start.Before(limit) {
+					limit = laterOf(limit, recoveryDeadline(c.in.Faults, f.Start, f.End, RecoveryBound+RecoveryMargin))
+				}
+			}
+			c.res.Expiries++
+			c.res.ExpiryLag = max(c.res.ExpiryLag, d.DecidedAt.Sub(e))
+			if d.DecidedAt.After(limit) {
+				c.add(6, []string{r.ID}, c.ridOps[r.ID], nil, "round %d of %s %s (%s) expired at %s, but its expiry was applied at %s, %s later: past a sweep (%s) + margin %s",
+					d.Round, r.Agent, short(r.ID), r.Proc, e.Format("15:04:05.000"), d.DecidedAt.Format("15:04:05.000"),
+					d.DecidedAt.Sub(e).Round(time.Millisecond), DefaultSweep, RecoveryMargin)
+			}
+		}
+	}
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

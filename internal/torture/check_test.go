@@ -447,3 +447,234 @@ func TestCheckRequestLostIsNoOutcome(t *testing.T) {
 		t.Errorf("a request_lost answer was taken for an outcome: %+v", res.Violations)
 	}
 }
+
+// copied is clean with a local caller (rmid's rTop on A) above the leaf:
+// the leaf was approved at its own URL and the caller, continued, holds
+// its copy of that decision (docs/api.md, Agents as tools).
+func copied() Input {
+	in := clean()
+	lt := leafTask(&in)
+	lt.ParentTaskID = tTop
+	lt.Requests[0].Parent = &ParentRef{Agent: "rmid", TaskID: tTop, RequestID: rTop, ToolCallID: "k1"}
+	top := &Task{Proc: ProcA, TaskID: tTop, Agent: "rmid", Status: "Completed",
+		Items: []Item{
+			{Seq: 1, RequestID: rTop, Role: "user", Content: []Block{{Type: "text", Text: "/call leaf …"}}},
+			{Seq: 2, RequestID: rTop, Role: "assistant", Content: []Block{useAgent("k1", "leaf", "/call fx_effect …")}},
+			{Seq: 3, RequestID: rTop, Role: "tool", Content: []Block{result("k1", "success", "results: fx_effect success")}},
+		},
+		Requests: []Request{{RequestID: rTop, Kind: "invoke", Status: "Completed",
+			Decisions: []Decision{approve(1, User, at(1.0), "approve", "c1")}}},
+	}
+	in.Tasks = append(in.Tasks, top)
+	in.Deliveries = append(in.Deliveries, hook(ProcA, "msg_5", "request.paused", rTop, 1, 0.7), hook(ProcA, "msg_6", "request.completed", rTop, 0, 1.6))
+	return in
+}
+
+// pausedChain is chain paused: the caller on A waits on its remote leaf's
+// round 1, which the caller shows (its pending_approvals name the leaf
+// and its round).
+func pausedChain() Input {
+	in := chain()
+	top, rem := in.Tasks[0], in.Tasks[1]
+	top.Status, top.Round, top.Items = "Paused", 1, top.Items[:2]
+	top.Requests[0].Status, top.Requests[0].Decisions = "Paused", nil
+	top.Pending = []PendingView{{ToolCallID: "c9", Name: "fx_effect", Round: 1, Agent: "leaf", TaskID: tRem, RequestID: rRem}}
+	top.WaitingOn = []WaitingOn{{Agent: "leaf", TaskID: tRem, RequestID: rRem}}
+	rem.Status, rem.Round, rem.Items = "Paused", 1, rem.Items[:2]
+	rem.Requests[0].Status, rem.Requests[0].Decisions = "Paused", nil
+	rem.Pending = []PendingView{{ToolCallID: "c9", Name: "fx_effect", Round: 1}}
+	in.Ledger, in.Ops = nil, in.Ops[:1]
+	in.Deliveries = []Delivery{hook(ProcA, "msg_1", "request.paused", rTop, 1, 0.6), hook(ProcB, "msg_3", "request.paused", rRem, 1, 0.6)}
+	return in
+}
+
+// leftRound makes pausedChain's leaf leave the round its caller shows:
+// rejected at its own URL, it paused again in round 2 on another call.
+func leftRound(in *Input) {
+	rem := in.Tasks[1]
+	rem.Round = 2
+	rem.Items = append(rem.Items,
+		Item{Seq: 3, RequestID: rRem, Role: "tool", Content: []Block{result("c9", "error", "rejected by tort")}},
+		Item{Seq: 4, RequestID: rRem, Role: "assistant", Content: []Block{use("c10", "fx_effect", "t10", "b")}})
+	rem.Requests[0].Decisions = []Decision{approve(1, User, at(1.0), "reject", "c9")}
+	rem.Pending = []PendingView{{ToolCallID: "c10", Name: "fx_effect", Round: 2}}
+	in.Ops = append(in.Ops, Op{ID: 2, Kind: OpResume, Proc: ProcB, Path: "/agents/leaf/tasks/" + tRem + "/requests/" + rRem + "/resume",
+		Body: `{"action":"reject","round":1}`, Start: at(0.9), End: at(1.2), Status: 200, Resp: rr(rRem, tRem, "Paused", 2),
+		Decides: []CallDecision{{RequestID: rRem, ToolCallID: "c9", Action: "reject"}}})
+	in.Deliveries = append(in.Deliveries, hook(ProcB, "msg_4", "request.paused", rRem, 2, 1.3))
+}
+
+func TestCheckAcrossCopies(t *testing.T) {
+	tests := []struct {
+		name   string
+		base   func() Input
+		mutate func(in *Input)
+		want   []int
+	}{
+		{name: "a caller's copy agrees with its leaf", base: copied, mutate: func(*Input) {}},
+		{name: "a caller's copy says reject, its leaf approved", base: copied, want: []int{5}, mutate: func(in *Input) {
+			in.Tasks[1].Requests[0].Decisions = []Decision{approve(1, User, at(1.0), "reject", "c1")}
+		}},
+		{name: "a caller's copy has another edit than its leaf's", base: copied, want: []int{5}, mutate: func(in *Input) {
+			d := &leafTask(in).Requests[0].Decisions[0]
+			d.Action, d.Calls[0].Action, d.Calls[0].Input = "edit", "edit", json.RawMessage(`{"tag":"t1","v":"a"}`)
+			in.Ops[1].Decides[0].Action = "edit"
+			c := &in.Tasks[1].Requests[0].Decisions[0]
+			c.Action, c.Calls[0].Action, c.Calls[0].Input = "edit", "edit", json.RawMessage(`{"tag":"t1","v":"z"}`)
+		}},
+		{name: "a caller's copy holds another answer's hash", base: copied, want: []int{5}, mutate: func(in *Input) {
+			q, _ := json.Marshal(map[string]any{"question": "t3?", "choices": []string{"yes-t3", "no-t3"}})
+			lt := leafTask(in)
+			lt.Items[1].Content = append(lt.Items[1].Content, Block{Type: "tool_use", ID: "c3", Name: AskTool, Input: q})
+			lt.Items[2].Content = append(lt.Items[2].Content, result("c3", "success", "yes-t3"))
+			lt.Requests[0].Decisions[0].Calls = append(lt.Requests[0].Decisions[0].Calls,
+				DecisionCall{ToolCallID: "c3", Action: "answer", Result: json.RawMessage(`"yes-t3"`), ResultHash: "h-yes"})
+			in.Ops[1].Decides = append(in.Ops[1].Decides, CallDecision{RequestID: rLeaf, ToolCallID: "c3", Action: "answer", V: "yes-t3"})
+			in.Tasks[1].Requests[0].Decisions[0].Calls = append(in.Tasks[1].Requests[0].Decisions[0].Calls,
+				DecisionCall{ToolCallID: "c3", Action: "answer", ResultHash: "h-no"})
+		}},
+		{name: "a caller's copy of a decision its local leaf never took", base: copied, want: []int{5}, mutate: func(in *Input) {
+			in.Tasks[1].Requests[0].Decisions[0].Calls = append(in.Tasks[1].Requests[0].Decisions[0].Calls, DecisionCall{ToolCallID: "c2", Action: "approve"})
+		}},
+		{name: "a caller's copy refused by a remote decision taken there first", base: chain, mutate: func(in *Input) {
+			remoteRejected(in, at(0.5))
+		}},
+		{name: "a remote leaf recorded another decision that no one sent there", base: chain, want: []int{5}, mutate: func(in *Input) {
+			// answersAgree spares the caller's 200 (the leaf's decision came
+			// first); but no client decided at the leaf's system.
+			rem := in.Tasks[1]
+			rem.Requests[0].Decisions = []Decision{approve(1, User, at(0.5), "reject", "c9")}
+			rem.Items[2].Content[0] = result("c9", "error", "rejected by tort")
+			in.Ledger = nil
+		}},
+		{name: "a Paused caller shows its leaf's round", base: pausedChain, mutate: func(*Input) {}},
+		{name: "a Paused caller shows a round its leaf has left", base: pausedChain, want: []int{6}, mutate: leftRound},
+		{name: "a Paused caller shows a round its leaf has left, caught up", base: pausedChain, mutate: func(in *Input) {
+			leftRound(in)
+			in.Tasks[0].Pending = []PendingView{{ToolCallID: "c10", Name: "fx_effect", Round: 2, Agent: "leaf", TaskID: tRem, RequestID: rRem}}
+			in.Tasks[0].Round = 2
+			in.Deliveries = append(in.Deliveries, hook(ProcA, "msg_5", "request.paused", rTop, 2, 1.4))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := tt.base()
+			tt.mutate(&in)
+			res := Check(in)
+			if diff := cmp.Diff(tt.want, invariants(res)); diff != "" {
+				var lines []string
+				for _, v := range res.Violations {
+					lines = append(lines, fmt.Sprintf("  %d: %s", v.Invariant, v.What))
+				}
+				t.Errorf("invariants violated (-want +got):\n%s%s", diff, strings.Join(lines, "\n"))
+			}
+		})
+	}
+}
+
+// killedMidResume is clean with the approval's process killed while it
+// ran (0.7 to 1.0): the approval got no answer, and the request was taken
+// over and completed; observations show it Running at runningAt and
+// Completed a second later, its tools run between.
+func killedMidResume(runningAt float64) Input {
+	in := clean()
+	in.Ops[1].Start, in.Ops[1].End, in.Ops[1].Status, in.Ops[1].Resp, in.Ops[1].Err = at(0.6), at(0.7), 0, "", "EOF"
+	in.Faults = []Fault{{Kind: FaultKill, Proc: ProcA, Start: at(0.7), End: at(1.0)}}
+	in.Observations = []Observation{
+		{At: at(runningAt), RequestID: rLeaf, Status: "Running"},
+		{At: at(runningAt + 1), RequestID: rLeaf, Status: "Completed"},
+	}
+	in.Deliveries[1] = hook(ProcA, "msg_2", "request.completed", rLeaf, 0, runningAt+1)
+	for i := range in.Ledger {
+		in.Ledger[i].Start, in.Ledger[i].End = at(runningAt+0.2), at(runningAt+0.3)
+	}
+	return in
+}
+
+// expired is clean with its round closed by the reaper's expiry at
+// appliedAt: the round expired at 3 s (the invoke's answer showed it).
+func expired(appliedAt float64) Input {
+	in := clean()
+	lt := leafTask(&in)
+	lt.Status = "Failed"
+	lt.Requests[0].Status, lt.Requests[0].Error = "Failed", &ErrorView{Code: "approval_expired"}
+	lt.Requests[0].Decisions = []Decision{approve(1, ApproverExpiry, at(appliedAt), "reject", "c1")}
+	lt.Items[2].Content[0] = result("c1", "error", "approval expired at …")
+	in.Ledger = in.Ledger[1:]
+	in.Ops = in.Ops[:1]
+	in.Ops[0].Resp = fmt.Sprintf(`{"task_id":%q,"request_id":%q,"status":"Paused","round":1,"pending_approvals":[{"tool_call_id":"c1","name":"fx_effect","round":1,"expires_at":%q}]}`,
+		tLeaf, rLeaf, at(3).Format(time.RFC3339Nano))
+	in.Deliveries[1] = hook(ProcA, "msg_2", "request.failed", rLeaf, 0, appliedAt+0.1)
+	return in
+}
+
+func TestCheckRecoveryBound(t *testing.T) {
+	late := 1.0 + (RecoveryBound + RecoveryMargin).Seconds() + 5
+	tests := []struct {
+		name string
+		in   func() Input
+		want []int
+	}{
+		{name: "a dead leg taken over within the bound", in: func() Input { return killedMidResume(5) }},
+		{name: "a dead leg still Running past the bound", want: []int{6}, in: func() Input { return killedMidResume(late) }},
+		{name: "a dead leg past the bound, a request_lost answer between is no rest", want: []int{6}, in: func() Input {
+			in := killedMidResume(late)
+			lost := `{"task_id":"` + tLeaf + `","request_id":"` + rLeaf + `","status":"Failed","error":{"code":"request_lost","message":"x"}}`
+			in.Ops = append(in.Ops, Op{ID: 3, Kind: OpGet, Proc: ProcA, Method: "GET", Path: "/agents/leaf/tasks/" + tLeaf + "/requests/" + rLeaf + "/events",
+				Start: at(2), End: at(3), Status: 503, Resp: lost})
+			in.Observations = append([]Observation{{At: at(3), RequestID: rLeaf, Status: "Failed"}}, in.Observations...)
+			return in
+		}},
+		{name: "a new request's leg dead past the bound, its invoke unanswered", want: []int{6}, in: func() Input {
+			// The invoke got no answer: the request is found by its message.
+			in := clean()
+			lt := leafTask(&in)
+			lt.Items[1].Content = lt.Items[1].Content[1:]
+			lt.Items[2].Content = lt.Items[2].Content[1:]
+			lt.Requests[0].Decisions = nil
+			in.Ledger = in.Ledger[1:]
+			in.Ledger[0].Start, in.Ledger[0].End = at(late+0.2), at(late+0.3)
+			in.Ops = []Op{{ID: 1, Kind: OpInvoke, Proc: ProcA, Method: "POST", Path: "/agents/leaf/invoke", Body: `{"items":[{"content":"/call fx_effect …"}]}`,
+				Start: at(0.6), End: at(0.7), Err: "EOF"}}
+			in.Faults = []Fault{{Kind: FaultKill, Proc: ProcA, Start: at(0.7), End: at(1.0)}}
+			in.Observations = []Observation{{At: at(late), RequestID: rLeaf, Status: "Running"}, {At: at(late + 1), RequestID: rLeaf, Status: "Completed"}}
+			in.Deliveries = []Delivery{hook(ProcA, "msg_2", "request.completed", rLeaf, 0, late+1)}
+			return in
+		}},
+		{name: "a dead leg taken over within the bound, its tool run late", in: func() Input {
+			in := killedMidResume(late)
+			in.Ledger[0].Start, in.Ledger[0].End = at(12), at(12.1)
+			return in
+		}},
+		{name: "a dead leg past the bound, a later fault restarted the clock", in: func() Input {
+			in := killedMidResume(late)
+			in.Faults = append(in.Faults, Fault{Kind: FaultKill, Proc: ProcB, Start: at(30), End: at(31)})
+			return in
+		}},
+		{name: "a dead leg past the bound, a client moved it meanwhile", in: func() Input {
+			in := killedMidResume(late)
+			in.Ops = append(in.Ops, Op{ID: 3, Kind: OpResume, Proc: ProcA, Method: "POST", Path: in.Ops[1].Path, Body: in.Ops[1].Body,
+				Start: at(late - 2), End: at(late + 0.5), Status: 200, Resp: rr(rLeaf, tLeaf, "Completed", 0), Decides: in.Ops[1].Decides})
+			return in
+		}},
+		{name: "an expiry applied within the sweep", in: func() Input { return expired(6) }},
+		{name: "an expiry applied long after it was due", want: []int{6}, in: func() Input { return expired(3 + (DefaultSweep + RecoveryMargin).Seconds() + 5) }},
+		{name: "an expiry applied late, its process down meanwhile", in: func() Input {
+			in := expired(3 + (DefaultSweep + RecoveryMargin).Seconds() + 5)
+			in.Faults = []Fault{{Kind: FaultStallKill, Proc: ProcA, Start: at(4), End: at(24)}}
+			return in
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Check(tt.in())
+			if diff := cmp.Diff(tt.want, invariants(res)); diff != "" {
+				var lines []string
+				for _, v := range res.Violations {
+					lines = append(lines, fmt.Sprintf("  %d: %s", v.Invariant, v.What))
+				}
+				t.Errorf("invariants violated (-want +got):\n%s%s", diff, strings.Join(lines, "\n"))
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package torture
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -31,67 +32,14 @@ type Run struct {
 // recoveries no later fault (on either process) struck before they ended:
 // a recovery another fault interrupted measures both.
 func Recovery(in Input, w *World) (times, clean []time.Duration, lost []string) {
-	byKey := map[string]string{}
-	for _, op := range in.Ops {
-		if r := op.Result(); r != nil && op.Key != "" {
-			byKey[op.Key] = r.RequestID
-		}
-	}
-	obs := append([]Observation(nil), in.Observations...)
-	for _, op := range in.Ops {
-		if r := op.Result(); r != nil {
-			obs = append(obs, Observation{At: op.End, RequestID: r.RequestID, Status: r.Status})
-		}
-	}
-	sort.SliceStable(obs, func(i, j int) bool { return obs[i].At.Before(obs[j].At) })
-	byRid := map[string][]Observation{} // each request's, in time order
-	for _, o := range obs {
-		byRid[o.RequestID] = append(byRid[o.RequestID], o)
-	}
-	opReqs := make([][]string, len(in.Ops)) // read once, not once per fault
-	for i, op := range in.Ops {
-		opReqs[i] = opRequests(op)
-	}
+	ix := newHits(in, w)
 	for _, f := range in.Faults {
 		if f.End.IsZero() {
 			continue
 		}
-		hit := map[string]bool{}
-		for i, op := range in.Ops {
-			if op.Proc != f.Proc || op.Kind == OpGet || op.Start.After(f.Start) || op.End.Before(f.Start) {
-				continue
-			}
-			rids := opReqs[i]
-			if len(rids) == 0 && op.Key != "" && byKey[op.Key] != "" {
-				rids = []string{byKey[op.Key]}
-			}
-			for _, rid := range rids {
-				hit[rid] = true
-			}
-		}
-		last := map[string]string{}
-		from, _ := slices.BinarySearchFunc(obs, f.Start.Add(-30*time.Second), func(o Observation, t time.Time) int { return o.At.Compare(t) })
-		for _, o := range obs[from:] {
-			if o.At.After(f.Start) {
-				break
-			}
-			if f.Start.Sub(o.At) < 30*time.Second {
-				last[o.RequestID] = o.Status
-			}
-		}
-		for rid, st := range last {
-			if r := w.Reqs[rid]; st == "Running" && r != nil && r.Proc == f.Proc {
-				hit[rid] = true
-			}
-		}
-		for rid := range hit {
-			if r := w.Reqs[rid]; r != nil {
-				hit[r.Root().ID] = true
-			}
-		}
-		for _, rid := range sortedKeys(hit) {
+		for _, rid := range ix.hit(f) {
 			found := false
-			for _, o := range byRid[rid] {
+			for _, o := range ix.byRid[rid] {
 				if !o.At.Before(f.End) && o.Status != "Running" {
 					times = append(times, o.At.Sub(f.End))
 					if !faultBetween(in.Faults, f.End, o.At) {
@@ -109,6 +57,126 @@ func Recovery(in Input, w *World) (times, clean []time.Duration, lost []string) 
 	slices.Sort(times)
 	slices.Sort(clean)
 	return times, clean, lost
+}
+
+// hits finds the requests a fault hit (Recovery; the checker's recovery
+// bound), over the history read once.
+type hits struct {
+	in     Input
+	w      *World
+	byKey  map[string]string // Idempotency-Key → the request it made
+	obs    []Observation     // every status seen, in time order
+	byRid  map[string][]Observation
+	opReqs [][]string
+	// byText finds a request by its process and user message: the one an
+	// invoke or a follow-on that got no answer made.
+	byText map[string]string
+}
+
+func newHits(in Input, w *World) *hits {
+	ix := &hits{in: in, w: w, byKey: map[string]string{}, byRid: map[string][]Observation{}, opReqs: make([][]string, len(in.Ops))}
+	for _, op := range in.Ops {
+		if r := op.Result(); r != nil && op.Key != "" {
+			ix.byKey[op.Key] = r.RequestID
+		}
+	}
+	// An answer Failed request_lost (or internal) is no outcome: the
+	// request goes on (outcome). Neither it nor the status the cluster
+	// observed from it counts as a sign of rest.
+	notRest := map[Observation]bool{}
+	for _, op := range in.Ops {
+		r := op.Result()
+		if r == nil {
+			continue
+		}
+		o := Observation{At: op.End, RequestID: r.RequestID, Status: r.Status}
+		if r.Error != nil && (r.Error.Code == "request_lost" || r.Error.Code == "internal") {
+			notRest[o] = true
+			continue
+		}
+		ix.obs = append(ix.obs, o)
+	}
+	for _, o := range in.Observations {
+		if !notRest[Observation{At: o.At, RequestID: o.RequestID, Status: o.Status}] {
+			ix.obs = append(ix.obs, o)
+		}
+	}
+	sort.SliceStable(ix.obs, func(i, j int) bool { return ix.obs[i].At.Before(ix.obs[j].At) })
+	for _, o := range ix.obs {
+		ix.byRid[o.RequestID] = append(ix.byRid[o.RequestID], o)
+	}
+	for i, op := range in.Ops {
+		ix.opReqs[i] = opRequests(op)
+	}
+	ix.byText = map[string]string{}
+	for _, r := range w.Order {
+		if r.Text != "" {
+			ix.byText[r.Proc+" "+r.Text] = r.ID
+		}
+	}
+	return ix
+}
+
+// sentText is the user message an invoke, follow-on or edit sent.
+func sentText(op Op) string {
+	var b struct {
+		Items []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"items"`
+	}
+	if json.Unmarshal([]byte(op.Body), &b) != nil || len(b.Items) == 0 {
+		return ""
+	}
+	var text string
+	if json.Unmarshal(b.Items[0].Content, &text) != nil {
+		return ""
+	}
+	return text
+}
+
+// hit are the requests f hit: those of its process with an operation in
+// flight when it struck or last seen Running before it, and the roots of
+// their chains.
+func (ix *hits) hit(f Fault) []string {
+	hit := map[string]bool{}
+	for i, op := range ix.in.Ops {
+		if op.Proc != f.Proc || op.Kind == OpGet || op.Start.After(f.Start) || op.End.Before(f.Start) {
+			continue
+		}
+		rids := ix.opReqs[i]
+		if len(rids) == 0 && op.Key != "" && ix.byKey[op.Key] != "" {
+			rids = []string{ix.byKey[op.Key]}
+		}
+		if len(rids) == 0 && (op.Kind == OpInvoke || op.Kind == OpFollow || op.Kind == OpEdit) {
+			if rid := ix.byText[op.Proc+" "+sentText(op)]; rid != "" {
+				rids = []string{rid}
+			}
+		}
+		for _, rid := range rids {
+			hit[rid] = true
+		}
+	}
+	last := map[string]string{}
+	from, _ := slices.BinarySearchFunc(ix.obs, f.Start.Add(-30*time.Second), func(o Observation, t time.Time) int { return o.At.Compare(t) })
+	for _, o := range ix.obs[from:] {
+		if o.At.After(f.Start) {
+			break
+		}
+		if f.Start.Sub(o.At) < 30*time.Second {
+			last[o.RequestID] = o.Status
+		}
+	}
+	for rid, st := range last {
+		if r := ix.w.Reqs[rid]; st == "Running" && r != nil && r.Proc == f.Proc {
+			hit[rid] = true
+		}
+	}
+	for rid := range hit {
+		if r := ix.w.Reqs[rid]; r != nil {
+			hit[r.Root().ID] = true
+		}
+	}
+	return sortedKeys(hit)
 }
 
 // faultBetween is whether a fault struck after from and before to.
@@ -282,6 +350,8 @@ func Report(w io.Writer, run Run, in Input, res *Result) {
 		len(times), pct(times, 0.5).Round(time.Millisecond), pct(times, 0.99).Round(time.Millisecond), pct(times, 1).Round(time.Millisecond), len(lost))
 	fmt.Fprintf(w, "  recovery with no later fault before it ended: %d requests, p50 %s, p99 %s, max %s\n",
 		len(clean), pct(clean, 0.5).Round(time.Millisecond), pct(clean, 0.99).Round(time.Millisecond), pct(clean, 1).Round(time.Millisecond))
+	fmt.Fprintf(w, "  recovery bound held (invariant 6): lease + sweep %s + margin %s from each fault's end, restarted by a later fault; requests read Running after their fault's end: %d; expiries applied: %d, the latest %s after it was due (a sweep %s + margin)\n",
+		RecoveryBound, RecoveryMargin, res.BoundReads, res.Expiries, res.ExpiryLag.Round(time.Millisecond), DefaultSweep)
 	by := res.ByInvariant()
 	var inv []string
 	for i := 1; i <= 7; i++ {

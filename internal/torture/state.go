@@ -96,6 +96,10 @@ type DecisionCall struct {
 	// Result is an answer's value (the leaf's record; callers' copies
 	// keep its hash).
 	Result json.RawMessage `json:"result"`
+	// ResultHash is an answer's SHA-256 (hex) of its canonical JSON: what
+	// the leaf's record and every caller's copy keep (docs/api.md, Pauses
+	// for input).
+	ResultHash string `json:"result_hash,omitempty"`
 }
 
 // WaitingOn is a request a paused caller waits on.
