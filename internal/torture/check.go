@@ -16,6 +16,7 @@ import (
 type Input struct {
 	Ops          []Op
 	Ledger       []Execution
+	Answers      []Answer // the form tool's elicitation answers (elicit.go)
 	Tasks        []*Task
 	Deliveries   []Delivery
 	Faults       []Fault
@@ -108,6 +109,7 @@ func Check(in Input) *Result {
 	c.historyTellsTruth()
 	c.answersAgree()
 	c.refusalsChangeNothing()
+	c.elicitAnswers()
 	c.replaysWhole()
 	c.nothingHangs()
 	c.nothingLost()
@@ -680,6 +682,9 @@ func (c *checker) answersAgree() {
 		}
 		for _, d := range op.Decides {
 			call := c.w.Calls[d.RequestID+"#"+d.ToolCallID]
+			if d.ElicitRound > 0 {
+				continue // one call, several rounds: elicitAnswers
+			}
 			if call == nil || c.remotePartRefused(op, call) {
 				continue
 			}
