@@ -12,10 +12,14 @@ import (
 // and the bodies a client gets wrong — sent again, stale, naming a round
 // above the request's, or without the round of a call asked again.
 
-// formCall is, in a fifth of the leaves' scripts, a call of the form tool
-// asking one to three rounds, each a form or a URL.
+// formEvery is how many leaves' scripts hold one call of the form tool:
+// one in five, or one in TORTURE_FORMS (1: every script).
+var formEvery = envInt("TORTURE_FORMS", 5)
+
+// formCall is, in one of formEvery leaves' scripts, a call of the form
+// tool asking one to three rounds, each a form or a URL.
 func (w *worker) formCall() string {
-	if w.rng.IntN(5) != 0 {
+	if w.rng.IntN(formEvery) != 0 {
 		return ""
 	}
 	tag := fmt.Sprintf("t%d", w.g.tags.Add(1))
