@@ -562,6 +562,12 @@ func (r *Run) pauseOnChildren(ctx context.Context, results []Block, paused []chi
 				leaf = &LeafRef{Agent: p.child.Agent, TaskID: p.child.ID, RequestID: ca.ID}
 			}
 			pc.Leaf = leaf
+			if was, ok := r.askedIn[pc.ToolCallID]; ok && pc.Kind == InputElicitation && pc.Round > was {
+				// The same call asks again in its leaf's later round: a
+				// decision naming it must name its round (docs/api.md,
+				// Resume), here as at the leaf.
+				pc.Again = true
+			}
 			pending = append(pending, pc)
 			k, ok := at[leaf.RequestID]
 			if !ok {

@@ -286,6 +286,12 @@ func (e *Engine) claimContinue(ctx context.Context, ag *Agent, t *Task, items []
 	}
 	deadline, lease := e.legDeadline(time.Time{})
 	na.Status, na.ClaimToken, na.LeaseUntil, na.ClaimedAt = StatusRunning, e.newID(), lease, now
+	asked := map[string]int{}
+	for _, p := range na.Pending {
+		if p.Kind == InputElicitation {
+			asked[p.ToolCallID] = p.Round
+		}
+	}
 	na.Pending, na.Awaits = nil, nil
 	w := &Write{Task: next, PrevVersion: t.Version}
 	if consumed != "" {
@@ -308,6 +314,7 @@ func (e *Engine) claimContinue(ctx context.Context, ag *Agent, t *Task, items []
 		run.decided = lastDecision(na)
 	}
 	run.continuing = run.decided == nil
+	run.askedIn = asked
 	return run, nil
 }
 

@@ -109,6 +109,11 @@ type legStart struct {
 	// continuing: the leg continues a caller after its sub-agents moved
 	// (continue.go): the open sub-agent calls get their outcome first.
 	continuing bool
+	// askedIn, on a continued caller, is the leaf round each elicitation of
+	// its last pause was pending in: one pending again in a later round
+	// asked again (pauseOnChildren), as its leaf's own pending call says
+	// — which a remote leaf's does not carry across.
+	askedIn map[string]int
 	// atCaller: the leg runs a decision sent to a caller (caller.go), and
 	// leafRuns are the leaves' legs it runs first.
 	atCaller bool

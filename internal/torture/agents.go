@@ -68,7 +68,7 @@ func (c Chain) ProcessOf(i int) string {
 var (
 	ApprovalTools   = map[string]bool{"fx_effect": true, "fx_upsert": true, "ex_effect": true}
 	IdempotentTools = map[string]bool{"fx_upsert": true}
-	LeafTools       = []string{"fx_effect", "fx_upsert", "fx_peek", "fx_slow", "ex_effect"}
+	LeafTools       = []string{"fx_effect", "fx_upsert", "fx_peek", "fx_slow", "ex_effect", FormTool}
 )
 
 // AskTool is the leaf's question (ask_user): its calls are answered, never
@@ -124,6 +124,12 @@ func Definitions(mcp, hook, remote string) map[string]string {
         requires_approval: true
         idempotent: false
         approval_ttl: %[2]s
+        timeout: 20s
+      - mcp: %[1]s/form
+        name: fq
+        requires_approval: false
+        idempotent: false
+        input_ttl: 10m
         timeout: 20s
       - builtin: ask_user
         input_ttl: 10m

@@ -36,6 +36,7 @@ const (
 type Input struct {
 	Ops          []Op
 	Ledger       []Execution
+	Answers      []Answer // the form tool's elicitation answers (elicit.go)
 	Tasks        []*Task
 	Deliveries   []Delivery
 	Faults       []Fault
@@ -135,6 +136,7 @@ func Check(in Input) *Result {
 	c.answersAgree()
 	c.copiesAgree()
 	c.refusalsChangeNothing()
+	c.elicitAnswers()
 	c.replaysWhole()
 	c.nothingHangs()
 	c.decidable()
@@ -710,6 +712,9 @@ func (c *checker) answersAgree() {
 		}
 		for _, d := range op.Decides {
 			call := c.w.Calls[d.RequestID+"#"+d.ToolCallID]
+			if d.ElicitRound > 0 {
+				continue // one call, several rounds: elicitAnswers
+			}
 			if call == nil || c.remotePartRefused(op, call) {
 				continue
 			}

@@ -16,7 +16,10 @@
 // approval), upsert (idempotent, needs approval), peek (needs none), and
 // effect again under a short approval_ttl (ex_effect, 2 s) so that rounds
 // expire; and ask_user, whose questions (their tag in their text, two
-// choices) are answered, never run. Each run of a tool writes a ledger line — its idempotency key
+// choices) are answered, never run; and form (fq_form, served statelessly
+// so that Hitch speaks protocol 2026-07-28 to it), which asks one to three
+// rounds of elicitation (forms and URLs) in one call and records each
+// answer as it got it (Answer, elicit.go). Each run of a tool writes a ledger line — its idempotency key
 // (<request_id>#<tool_call_id>, from the call's _meta), the request, the
 // tool, the process that called, the generator's tag of the call, its
 // input and the time — before its side effect, and its result names the

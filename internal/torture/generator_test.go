@@ -33,15 +33,18 @@ type worker struct {
 
 // flow is one task's story: its chain, its root task and current request.
 type flow struct {
-	id      int
-	chain   Chain
-	proc    string
-	agent   string
-	taskID  string
-	reqID   string
-	msgs    int
-	stale   []Op // decisions answered, to send again later (stale)
-	lastKey string
+	id     int
+	chain  Chain
+	proc   string
+	agent  string
+	taskID string
+	reqID  string
+	msgs   int
+	stale  []Op // decisions answered, to send again later (stale)
+	// elicited are answers to elicitations answered 200, to send again
+	// once their round passed (elicit_test.go).
+	elicited []Op
+	lastKey  string
 	// unsure is when a decision or cancel of the flow last went
 	// unanswered: it may still land, so for a while nothing is compared
 	// before and after a refused body.
@@ -142,6 +145,9 @@ func (w *worker) script() string {
 		// A client tool: the client sends its result.
 		tag := fmt.Sprintf("t%d", w.g.tags.Add(1))
 		lines = append(lines, "/call "+ClientTool+` {"tag":"`+tag+`"}`)
+	}
+	if line := w.formCall(); line != "" {
+		lines = append(lines, line)
 	}
 	if w.rng.IntN(10) < 4 {
 		call("/then")
@@ -497,6 +503,9 @@ func (w *worker) decision(l level, kind string) (string, []CallDecision) {
 // answer picks an answer to an input: one of a question's choices, or a
 // client tool's result ({"pick": …}, as compact JSON).
 func (w *worker) answer(p PendingView) (string, string) {
+	if p.Kind == "elicitation" {
+		return w.elicitAnswer(p)
+	}
 	if p.Name == ClientTool {
 		var in struct {
 			Tag string `json:"tag"`
@@ -513,18 +522,20 @@ func (w *worker) answer(p PendingView) (string, string) {
 // resultValue is an answer as a decision's result: a client tool's
 // result is a JSON object, a question's answer a string.
 func resultValue(p PendingView, v string) any {
-	if p.Name == ClientTool {
+	if p.Name == ClientTool || p.Kind == "elicitation" {
 		return json.RawMessage(v)
 	}
 	return v
 }
 
 func (w *worker) resume(f *flow, l level, body string, decides []CallDecision, note string) *Op {
+	decides = elicitMarked(l, decides)
 	op := w.op(f, Op{Kind: OpResume, Proc: l.proc, Method: "POST", Path: l.resumePath(), Body: body, Decides: decides, Note: l.name + note})
 	if op.Status == 200 {
 		if r := op.Result(); r != nil && r.Status != "Running" && len(f.stale) < 4 {
 			f.stale = append(f.stale, *op)
 		}
+		f.noteElicited(op)
 	}
 	return op
 }
@@ -617,6 +628,12 @@ func (w *worker) refused(f *flow, l level) {
 		b, _ := json.Marshal(map[string]any{"decisions": ds, "round": l.round})
 		body = string(b)
 	}
+	w.sendRefused(f, l, body, shape)
+}
+
+// sendRefused sends a body the API must refuse at a level, reading the
+// level's decisions before and after it.
+func (w *worker) sendRefused(f *flow, l level, body, shape string) {
 	// The decisions are compared where nothing else records one meanwhile:
 	// not across a remote system, whose caller learns of decisions late.
 	compare := f.chain.Remote == 0 && f.chain.FanRemote < 0 && time.Since(f.unsure) > 30*time.Second
@@ -704,6 +721,9 @@ func (w *worker) decideStep(f *flow, v *Task) bool {
 	if expiring {
 		kinds["expire"] = 10
 	}
+	if eliciting(ls) {
+		kinds["elicit"] = 16
+	}
 	time.Sleep(time.Duration(w.rng.IntN(400)) * time.Millisecond)
 	switch k := w.pick(kinds); k {
 	case "approve", "reject", "mixed":
@@ -746,6 +766,8 @@ func (w *worker) decideStep(f *flow, v *Task) bool {
 		wg.Wait()
 	case "refused":
 		w.refused(f, at())
+	case "elicit":
+		w.elicitStep(f, ls)
 	case "leaves-race":
 		// A decision at each leaf's own URL and one at the root, at once:
 		// the root's is all or nothing, whatever the leaves' did.

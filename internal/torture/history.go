@@ -69,6 +69,9 @@ type CallDecision struct {
 	Action     string `json:"action"` // approve, reject, edit, answer
 	// V is an edit's v, or an answer's value.
 	V string `json:"v,omitempty"`
+	// ElicitRound, on an answer to the form tool's elicitation, is the
+	// server's round the sender was shown (elicit.go).
+	ElicitRound int `json:"elicit_round,omitempty"`
 }
 
 // Result is the RequestResult an op's answer holds, if any.
@@ -127,9 +130,12 @@ type PendingView struct {
 	TaskID     string          `json:"task_id"`
 	RequestID  string          `json:"request_id"`
 	ResumeURL  string          `json:"resume_url"`
-	// Kind and Choices, on a pending input.
-	Kind    string   `json:"kind"`
-	Choices []string `json:"choices"`
+	// Kind and Choices, on a pending input; Question and URL, on an
+	// elicitation (its message, and a URL input's URL).
+	Kind     string   `json:"kind"`
+	Choices  []string `json:"choices"`
+	Question string   `json:"question"`
+	URL      string   `json:"url"`
 }
 
 // Fault is one fault the nemesis injected.

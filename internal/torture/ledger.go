@@ -59,6 +59,10 @@ func Marker(n int) string { return fmt.Sprintf("ran #%d;", n) }
 type Ledger struct {
 	mu    sync.Mutex
 	execs []Execution
+	// answers are the elicitation answers the form tool received, and
+	// issued the request states it gave out (elicit.go).
+	answers []Answer
+	issued  map[string]string
 	// Delay, when set, is how long a run sleeps after its ledger line, to
 	// widen the windows between a call's start and its result.
 	Delay func() time.Duration
@@ -107,6 +111,9 @@ func (l *Ledger) MCPHandler(processes ...string) http.Handler {
 	for _, p := range processes {
 		srv := l.server(p)
 		mux.Handle("/mcp/"+p, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+		form := l.formServer(p)
+		mux.Handle("/mcp/"+p+"/form", sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return form },
+			&sdk.StreamableHTTPOptions{Stateless: true}))
 	}
 	return mux
 }

@@ -281,6 +281,7 @@ func Shapes(in Input, world *World) map[string]int {
 			m["decisions racing at the leaves"]++
 		}
 	}
+	elicitShapes(in, m)
 	return m
 }
 

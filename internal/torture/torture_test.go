@@ -125,7 +125,7 @@ func TestTorture(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	in := Input{Ops: c.rec.Ops(), Ledger: c.ledger.Executions(), Tasks: tasks, Deliveries: c.recv.Deliveries(),
+	in := Input{Ops: c.rec.Ops(), Ledger: c.ledger.Executions(), Answers: c.ledger.Answers(), Tasks: tasks, Deliveries: c.recv.Deliveries(),
 		Faults: c.rec.Faults(), Observations: c.rec.Observations()}
 	res := Check(in)
 	save(t, dir, in)
@@ -206,6 +206,14 @@ func save(t *testing.T, dir string, in Input) {
 	write("ledger.jsonl", func(enc *json.Encoder) error {
 		for _, e := range in.Ledger {
 			if err := enc.Encode(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	write("answers.jsonl", func(enc *json.Encoder) error {
+		for _, a := range in.Answers {
+			if err := enc.Encode(a); err != nil {
 				return err
 			}
 		}
