@@ -308,3 +308,69 @@ func testTooWideForOneTransaction(t *testing.T, o *Orch) {
 		t.Errorf("the first leaf approved at its own URL: %+v %v", out, err)
 	}
 }
+
+// testExpiryCancelsALeafDecidedMeanwhile: pair waits on leaf and twin;
+// leaf, asked to append twice in two rounds, is approved at its own URL,
+// twin is not and expires. An approval at pair is 410 and ends the chain —
+// and leaf, which moved on from the round pair shows, must end with it
+// (its call closed by the expiry cancels it), not wait below an ended
+// root: paused in round 2 before pair heard of it (its continuation not
+// yet delivered), or still running round 1 when the expiry lands (the
+// torture test's find, seed 124578079: a twin left Paused below a Failed
+// duo). Leaf's second append never runs.
+func testExpiryCancelsALeafDecidedMeanwhile(t *testing.T, newStore func(testing.TB) agent.Store) {
+	then, _ := json.Marshal(map[string]string{"path": "l.txt", "content": "y\n"})
+	leafScript := Append("l.txt", "x") + "\n/then append_file " + string(then)
+	for _, running := range []bool{false, true} {
+		name := map[bool]string{false: "paused_again", true: "running"}[running]
+		t.Run(name, func(t *testing.T) {
+			hs := &hookStore{Store: newStore(t)}
+			o := NewOrch(t, hs)
+			res, _ := o.Invoke(t, "pair", "", CallAgent("leaf", leafScript)+"\n"+CallAgent("twin", Append("t.txt", "x")))
+			if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 2 {
+				t.Fatalf("pair: %+v", res)
+			}
+			var leaf agent.PendingView
+			for _, p := range res.PendingApprovals {
+				if p.Agent == "leaf" {
+					leaf = p
+				}
+			}
+			atPair := func() {
+				if _, _, err := o.Resume("pair", res.TaskID, res.RequestID, Approve()); Code(err) != agent.CodeApprovalExpired {
+					t.Errorf("approve at pair with twin expired: %v, want approval_expired", err)
+				}
+			}
+			time.Sleep(1100 * time.Millisecond) // twin's round expires; leaf's lasts an hour
+			if running {
+				// The expiry lands the moment leaf's claim has.
+				hs.match = func(w *agent.Write) bool {
+					return slices.ContainsFunc(append([]*agent.Write{w}, w.With...), func(w *agent.Write) bool {
+						a := w.Task.Active
+						return w.Task.ID == leaf.TaskID && a != nil && a.Status == agent.StatusRunning && len(w.Decisions) > 0
+					})
+				}
+				hs.after = atPair
+			}
+			out, _, err := o.Resume("leaf", leaf.TaskID, leaf.RequestID, Approve())
+			if err != nil {
+				t.Fatalf("approve at leaf: %v", err)
+			}
+			if !running {
+				if out.Status != agent.StatusPaused || out.Round != 2 {
+					t.Fatalf("approve at leaf: %+v, want Paused in round 2", out)
+				}
+				atPair()
+			}
+			if pv := o.View(t, "pair", res.TaskID); pv.Status != agent.StatusFailed {
+				t.Errorf("pair: %s, want Failed", pv.Status)
+			}
+			if lv := o.View(t, "leaf", leaf.TaskID); lv.Status != agent.StatusCanceled {
+				t.Errorf("leaf: %s (round %d), want Canceled: nothing waits below an ended root", lv.Status, lv.Round)
+			}
+			if got := o.Lines("l.txt"); slices.Contains(got, "y") {
+				t.Errorf("l.txt = %q: leaf's round 2 ran below an ended root", got)
+			}
+		})
+	}
+}
