@@ -169,7 +169,8 @@ func (e *Engine) callerRuns(ctx context.Context, a *ActiveRequest) bool {
 // StartTakeover acts on a request the reaper found (the resume function's
 // {"op": "takeover"}): a dead leg is taken over — with its decision, its
 // sub-agent calls re-attached, its started calls outcome_unknown — and the
-// Run returned goes on; an expired round is expired (nil Run). Nothing to
+// Run returned goes on; an expired round is expired (nil Run), a paused
+// request flagged for cancel canceled with its tree (nil Run). Nothing to
 // do (it moved on, or its caller runs) is nil, nil; ErrBusy: a live leg
 // holds it. At MaxTakeovers dead takeovers the request ends Failed
 // lease_expired, its open sub-agent calls canceled.
@@ -189,6 +190,12 @@ func (e *Engine) tryTakeover(ctx context.Context, taskID, rid string) (*Run, err
 	a := t.Active
 	now := e.now()
 	switch {
+	case a.Status == StatusPaused && a.CancelRequested:
+		// Flagged and left paused (the cancel that flagged it died, or
+		// waits on what runs below it): canceled with its tree.
+		ci := cancelInfo{by: a.CanceledBy, reason: a.CancelReason, at: a.CanceledAt}
+		_, err := e.cancelTree(ctx, ag, t, items, ci, time.Now().Add(CancelWait))
+		return nil, err
 	case a.Status == StatusPaused:
 		if len(a.Awaits) > 0 || !roundExpired(a, now) {
 			return nil, nil

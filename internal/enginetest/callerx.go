@@ -374,3 +374,83 @@ func testExpiryCancelsALeafDecidedMeanwhile(t *testing.T, newStore func(testing.
 		})
 	}
 }
+
+// refusingWrites refuses every write of one task while refuse names it: a
+// process that died before it could write.
+type refusingWrites struct {
+	agent.Store
+	mu     sync.Mutex
+	refuse string
+}
+
+func (s *refusingWrites) Write(ctx context.Context, w *agent.Write) error {
+	s.mu.Lock()
+	refuse := s.refuse != "" && s.refuse == w.Task.ID
+	s.mu.Unlock()
+	if refuse {
+		return errTransient
+	}
+	return s.Store.Write(ctx, w)
+}
+
+func (s *refusingWrites) set(taskID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuse = taskID
+}
+
+// testReaperCancelsAFlaggedLeaf: as in testExpiryCancelsALeafDecidedMeanwhile
+// (leaf paused in round 2, pair not yet told), the chain's expiry lands
+// with leaf's cancel flag, and the process dies before it cancels leaf
+// (leaf's writes refused). Nobody touches leaf again: the reaper finds it
+// at its next sweep and ends it Canceled, within the recovery bound, not
+// when its round expires an hour later.
+func testReaperCancelsAFlaggedLeaf(t *testing.T, newStore func(testing.TB) agent.Store) {
+	rw := &refusingWrites{Store: newStore(t)}
+	hs := &hookStore{Store: rw}
+	o := NewOrch(t, hs)
+	then, _ := json.Marshal(map[string]string{"path": "l.txt", "content": "y\n"})
+	res, _ := o.Invoke(t, "pair", "", CallAgent("leaf", Append("l.txt", "x")+"\n/then append_file "+string(then))+"\n"+CallAgent("twin", Append("t.txt", "x")))
+	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 2 {
+		t.Fatalf("pair: %+v", res)
+	}
+	var leaf agent.PendingView
+	for _, p := range res.PendingApprovals {
+		if p.Agent == "leaf" {
+			leaf = p
+		}
+	}
+	if out, _, err := o.Resume("leaf", leaf.TaskID, leaf.RequestID, Approve()); err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
+		t.Fatalf("approve at leaf: %+v %v, want Paused in round 2", out, err)
+	}
+	time.Sleep(1100 * time.Millisecond) // twin's round expires
+	hs.match = func(w *agent.Write) bool { return w.Task.ID == res.TaskID && w.Task.Status == agent.StatusFailed }
+	hs.after = func() { rw.set(leaf.TaskID) }
+	if _, _, err := o.Resume("pair", res.TaskID, res.RequestID, Approve()); Code(err) != agent.CodeApprovalExpired {
+		t.Fatalf("approve at pair with twin expired: %v, want approval_expired", err)
+	}
+	rw.set("")
+	if lv := o.View(t, "leaf", leaf.TaskID); lv.Status != agent.StatusPaused {
+		t.Fatalf("leaf once its cancel was lost: %s, want still Paused (flagged)", lv.Status)
+	}
+	ctx := context.Background()
+	due, err := o.E.DueTakeovers(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 1 || due[0].TaskID != leaf.TaskID {
+		t.Fatalf("due = %+v, want leaf alone (flagged for cancel below an ended root)", due)
+	}
+	if _, err := o.E.StartTakeover(ctx, due[0].TaskID, due[0].RequestID); err != nil {
+		t.Fatalf("the reaper's takeover of leaf: %v", err)
+	}
+	if lv := o.View(t, "leaf", leaf.TaskID); lv.Status != agent.StatusCanceled {
+		t.Errorf("leaf after the reaper: %s, want Canceled", lv.Status)
+	}
+	if got := o.Lines("l.txt"); slices.Contains(got, "y") {
+		t.Errorf("l.txt = %q: leaf's round 2 ran below an ended root", got)
+	}
+	if due, _ := o.E.DueTakeovers(ctx, 100); len(due) != 0 {
+		t.Errorf("after the takeover, due = %+v", due)
+	}
+}
