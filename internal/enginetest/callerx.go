@@ -454,3 +454,60 @@ func testReaperCancelsAFlaggedLeaf(t *testing.T, newStore func(testing.TB) agent
 		t.Errorf("after the takeover, due = %+v", due)
 	}
 }
+
+// testGivenUpCallerFlagsItsChildren: a decision at duo claims duo, leaf
+// and asker, and the process dies before anything runs; duo's takeovers
+// die too, and at the MaxTakeovers-th the reaper ends duo Failed
+// lease_expired — and the process dies again before it cancels leaf
+// (leaf's writes refused). Leaf's call was closed by duo's end, so leaf
+// was flagged for cancel in that same transaction: the reaper's takeover
+// of leaf finalises it Canceled and its approved append never runs below
+// the failed root.
+func testGivenUpCallerFlagsItsChildren(t *testing.T, newStore func(testing.TB) agent.Store) {
+	rw := &refusingWrites{Store: newStore(t)}
+	hs := &hookStore{Store: rw}
+	o := NewOrch(t, hs)
+	res, approval, input := pausedOnDuo(t, o, "given_up.txt", false)
+	defer func(d time.Duration) { agent.LeaseDuration = d }(agent.LeaseDuration)
+	agent.LeaseDuration = time.Second
+	ctx := context.Background()
+	if _, err := o.E.StartResume(ctx, agent.ResumeInput{Agent: "duo", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID,
+		Body: duoBody(approval, input, "red")}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range agent.MaxTakeovers {
+		time.Sleep(agent.LeaseDuration + 100*time.Millisecond)
+		if run, err := o.E.StartTakeover(ctx, res.TaskID, res.RequestID); err != nil || run == nil {
+			t.Fatalf("takeover %d of duo: %v %v", i+1, run, err)
+		}
+	}
+	time.Sleep(agent.LeaseDuration + 100*time.Millisecond)
+	hs.match = func(w *agent.Write) bool { return w.Task.ID == res.TaskID && w.Task.Status == agent.StatusFailed }
+	hs.after = func() { rw.set(approval.TaskID) }
+	if run, err := o.E.StartTakeover(ctx, res.TaskID, res.RequestID); run != nil || err != nil {
+		t.Fatalf("the last takeover of duo: %v %v", run, err)
+	}
+	rw.set("")
+	if v := o.View(t, "duo", res.TaskID); v.Status != agent.StatusFailed {
+		t.Fatalf("duo after %d dead takeovers: %s, want Failed", agent.MaxTakeovers, v.Status)
+	}
+	due, err := o.E.DueTakeovers(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range due {
+		run, err := o.E.StartTakeover(ctx, tk.TaskID, tk.RequestID)
+		if err != nil {
+			t.Fatalf("the reaper's takeover of %s: %v", tk.TaskID, err)
+		}
+		if run != nil {
+			run.Execute(ctx, agent.Discard)
+		}
+	}
+	if lv := o.View(t, "leaf", approval.TaskID); lv.Status != agent.StatusCanceled {
+		t.Errorf("leaf below the failed duo: %s, want Canceled", lv.Status)
+	}
+	if got := o.Lines("given_up.txt"); len(got) != 0 {
+		t.Errorf("given_up.txt = %q: leaf's call ran below the failed root", got)
+	}
+}
