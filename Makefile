@@ -73,10 +73,10 @@ TORTURE_TIMEOUT := $(shell echo $$(( $(TORTURE_SECONDS) * 2 + 600 )))s
 torture: tools
 	TORTURE_SECONDS=$(TORTURE_SECONDS) TORTURE_SEED=$(TORTURE_SEED) $(GO) test -count=1 -timeout $(TORTURE_TIMEOUT) -run TestTorture -v ./internal/torture
 
-## torture-short: make test's minute of the torture test, without the callers of two children
-## (a dead one can be left Running: an open finding, README's torture section)
+## torture-short: make test's minute of the torture test, every shape (TORTURE_FANOUT=0 leaves
+## out the callers of two children)
 torture-short: tools
-	TORTURE_FANOUT=0 TORTURE_SECONDS=$(TORTURE_SECONDS) TORTURE_SEED=$(TORTURE_SEED) $(GO) test -count=1 -timeout $(TORTURE_TIMEOUT) -run TestTorture -v ./internal/torture
+	TORTURE_FANOUT=$(TORTURE_FANOUT) TORTURE_SECONDS=$(TORTURE_SECONDS) TORTURE_SEED=$(TORTURE_SEED) $(GO) test -count=1 -timeout $(TORTURE_TIMEOUT) -run TestTorture -v ./internal/torture
 
 ## fuzz: run every fuzz target (func FuzzXxx) for FUZZTIME each, one after another;
 ## findings land in the package's testdata/fuzz/FuzzXxx/ (commit them with the fix)

@@ -34,7 +34,7 @@ func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []I
 		at = now
 	}
 	w := e.callerExpiry(t, items, code, msg, now)
-	ends := []ended{{agent: ag.Name, w: w}}
+	ends := []ended{{agent: ag.Name, w: w, open: e.openCalls(t, items)}}
 	below, err := e.chainBelow(ctx, t, now, at)
 	if err != nil {
 		return err
@@ -43,10 +43,17 @@ func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []I
 	for _, x := range below {
 		w.With = append(w.With, x.w)
 	}
+	ci := cancelInfo{by: "system", reason: "its caller ended (" + code + ")", at: now}
+	orphans, flags, err := e.orphansOf(ctx, ends, ci)
+	if err != nil {
+		return err
+	}
+	w.With = append(w.With, flags...)
 	err = e.write(ctx, w)
 	if errors.Is(err, ErrTooLarge) {
 		// A chain wider than one transaction: the caller first, then each
-		// leaf still paused (its own conflict leaves it be).
+		// leaf still paused (its own conflict leaves it be), then each
+		// child that moved on flagged (canceled below in any case).
 		e.log().Warn("a chain's expiry does not fit one transaction; its requests are expired one by one", "task_id", t.ID, "requests", len(ends))
 		w.With = nil
 		err = e.write(ctx, w)
@@ -57,6 +64,9 @@ func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []I
 					ends = append(ends, x)
 				}
 			}
+			for _, f := range flags {
+				_ = e.write(ctx, f)
+			}
 		}
 	}
 	if err != nil {
@@ -66,13 +76,68 @@ func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []I
 		e.settled(ctx, x.agent, x.w.Task, x.w.Requests)
 	}
 	e.cancelRemoteLeaves(ctx, t.Agent, t.Active)
+	if len(orphans) > 0 {
+		e.cancelCalls(ctx, t.Agent, orphans, ci, time.Now().Add(CancelWait))
+	}
 	return nil
 }
 
-// ended is a request a chain's expiry ends: its agent and its write.
+// ended is a request a chain's expiry ends: its agent and its write, and,
+// for a caller, the sub-agent calls its end closes.
 type ended struct {
 	agent string
 	w     *Write
+	open  []ChildCall
+}
+
+// orphansOf finds the local child requests whose calls the expiry's
+// callers close and that the expiry does not end itself: a leaf decided
+// at its own URL meanwhile, running the round its caller shows or paused
+// in a later one its caller has not heard of, or a caller between them
+// that moved on. A sub-agent call closed without its child's result
+// cancels the child (docs/architecture.md, "Orchestration"): each is
+// flagged in the expiry's own transaction — no claim of it runs anything
+// more, its running leg ends Canceled, the reaper finalises it if nobody
+// else does — and canceled once the expiry landed, never left waiting
+// below an ended root. A failed read is an error, never a partial expiry.
+func (e *Engine) orphansOf(ctx context.Context, ends []ended, ci cancelInfo) ([]ChildCall, []*Write, error) {
+	ending := map[string]bool{}
+	for _, x := range ends {
+		ending[x.w.Task.ID] = true
+	}
+	var orphans []ChildCall
+	var flags []*Write
+	for _, x := range ends {
+		for _, cc := range x.open {
+			if cc.Remote != "" || cc.RequestID == "" || ending[cc.TaskID] {
+				continue
+			}
+			if _, ok := e.Agents.Get(cc.Agent); !ok {
+				continue
+			}
+			ct, err := e.Store.GetTask(ctx, cc.TaskID)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("read %s below the expired chain of %s: %w", cc.TaskID, x.w.Task.ID, err)
+			}
+			ca := ct.Active
+			if ca == nil || ca.ID != cc.RequestID {
+				continue // it ended: its result reaches nobody
+			}
+			ending[cc.TaskID] = true
+			orphans = append(orphans, cc)
+			if ca.CancelRequested {
+				continue
+			}
+			next := e.nextOf(ct)
+			na := next.Active
+			na.CancelRequested, na.CanceledBy, na.CanceledAt, na.CancelReason = true, ci.by, ci.at, ci.reason
+			flags = append(flags, &Write{Task: next, PrevVersion: ct.Version})
+		}
+	}
+	return orphans, flags, nil
 }
 
 // callerExpiry is the write that ends a paused caller Failed with the
@@ -167,7 +232,7 @@ func (e *Engine) chainBelow(ctx context.Context, t *Task, now, at time.Time) ([]
 				continue
 			}
 			code, msg := expiryOf(la, at)
-			out = append(out, ended{agent: csub.Name, w: e.callerExpiry(ct, citems, code, msg, now)})
+			out = append(out, ended{agent: csub.Name, w: e.callerExpiry(ct, citems, code, msg, now), open: e.openCalls(ct, citems)})
 		}
 	}
 	return out, nil

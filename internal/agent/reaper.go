@@ -169,7 +169,8 @@ func (e *Engine) callerRuns(ctx context.Context, a *ActiveRequest) bool {
 // StartTakeover acts on a request the reaper found (the resume function's
 // {"op": "takeover"}): a dead leg is taken over — with its decision, its
 // sub-agent calls re-attached, its started calls outcome_unknown — and the
-// Run returned goes on; an expired round is expired (nil Run). Nothing to
+// Run returned goes on; an expired round is expired (nil Run), a paused
+// request flagged for cancel canceled with its tree (nil Run). Nothing to
 // do (it moved on, or its caller runs) is nil, nil; ErrBusy: a live leg
 // holds it. At MaxTakeovers dead takeovers the request ends Failed
 // lease_expired, its open sub-agent calls canceled.
@@ -189,6 +190,12 @@ func (e *Engine) tryTakeover(ctx context.Context, taskID, rid string) (*Run, err
 	a := t.Active
 	now := e.now()
 	switch {
+	case a.Status == StatusPaused && a.CancelRequested:
+		// Flagged and left paused (the cancel that flagged it died, or
+		// waits on what runs below it): canceled with its tree.
+		ci := cancelInfo{by: a.CanceledBy, reason: a.CancelReason, at: a.CanceledAt}
+		_, err := e.cancelTree(ctx, ag, t, items, ci, time.Now().Add(CancelWait))
+		return nil, err
 	case a.Status == StatusPaused:
 		if len(a.Awaits) > 0 || !roundExpired(a, now) {
 			return nil, nil
@@ -224,8 +231,9 @@ func (e *Engine) tryTakeover(ctx context.Context, taskID, rid string) (*Run, err
 }
 
 // endLost records a request whose takeovers kept dying Failed
-// lease_expired, its dangling calls closed as a dead leg's are, and cancels
-// its open sub-agent calls (a cascade), so nothing is left running below it.
+// lease_expired, its dangling calls closed as a dead leg's are, its open
+// sub-agent calls' children flagged for cancel in the same transaction and
+// then canceled (a cascade), so nothing is left running below it.
 func (e *Engine) endLost(ctx context.Context, ag *Agent, t *Task, items []Item, now time.Time) error {
 	e.log().Error("a request's takeovers died; it ends Failed", "task_id", t.ID, "request_id", t.Active.ID, "takeovers", t.Active.Takeovers)
 	next := e.nextOf(t)
@@ -234,11 +242,21 @@ func (e *Engine) endLost(ctx context.Context, ag *Agent, t *Task, items []Item, 
 		fmt.Sprintf("the request stopped without finishing %d times (its lease expired each time); it was recorded as failed", MaxTakeovers))
 	next.RetainUntil = e.retainUntil()
 	next.UpdatedAt = now
-	if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{rec}}); err != nil {
+	w := &Write{Task: next, PrevVersion: t.Version, Items: extra, Requests: []RequestRecord{rec}}
+	ci := cancelInfo{by: "system:reaper", reason: "its caller failed", at: now}
+	// The children are flagged in the same transaction: a process that
+	// dies before canceling them leaves none to be taken over and run on
+	// below the failed request (the reaper finalises a flagged one).
+	_, flags, err := e.orphansOf(ctx, []ended{{agent: ag.Name, w: w, open: open}}, ci)
+	if err != nil {
+		return err
+	}
+	w.With = flags
+	if err := e.write(ctx, w); err != nil {
 		return err
 	}
 	e.settled(ctx, ag.Name, next, []RequestRecord{rec})
-	e.cancelCalls(ctx, t.Agent, open, cancelInfo{by: "system:reaper", reason: "its caller failed", at: now}, time.Now().Add(CancelWait))
+	e.cancelCalls(ctx, t.Agent, open, ci, time.Now().Add(CancelWait))
 	return nil
 }
 

@@ -402,7 +402,8 @@ type ReapState struct {
 	// LeaseUntil is a running request's lease.
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	// Expires is a paused round's earliest expiry while it waits on no
-	// sub-agent (ReaperKey); zero otherwise.
+	// sub-agent, or when a paused request was flagged for cancel
+	// (ReaperKey); zero otherwise.
 	Expires time.Time `json:"expires,omitzero"`
 	// Caller is a child request's caller.
 	Caller *TaskRequest `json:"caller,omitempty"`
@@ -431,8 +432,11 @@ const ReaperShards = 10
 // ReaperKey is where a META stands in the reaper's index (docs/architecture.md,
 // "The reaper"): running (since its claim) while a request runs; paused at
 // its round's earliest expiry while a request without sub-agent waits is
-// paused (a caller hears of its leaves' expiry from them); ok false when it
-// has no entry. A renewal changes none of it, so leases cost no index write.
+// paused (a caller hears of its leaves' expiry from them), and at once
+// while a paused request is flagged for cancel (a chain's expiry flags a
+// child it does not end: if nobody finalises it, the reaper does); ok
+// false when it has no entry. A renewal changes none of it, so leases
+// cost no index write.
 func ReaperKey(t *Task) (running bool, at time.Time, ok bool) {
 	a := t.Active
 	if a == nil {
@@ -445,6 +449,8 @@ func ReaperKey(t *Task) (running bool, at time.Time, ok bool) {
 			at = a.LeaseUntil.Add(-LeaseDuration)
 		}
 		return true, at, true
+	case a.Status == StatusPaused && a.CancelRequested:
+		return false, a.CanceledAt, true
 	case a.Status == StatusPaused && len(a.Awaits) == 0:
 		at = roundExpiry(a)
 		return false, at, !at.IsZero()

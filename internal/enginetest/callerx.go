@@ -308,3 +308,206 @@ func testTooWideForOneTransaction(t *testing.T, o *Orch) {
 		t.Errorf("the first leaf approved at its own URL: %+v %v", out, err)
 	}
 }
+
+// testExpiryCancelsALeafDecidedMeanwhile: pair waits on leaf and twin;
+// leaf, asked to append twice in two rounds, is approved at its own URL,
+// twin is not and expires. An approval at pair is 410 and ends the chain —
+// and leaf, which moved on from the round pair shows, must end with it
+// (its call closed by the expiry cancels it), not wait below an ended
+// root: paused in round 2 before pair heard of it (its continuation not
+// yet delivered), or still running round 1 when the expiry lands (the
+// torture test's find, seed 124578079: a twin left Paused below a Failed
+// duo). Leaf's second append never runs.
+func testExpiryCancelsALeafDecidedMeanwhile(t *testing.T, newStore func(testing.TB) agent.Store) {
+	then, _ := json.Marshal(map[string]string{"path": "l.txt", "content": "y\n"})
+	leafScript := Append("l.txt", "x") + "\n/then append_file " + string(then)
+	for _, running := range []bool{false, true} {
+		name := map[bool]string{false: "paused_again", true: "running"}[running]
+		t.Run(name, func(t *testing.T) {
+			hs := &hookStore{Store: newStore(t)}
+			o := NewOrch(t, hs)
+			res, _ := o.Invoke(t, "pair", "", CallAgent("leaf", leafScript)+"\n"+CallAgent("twin", Append("t.txt", "x")))
+			if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 2 {
+				t.Fatalf("pair: %+v", res)
+			}
+			var leaf agent.PendingView
+			for _, p := range res.PendingApprovals {
+				if p.Agent == "leaf" {
+					leaf = p
+				}
+			}
+			atPair := func() {
+				if _, _, err := o.Resume("pair", res.TaskID, res.RequestID, Approve()); Code(err) != agent.CodeApprovalExpired {
+					t.Errorf("approve at pair with twin expired: %v, want approval_expired", err)
+				}
+			}
+			time.Sleep(1100 * time.Millisecond) // twin's round expires; leaf's lasts an hour
+			if running {
+				// The expiry lands the moment leaf's claim has.
+				hs.match = func(w *agent.Write) bool {
+					return slices.ContainsFunc(append([]*agent.Write{w}, w.With...), func(w *agent.Write) bool {
+						a := w.Task.Active
+						return w.Task.ID == leaf.TaskID && a != nil && a.Status == agent.StatusRunning && len(w.Decisions) > 0
+					})
+				}
+				hs.after = atPair
+			}
+			out, _, err := o.Resume("leaf", leaf.TaskID, leaf.RequestID, Approve())
+			if err != nil {
+				t.Fatalf("approve at leaf: %v", err)
+			}
+			if !running {
+				if out.Status != agent.StatusPaused || out.Round != 2 {
+					t.Fatalf("approve at leaf: %+v, want Paused in round 2", out)
+				}
+				atPair()
+			}
+			if pv := o.View(t, "pair", res.TaskID); pv.Status != agent.StatusFailed {
+				t.Errorf("pair: %s, want Failed", pv.Status)
+			}
+			if lv := o.View(t, "leaf", leaf.TaskID); lv.Status != agent.StatusCanceled {
+				t.Errorf("leaf: %s (round %d), want Canceled: nothing waits below an ended root", lv.Status, lv.Round)
+			}
+			if got := o.Lines("l.txt"); slices.Contains(got, "y") {
+				t.Errorf("l.txt = %q: leaf's round 2 ran below an ended root", got)
+			}
+		})
+	}
+}
+
+// refusingWrites refuses every write of one task while refuse names it: a
+// process that died before it could write.
+type refusingWrites struct {
+	agent.Store
+	mu     sync.Mutex
+	refuse string
+}
+
+func (s *refusingWrites) Write(ctx context.Context, w *agent.Write) error {
+	s.mu.Lock()
+	refuse := s.refuse != "" && s.refuse == w.Task.ID
+	s.mu.Unlock()
+	if refuse {
+		return errTransient
+	}
+	return s.Store.Write(ctx, w)
+}
+
+func (s *refusingWrites) set(taskID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuse = taskID
+}
+
+// testReaperCancelsAFlaggedLeaf: as in testExpiryCancelsALeafDecidedMeanwhile
+// (leaf paused in round 2, pair not yet told), the chain's expiry lands
+// with leaf's cancel flag, and the process dies before it cancels leaf
+// (leaf's writes refused). Nobody touches leaf again: the reaper finds it
+// at its next sweep and ends it Canceled, within the recovery bound, not
+// when its round expires an hour later.
+func testReaperCancelsAFlaggedLeaf(t *testing.T, newStore func(testing.TB) agent.Store) {
+	rw := &refusingWrites{Store: newStore(t)}
+	hs := &hookStore{Store: rw}
+	o := NewOrch(t, hs)
+	then, _ := json.Marshal(map[string]string{"path": "l.txt", "content": "y\n"})
+	res, _ := o.Invoke(t, "pair", "", CallAgent("leaf", Append("l.txt", "x")+"\n/then append_file "+string(then))+"\n"+CallAgent("twin", Append("t.txt", "x")))
+	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 2 {
+		t.Fatalf("pair: %+v", res)
+	}
+	var leaf agent.PendingView
+	for _, p := range res.PendingApprovals {
+		if p.Agent == "leaf" {
+			leaf = p
+		}
+	}
+	if out, _, err := o.Resume("leaf", leaf.TaskID, leaf.RequestID, Approve()); err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
+		t.Fatalf("approve at leaf: %+v %v, want Paused in round 2", out, err)
+	}
+	time.Sleep(1100 * time.Millisecond) // twin's round expires
+	hs.match = func(w *agent.Write) bool { return w.Task.ID == res.TaskID && w.Task.Status == agent.StatusFailed }
+	hs.after = func() { rw.set(leaf.TaskID) }
+	if _, _, err := o.Resume("pair", res.TaskID, res.RequestID, Approve()); Code(err) != agent.CodeApprovalExpired {
+		t.Fatalf("approve at pair with twin expired: %v, want approval_expired", err)
+	}
+	rw.set("")
+	if lv := o.View(t, "leaf", leaf.TaskID); lv.Status != agent.StatusPaused {
+		t.Fatalf("leaf once its cancel was lost: %s, want still Paused (flagged)", lv.Status)
+	}
+	ctx := context.Background()
+	due, err := o.E.DueTakeovers(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 1 || due[0].TaskID != leaf.TaskID {
+		t.Fatalf("due = %+v, want leaf alone (flagged for cancel below an ended root)", due)
+	}
+	if _, err := o.E.StartTakeover(ctx, due[0].TaskID, due[0].RequestID); err != nil {
+		t.Fatalf("the reaper's takeover of leaf: %v", err)
+	}
+	if lv := o.View(t, "leaf", leaf.TaskID); lv.Status != agent.StatusCanceled {
+		t.Errorf("leaf after the reaper: %s, want Canceled", lv.Status)
+	}
+	if got := o.Lines("l.txt"); slices.Contains(got, "y") {
+		t.Errorf("l.txt = %q: leaf's round 2 ran below an ended root", got)
+	}
+	if due, _ := o.E.DueTakeovers(ctx, 100); len(due) != 0 {
+		t.Errorf("after the takeover, due = %+v", due)
+	}
+}
+
+// testGivenUpCallerFlagsItsChildren: a decision at duo claims duo, leaf
+// and asker, and the process dies before anything runs; duo's takeovers
+// die too, and at the MaxTakeovers-th the reaper ends duo Failed
+// lease_expired — and the process dies again before it cancels leaf
+// (leaf's writes refused). Leaf's call was closed by duo's end, so leaf
+// was flagged for cancel in that same transaction: the reaper's takeover
+// of leaf finalises it Canceled and its approved append never runs below
+// the failed root.
+func testGivenUpCallerFlagsItsChildren(t *testing.T, newStore func(testing.TB) agent.Store) {
+	rw := &refusingWrites{Store: newStore(t)}
+	hs := &hookStore{Store: rw}
+	o := NewOrch(t, hs)
+	res, approval, input := pausedOnDuo(t, o, "given_up.txt", false)
+	defer func(d time.Duration) { agent.LeaseDuration = d }(agent.LeaseDuration)
+	agent.LeaseDuration = time.Second
+	ctx := context.Background()
+	if _, err := o.E.StartResume(ctx, agent.ResumeInput{Agent: "duo", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID,
+		Body: duoBody(approval, input, "red")}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range agent.MaxTakeovers {
+		time.Sleep(agent.LeaseDuration + 100*time.Millisecond)
+		if run, err := o.E.StartTakeover(ctx, res.TaskID, res.RequestID); err != nil || run == nil {
+			t.Fatalf("takeover %d of duo: %v %v", i+1, run, err)
+		}
+	}
+	time.Sleep(agent.LeaseDuration + 100*time.Millisecond)
+	hs.match = func(w *agent.Write) bool { return w.Task.ID == res.TaskID && w.Task.Status == agent.StatusFailed }
+	hs.after = func() { rw.set(approval.TaskID) }
+	if run, err := o.E.StartTakeover(ctx, res.TaskID, res.RequestID); run != nil || err != nil {
+		t.Fatalf("the last takeover of duo: %v %v", run, err)
+	}
+	rw.set("")
+	if v := o.View(t, "duo", res.TaskID); v.Status != agent.StatusFailed {
+		t.Fatalf("duo after %d dead takeovers: %s, want Failed", agent.MaxTakeovers, v.Status)
+	}
+	due, err := o.E.DueTakeovers(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range due {
+		run, err := o.E.StartTakeover(ctx, tk.TaskID, tk.RequestID)
+		if err != nil {
+			t.Fatalf("the reaper's takeover of %s: %v", tk.TaskID, err)
+		}
+		if run != nil {
+			run.Execute(ctx, agent.Discard)
+		}
+	}
+	if lv := o.View(t, "leaf", approval.TaskID); lv.Status != agent.StatusCanceled {
+		t.Errorf("leaf below the failed duo: %s, want Canceled", lv.Status)
+	}
+	if got := o.Lines("given_up.txt"); len(got) != 0 {
+		t.Errorf("given_up.txt = %q: leaf's call ran below the failed root", got)
+	}
+}

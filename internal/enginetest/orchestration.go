@@ -198,6 +198,9 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 	t.Run("LeafDecidedAsTheCallerDecides", func(t *testing.T) { testLeafDecidedAsTheCallerDecides(t, newStore) })
 	t.Run("ReadErrorCheckingALeaf", func(t *testing.T) { testReadErrorCheckingALeaf(t, newStore) })
 	t.Run("ChainExpiryRacesALeafDecision", func(t *testing.T) { testChainExpiryRacesALeafDecision(t, newStore) })
+	t.Run("ExpiryCancelsALeafDecidedMeanwhile", func(t *testing.T) { testExpiryCancelsALeafDecidedMeanwhile(t, newStore) })
+	t.Run("ReaperCancelsAFlaggedLeaf", func(t *testing.T) { testReaperCancelsAFlaggedLeaf(t, newStore) })
+	t.Run("GivenUpCallerFlagsItsChildren", func(t *testing.T) { testGivenUpCallerFlagsItsChildren(t, newStore) })
 	t.Run("CancelRacesADecisionAtTheCaller", func(t *testing.T) {
 		bs := &beforeStore{Store: newStore(t)}
 		testCancelRacesDecision(t, NewOrch(t, bs), bs)
