@@ -53,9 +53,9 @@ func InputSK(key string) string { return "JINP#" + key }
 // InputPrefix begins the sort key of every JINP# item.
 const InputPrefix = "JINP#"
 
-// key is the item's InputRef.Key: <rid>#<tool call id>, and #<leaf
+// Key is the item's InputRef.Key: <rid>#<tool call id>, and #<leaf
 // request> on a caller's copy.
-func (in PendingInput) key() string {
+func (in PendingInput) Key() string {
 	k := in.RequestID + "#" + in.ToolCallID
 	if in.Leaf != "" {
 		k += "#" + in.Leaf
@@ -106,7 +106,7 @@ func offload(w *Write) (_ *Write, refs []InputRef, changed bool) {
 		inline := 0
 		for i, p := range a.Pending {
 			in := inputOf(a.ID, p)
-			key := in.key()
+			key := in.Key()
 			if p.Off && p.Elicit == nil && p.RemoteInput == nil {
 				// Read without its item (a META as a conflict returned
 				// it): its item stays as it is.
@@ -161,14 +161,14 @@ func RestoreInputs(t *Task, ins []PendingInput) {
 	}
 	by := make(map[string]PendingInput, len(ins))
 	for _, in := range ins {
-		by[in.key()] = in
+		by[in.Key()] = in
 	}
 	for i := range t.Active.Pending {
 		p := &t.Active.Pending[i]
 		if !p.Off {
 			continue
 		}
-		if in, ok := by[inputOf(t.Active.ID, *p).key()]; ok {
+		if in, ok := by[inputOf(t.Active.ID, *p).Key()]; ok {
 			p.Elicit, p.RemoteInput = in.Elicit, in.RemoteInput
 		}
 	}
@@ -191,7 +191,7 @@ func InputItems(w *Write) (map[string][]byte, error) {
 			return nil, fmt.Errorf("a pending input of %d bytes, at most %d: %w", len(b), MaxInputItemBytes, ErrTooLarge)
 		}
 		total += len(b)
-		out[InputSK(in.key())] = b
+		out[InputSK(in.Key())] = b
 	}
 	if total > MaxWriteInputBytes {
 		return nil, fmt.Errorf("%d bytes of pending inputs, at most %d: %w", total, MaxWriteInputBytes, ErrTooLarge)

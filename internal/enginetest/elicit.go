@@ -426,3 +426,29 @@ func testElicitTooManyToKeep(t *testing.T, env *Env) {
 		t.Errorf("after the failure: %v, JINP# references %v", err, task.InputRefs)
 	}
 }
+
+// testElicitBeyondMETAExpires: a round whose inputs passed META's bound
+// expires: input_expired, and no JINP# item is referred to afterwards.
+func testElicitBeyondMETAExpires(t *testing.T, env *Env) {
+	env.Booker.Pad = "|" + strings.Repeat("s", 15<<10)
+	var calls []agent.Block
+	for i := range 5 {
+		calls = append(calls, bookCall(fmt.Sprintf("b%d", i)))
+	}
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, calls...))
+	res, _ := env.Invoke(t, "", "book five")
+	if res.Status != agent.StatusPaused {
+		t.Fatalf("outcome = %s %+v, want Paused", res.Status, res.Error)
+	}
+	if task, err := env.Store.GetTask(context.Background(), res.TaskID); err != nil || len(task.InputRefs) == 0 {
+		t.Fatalf("paused: %v, JINP# references %v", err, task.InputRefs)
+	}
+	env.Advance(2*time.Hour + time.Second)
+	body := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b0", `{"action":"accept","content":{"size":2}}`)}}
+	if _, _, err := env.Resume(res, "alice", body); Code(err) != agent.CodeInputExpired {
+		t.Fatalf("a late answer: %v", err)
+	}
+	if task, err := env.Store.GetTask(context.Background(), res.TaskID); err != nil || len(task.InputRefs) != 0 {
+		t.Errorf("after the expiry: %v, JINP# references %v", err, task.InputRefs)
+	}
+}

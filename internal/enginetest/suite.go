@@ -82,6 +82,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ElicitStateOnce", testElicitStateOnce},
 		{"ElicitBeyondMETA", testElicitBeyondMETA},
 		{"ElicitTooManyToKeep", testElicitTooManyToKeep},
+		{"ElicitBeyondMETAExpires", testElicitBeyondMETAExpires},
 		{"FiftyConcurrentAnswers", testFiftyAnswers},
 		{"AnswerTakeover", testAnswerTakeover},
 		{"MixedBodyRefused", testMixedBody},
