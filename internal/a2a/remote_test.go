@@ -1488,8 +1488,10 @@ func testRemotePollOutlivesTheOutbox(t *testing.T) {
 }
 
 // TestRemotePendingTooLargeToKeep: a remote leaf whose pending call holds
-// 70 KB of input, below a chain (boss → front → the remote). What a pause
-// keeps on META is bounded (64 KiB in all, docs/architecture.md, The table):
+// 400 KB of input, below a chain (boss → front → the remote). What a pause
+// keeps on META is bounded (64 KiB in all, docs/architecture.md, "What a
+// pause keeps is bounded"), the rest in JINP# items of at most 350 KiB
+// each (agent.MaxInputItemBytes, under DynamoDB's 400 KB item limit):
 // front cannot keep the copy, so it ends Failed internal — its call to the
 // remote, which ran, recorded outcome_unknown (never "not run") and the
 // remote's task canceled, so nothing waits there; boss gets front's
@@ -1500,7 +1502,7 @@ func TestRemotePendingTooLargeToKeep(t *testing.T) {
 
 func testRemotePendingTooLargeToKeep(t *testing.T) {
 	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, extra: map[string]string{"boss.yaml": bossYAML}})
-	big, _ := json.Marshal(map[string]string{"path": "big.txt", "content": strings.Repeat("y", 70_000)})
+	big, _ := json.Marshal(map[string]string{"path": "big.txt", "content": strings.Repeat("y", 400_000)})
 	inner, _ := json.Marshal(map[string]string{"message": "/call append_file " + string(big)})
 	msg, _ := json.Marshal(map[string]string{"message": "/call billing " + string(inner)})
 	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call front " + string(msg)}}})

@@ -386,6 +386,7 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 	var extra []Item
 	if closing := deadLegResults(items, a, cancelMessage(ci)); len(closing) > 0 {
 		closing = e.closeChildCalls(ctx, ag, a, t.Joins, closing)
+		closeElicited(a, closing, ci)
 		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: ci.at, Content: closing})
 		next.NextSeq++
 	}
@@ -415,6 +416,24 @@ func cancelMessage(ci cancelInfo) string {
 		msg += ": " + ci.reason
 	}
 	return msg
+}
+
+// closeElicited gives the calls among closing that asked for input while
+// they ran (an MCP server's elicitation pending in the round) what is
+// known of them: they ran, so never "not run" (docs/architecture.md, "What
+// a pause keeps is bounded"), and what the server did is not known.
+func closeElicited(a *ActiveRequest, closing []Block, ci cancelInfo) {
+	ran := map[string]bool{}
+	for _, p := range a.Pending {
+		if p.Kind == InputElicitation && p.Leaf == nil && p.Elicit != nil {
+			ran[p.Elicit.callID(p.ToolCallID)] = true
+		}
+	}
+	for i, b := range closing {
+		if ran[b.ToolUseID] {
+			closing[i] = ErrorResult(b.ToolUseID, CodeOutcomeUnknown+": the call ran and asked for input; the request was canceled by "+ci.by+" before it was answered")
+		}
+	}
 }
 
 // closeChildCalls gives the sub-agent calls among closing — the results of

@@ -11,7 +11,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 )
@@ -92,11 +91,6 @@ func inputOrEmpty(in json.RawMessage) json.RawMessage {
 // runs, and ends the leg Paused. awaits, when a sub-agent paused, are the
 // leaf rounds the pending calls are copies of (docs/architecture.md).
 func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, awaits []Await) {
-	if n := pendingBytes(pending); n > MaxPendingBytes {
-		r.e.log().ErrorContext(ctx, "a pause's pending inputs are too large to keep", "task_id", r.task.ID, "request_id", r.reqID, "bytes", n)
-		r.failPause(pending, awaits, fmt.Sprintf("the request's pending inputs are too large to keep (%d bytes, at most %d)", n, MaxPendingBytes))
-		return
-	}
 	a := r.task.Active
 	prevRound := a.Round
 	a.Round = round
@@ -169,20 +163,9 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 
 // MaxPendingBytes bounds what a round's pending calls keep on META in
 // total: a remote agent's pending inputs copied up a chain, an MCP
-// server's requests and state (docs/architecture.md, The table).
+// server's requests and state; the rest moves to JINP# items (jinp.go;
+// docs/architecture.md, "Pauses for input").
 const MaxPendingBytes = 64 << 10
-
-// pendingBytes is what pending keeps on META beyond references.
-func pendingBytes(pending []PendingCall) int {
-	n := 0
-	for _, p := range pending {
-		n += len(p.RemoteInput)
-		if e := p.Elicit; e != nil {
-			n += len(e.State) + len(e.Key) + len(e.Message) + len(e.Schema) + len(e.URL) + len(e.ElicitationID) + len(e.Server)
-		}
-	}
-	return n
-}
 
 // failPause ends a request whose pause could not be kept (too large, or its
 // write refused) Failed internal, never saying "not run" of a call that

@@ -261,6 +261,11 @@ type Write struct {
 	// Artifacts are artifacts' metadata to put (ART#<id>), their bytes
 	// already stored: written with the results of the calls that made them.
 	Artifacts []Artifact
+	// Inputs are the JINP# items to put and InputsGone the sort keys of
+	// those to delete, with the META (jinp.go: the engine fills both; a
+	// store encodes them with InputItems, whose bounds it enforces).
+	Inputs     []PendingInput
+	InputsGone []string
 	// pausing: the write pauses the active request (a leg's pause), so it
 	// owes the pause's notifications. Any later write of the paused META
 	// (a cancel's flag) owes none of them: they were put once, and may
@@ -303,7 +308,7 @@ func (w *Write) Together() ([]*Write, error) {
 // ItemCount is how many items the write and those with it put or delete
 // (a session link counts two): what a transaction's 100 actions bound.
 func (w *Write) ItemCount() int {
-	n := 1 + len(w.Items) + len(w.Requests) + len(w.Decisions) + len(w.Outbox) + len(w.Tokens) + len(w.Consumed) + len(w.Joins) + len(w.Artifacts)
+	n := 1 + len(w.Items) + len(w.Requests) + len(w.Decisions) + len(w.Outbox) + len(w.Tokens) + len(w.Consumed) + len(w.Joins) + len(w.Artifacts) + len(w.Inputs) + len(w.InputsGone)
 	if w.Session != nil {
 		n += 2
 	}
@@ -329,17 +334,35 @@ type RequestDecision struct {
 // a write that landed (a timeout after the store applied it, past the SDK's
 // own retries): the META tells, by its WriteID, and a landed write is a
 // success — never a second run, never a claim nobody holds.
-func (e *Engine) write(ctx context.Context, w *Write) error {
+func (e *Engine) write(ctx context.Context, w *Write) (err error) {
+	// Once the write landed, each META written knows the JINP# items it
+	// refers to (jinp.go): the writes that follow from it start there.
+	var landed []func()
+	defer func() {
+		if err == nil {
+			for _, f := range landed {
+				f()
+			}
+		}
+	}()
+	prep := func(x *Write) *Write {
+		t := x.Task
+		y, refs, changed := offload(e.prepared(x))
+		if changed {
+			landed = append(landed, func() { t.InputRefs = refs })
+		}
+		return y
+	}
 	if len(w.With) > 0 {
 		cp := *w
 		cp.With = make([]*Write, len(w.With))
 		for i, x := range w.With {
-			cp.With[i] = e.prepared(x)
+			cp.With[i] = prep(x)
 		}
 		w = &cp
 	}
-	w = e.prepared(w)
-	err := e.Store.Write(ctx, w)
+	w = prep(w)
+	err = e.Store.Write(ctx, w)
 	if errors.Is(err, ErrConflict) {
 		e.metrics().StoreConflict(w.Task.Agent)
 	}

@@ -101,6 +101,10 @@ type Task struct {
 	// ArtifactBytes sums their sizes: what deleting the task gives back
 	// to its owner's artifact quota.
 	ArtifactBytes int64 `json:"artifact_bytes,omitempty"`
+	// InputRefs are the JINP# items of the active round's pending calls
+	// whose content META does not keep (jinp.go): the writes that follow
+	// know from them what to put and what to delete.
+	InputRefs []InputRef `json:"jinp,omitempty"`
 }
 
 // SeqRange is a superseded range of history entries [From, To) made by an
@@ -196,6 +200,9 @@ type PendingCall struct {
 	// earlier round too (the same id): a decision naming it must name its
 	// round (docs/api.md ResumeRequest).
 	Again bool `json:"again,omitempty"`
+	// Off: what the call asks (Elicit, RemoteInput) is in its JINP# item,
+	// not on META (jinp.go); the stores read it back with the task.
+	Off bool `json:"jinp,omitempty"`
 }
 
 // Decision records who decided a round's calls, when and why.

@@ -70,6 +70,9 @@ func (st *Store) LoadContext(ctx context.Context, taskID string) (_ *agent.Task,
 	if t.Joins, err = joinsIn(entries); err != nil {
 		return nil, nil, err
 	}
+	if err := restoreInputs(t, entries, now); err != nil {
+		return nil, nil, err
+	}
 	return t, items, nil
 }
 

@@ -28,6 +28,11 @@
 //	TASK#<tid>      EVT#<rid>#<epoch, 6 digits>#<first id, 10 digits>
 //	                                                data (a JSON array of consecutive events), request_id,
 //	                                                first, last (N), ttl
+//	TASK#<tid>      JINP#<rid>#<tool call id>[#<leaf rid>]
+//	                                                data (an agent.PendingInput: what a pending call
+//	                                                asks, off META past its 64 KiB), ttl as the task's;
+//	                                                sorts inside the history read; GetTask reads them
+//	                                                (one Query more) only while META refers to some
 //	TASK#<tid>      JOIN#<caller rid>#<tool call id>
 //	                                                data (a sub-agent's result for its caller, put
 //	                                                by the child's ending transaction); sorts inside

@@ -47,7 +47,31 @@ func (st *Store) LoadTask(ctx context.Context, taskID string) (_ *agent.Task, _ 
 	if t.Joins, err = joinsIn(raw); err != nil {
 		return nil, nil, err
 	}
+	if err := restoreInputs(t, raw, now); err != nil {
+		return nil, nil, err
+	}
 	return t, items, nil
+}
+
+// restoreInputs fills in what META keeps of its pending calls in JINP#
+// items, from a read of the task that holds them (agent.RestoreInputs).
+func restoreInputs(t *agent.Task, raw []item, now int64) error {
+	if len(t.InputRefs) == 0 {
+		return nil
+	}
+	var ins []agent.PendingInput
+	for _, it := range raw {
+		if !strings.HasPrefix(str(it, attrSK), agent.InputPrefix) || !live(it, now) {
+			continue
+		}
+		var in agent.PendingInput
+		if err := json.Unmarshal([]byte(str(it, attrData)), &in); err != nil {
+			return fmt.Errorf("corrupt %s: %w", str(it, attrSK), err)
+		}
+		ins = append(ins, in)
+	}
+	agent.RestoreInputs(t, ins)
+	return nil
 }
 
 // joinsIn decodes the JOIN# items of a task's read (they sort between its
@@ -80,6 +104,21 @@ func (st *Store) GetTask(ctx context.Context, taskID string) (_ *agent.Task, err
 	}
 	if t == nil {
 		return nil, agent.ErrNotFound
+	}
+	if len(t.InputRefs) > 0 {
+		// A paused round whose inputs passed META's bound: one read more,
+		// only then (docs/architecture.md, "Pauses for input").
+		raw, err := st.query(ctx, &dynamodb.QueryInput{
+			KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :p)"),
+			ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(taskPK(taskID)), ":p": s(agent.InputPrefix)},
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := restoreInputs(t, raw, st.now().Unix()); err != nil {
+			return nil, err
+		}
 	}
 	return t, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -160,6 +161,22 @@ func (st *Store) actionsOf(w *agent.Write, now int64) (final, entries []action, 
 		final = append(final, a)
 	}
 	for _, sk := range w.Consumed {
+		final = append(final, action{item: types.TransactWriteItem{Delete: &types.Delete{TableName: &st.table, Key: key(pk, sk)}}, size: len(pk) + len(sk)})
+	}
+	// The round's pending inputs off META (JINP#), with it.
+	ins, err := agent.InputItems(w)
+	if err != nil {
+		return nil, nil, at, err
+	}
+	for _, sk := range slices.Sorted(maps.Keys(ins)) {
+		it := key(pk, sk)
+		it[attrData] = s(string(ins[sk]))
+		if ttl != 0 {
+			it[attrTTL] = n(ttl)
+		}
+		final = append(final, st.put(it))
+	}
+	for _, sk := range w.InputsGone {
 		final = append(final, action{item: types.TransactWriteItem{Delete: &types.Delete{TableName: &st.table, Key: key(pk, sk)}}, size: len(pk) + len(sk)})
 	}
 	at = conditions{meta: 0, session: -1, idem: -1}

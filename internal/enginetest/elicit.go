@@ -318,11 +318,118 @@ func testElicitStateOnce(t *testing.T, env *Env) {
 	}
 }
 
-// testElicitTooLargeToKeep: five MCP calls of one turn ask for input, each
-// with a 15 KiB request state: 75 KiB, over what a pause may keep on META
-// (64 KiB). The request ends Failed internal, and each call — which ran —
-// is recorded outcome_unknown, never "not run".
-func testElicitTooLargeToKeep(t *testing.T, env *Env) {
+// testElicitBeyondMETA: five MCP calls of one turn ask for input, each
+// with a 15 KiB request state: 75 KiB, past what META keeps of a round's
+// pending inputs (64 KiB, docs/architecture.md "What a pause keeps is
+// bounded"). The rest moves to JINP# items: the request pauses, GET task
+// shows every input, META stays under the bound, and the answers reach the
+// server with each call's state unchanged; the settling commit moves what
+// was asked into the round's DEC# item and leaves no JINP# reference.
+func testElicitBeyondMETA(t *testing.T, env *Env) {
+	pad := "|" + strings.Repeat("s", 15<<10)
+	env.Booker.Pad = pad
+	var calls []agent.Block
+	var ids []string
+	for i := range 5 {
+		id := fmt.Sprintf("b%d", i)
+		calls = append(calls, bookCall(id))
+		ids = append(ids, id)
+	}
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, calls...))
+	res, _ := env.Invoke(t, "", "book five")
+	if res.Status != agent.StatusPaused || len(res.PendingInputs) != 5 {
+		t.Fatalf("outcome = %s %+v, want Paused with five inputs", res.Status, res.Error)
+	}
+	v := env.view(t, res.TaskID, agent.ViewOptions{})
+	var shown []string
+	for _, p := range v.PendingInputs {
+		if p.Question == "How many people?" && p.Server != "" && p.Schema != nil {
+			shown = append(shown, p.ToolCallID)
+		}
+	}
+	if diff := cmp.Diff(ids, shown); diff != "" {
+		t.Errorf("GET task's pending inputs with what was asked (-want +got):\n%s", diff)
+	}
+	task, err := env.Store.GetTask(context.Background(), res.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := json.Marshal(task)
+	if n := strings.Count(string(meta), pad); n != 5 {
+		t.Errorf("META as read holds the state %d times, want 5 (its JINP# items read back)", n)
+	}
+	if len(task.InputRefs) == 0 {
+		t.Errorf("META refers to no JINP# item")
+	}
+	env.Model.Add(agenttest.Say("booked five"))
+	var ds []agent.DecisionInput
+	for _, id := range ids {
+		ds = append(ds, answer(id, `{"action":"accept","content":{"size":2}}`))
+	}
+	out, _, err := env.Resume(res, "alice", agent.ResumeRequest{Decisions: ds})
+	if err != nil || out.Status != agent.StatusCompleted || out.Output != "booked five" {
+		t.Fatalf("answered: %+v %v", out, err)
+	}
+	runs := env.Booker.Runs()
+	if len(runs) != 10 {
+		t.Fatalf("the tool ran %d times, want 10", len(runs))
+	}
+	for _, run := range runs[5:] {
+		if run.Reply == nil || run.Reply.State != "round-0"+pad {
+			t.Errorf("a run again: the state came back changed or missing")
+		}
+	}
+	after, err := env.Store.GetTask(context.Background(), res.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.InputRefs) != 0 {
+		t.Errorf("after the round: META still refers to JINP# items %v", after.InputRefs)
+	}
+	decs, err := env.Store.ListDecisions(context.Background(), res.TaskID, res.RequestID)
+	if err != nil || len(decs) != 1 {
+		t.Fatalf("decisions: %v %v", decs, err)
+	}
+	for _, c := range decs[0].Decision.Calls {
+		if c.Elicit == nil || c.Elicit.State != "round-0"+pad {
+			t.Errorf("the DEC# item does not keep what %s asked", c.ToolCallID)
+		}
+	}
+}
+
+// testElicitTooManyToKeep: eighty MCP calls of one turn ask for input with
+// a 15 KiB state each: 1.2 MB, more JINP# items than one commit may put
+// (agent.MaxWriteInputs). The pause is refused for size: the request ends
+// Failed internal, and each call — which ran — is recorded
+// outcome_unknown, never "not run".
+func testElicitTooManyToKeep(t *testing.T, env *Env) {
+	env.Booker.Pad = "|" + strings.Repeat("s", 15<<10)
+	var calls []agent.Block
+	for i := range 80 {
+		calls = append(calls, bookCall(fmt.Sprintf("b%d", i)))
+	}
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, calls...))
+	res, _ := env.Invoke(t, "", "book eighty")
+	if res.Status != agent.StatusFailed || res.Error == nil || res.Error.Code != agent.CodeInternal {
+		t.Fatalf("outcome = %s %+v, want Failed internal", res.Status, res.Error)
+	}
+	v := env.view(t, res.TaskID, agent.ViewOptions{})
+	last := v.Items[len(v.Items)-1]
+	raw, _ := json.Marshal(last.Content)
+	if len(last.Content) != 80 || strings.Count(string(raw), "outcome_unknown") != 80 || strings.Contains(string(raw), "not run") {
+		t.Errorf("the calls' results: %d, want eighty outcome_unknown", len(last.Content))
+	}
+	if n := len(env.Booker.Runs()); n != 80 {
+		t.Errorf("the tool ran %d times, want 80", n)
+	}
+	if task, err := env.Store.GetTask(context.Background(), res.TaskID); err != nil || len(task.InputRefs) != 0 {
+		t.Errorf("after the failure: %v, JINP# references %v", err, task.InputRefs)
+	}
+}
+
+// testElicitBeyondMETAExpires: a round whose inputs passed META's bound
+// expires: input_expired, and no JINP# item is referred to afterwards.
+func testElicitBeyondMETAExpires(t *testing.T, env *Env) {
 	env.Booker.Pad = "|" + strings.Repeat("s", 15<<10)
 	var calls []agent.Block
 	for i := range 5 {
@@ -330,16 +437,18 @@ func testElicitTooLargeToKeep(t *testing.T, env *Env) {
 	}
 	env.Model.Add(agenttest.CallTools(agent.StopToolUse, calls...))
 	res, _ := env.Invoke(t, "", "book five")
-	if res.Status != agent.StatusFailed || res.Error == nil || res.Error.Code != agent.CodeInternal {
-		t.Fatalf("outcome = %s %+v, want Failed internal", res.Status, res.Error)
+	if res.Status != agent.StatusPaused {
+		t.Fatalf("outcome = %s %+v, want Paused", res.Status, res.Error)
 	}
-	v := env.view(t, res.TaskID, agent.ViewOptions{})
-	last := v.Items[len(v.Items)-1]
-	raw, _ := json.Marshal(last.Content)
-	if len(last.Content) != 5 || strings.Count(string(raw), "outcome_unknown") != 5 || strings.Contains(string(raw), "not run") {
-		t.Errorf("the calls' results: %s, want five outcome_unknown", raw)
+	if task, err := env.Store.GetTask(context.Background(), res.TaskID); err != nil || len(task.InputRefs) == 0 {
+		t.Fatalf("paused: %v, JINP# references %v", err, task.InputRefs)
 	}
-	if n := len(env.Booker.Runs()); n != 5 {
-		t.Errorf("the tool ran %d times, want 5", n)
+	env.Advance(2*time.Hour + time.Second)
+	body := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b0", `{"action":"accept","content":{"size":2}}`)}}
+	if _, _, err := env.Resume(res, "alice", body); Code(err) != agent.CodeInputExpired {
+		t.Fatalf("a late answer: %v", err)
+	}
+	if task, err := env.Store.GetTask(context.Background(), res.TaskID); err != nil || len(task.InputRefs) != 0 {
+		t.Errorf("after the expiry: %v, JINP# references %v", err, task.InputRefs)
 	}
 }

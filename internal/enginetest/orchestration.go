@@ -184,6 +184,8 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"FiftyAnswersAtLeafAndRoot", testInputLeafRootRace},
 		{"ElicitationAnsweredAtTheRoot", testElicitAtRoot},
 		{"ElicitationAskedAgainAtTheRoot", testElicitAgainAtRoot},
+		{"ElicitationsBeyondMETAUpAChain", testElicitBeyondMETAUpAChain},
+		{"ElicitationsBeyondMETACanceled", testElicitBeyondMETACanceled},
 		{"DeadRootDecisionTwice", testDeadRootDecisionTwice},
 		{"CancelAfterTheLeafEnded", testCancelAfterTheLeafEnded},
 		{"CancelWhileTheLeafRuns", testCancelWhileTheLeafRuns},

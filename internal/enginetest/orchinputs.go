@@ -3,6 +3,7 @@ package enginetest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -234,5 +235,97 @@ func testElicitAtRoot(t *testing.T, o *Orch) {
 	lv := o.View(t, "asker", p.TaskID)
 	if n := strings.Count(itemsJSON(t, lv), `{"text":"booked: party=accept{\"size\":3}"`); lv.Status != agent.StatusCompleted || n != 1 {
 		t.Errorf("asker: %s, the result %d times in %s", lv.Status, n, itemsJSON(t, lv))
+	}
+}
+
+// bigAsks makes the leaf asker call book_table five times in one turn
+// with a 15 KiB request state each (75 KiB), below chief → front: every
+// level's META keeps at most 64 KiB of the round's pending inputs, the
+// rest in JINP# items (docs/architecture.md, "What a pause keeps is
+// bounded"). It returns the state's padding and chief's pause.
+func bigAsks(t *testing.T, o *Orch) (string, *agent.RequestResult) {
+	t.Helper()
+	pad := "|" + strings.Repeat("s", 15<<10)
+	o.Booker.Pad = pad
+	var lines []string
+	for i := range 5 {
+		lines = append(lines, fmt.Sprintf(`/call book_table {"day":"day%d"}`, i))
+	}
+	res, _ := o.Invoke(t, "chief", "", CallAgent("front", CallAgent("asker", strings.Join(lines, "\n"))))
+	if res.Status != agent.StatusPaused || len(res.PendingInputs) != 5 {
+		t.Fatalf("chief: %s %+v, %d inputs, want Paused with five", res.Status, res.Error, len(res.PendingInputs))
+	}
+	return pad, res
+}
+
+// jinpRefs reads the JINP# references of each task's META.
+func jinpRefs(t *testing.T, o *Orch, ids ...string) []int {
+	t.Helper()
+	var out []int
+	for _, id := range ids {
+		task, err := o.Store.GetTask(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, len(task.InputRefs))
+	}
+	return out
+}
+
+// testElicitBeyondMETAUpAChain: the leaf's five big elicitations are
+// copied up the chain; at chief every input shows what was asked, and the
+// answers at chief reach the server with each call's state unchanged. No
+// META of the chain refers to a JINP# item after the round.
+func testElicitBeyondMETAUpAChain(t *testing.T, o *Orch) {
+	pad, res := bigAsks(t, o)
+	v := o.View(t, "chief", res.TaskID)
+	var ds []agent.DecisionInput
+	for _, p := range v.PendingInputs {
+		if p.Agent != "asker" || p.Question != "How many people?" || p.Server == "" || p.Schema == nil {
+			t.Errorf("chief's pending input: %+v", p)
+		}
+		ds = append(ds, answer(p.ToolCallID, `{"action":"accept","content":{"size":2}}`))
+	}
+	if len(ds) != 5 {
+		t.Fatalf("GET chief: %d pending inputs, want 5", len(ds))
+	}
+	leaf := v.PendingInputs[0].TaskID
+	chain := []string{res.TaskID, leaf}
+	if got := jinpRefs(t, o, chain...); got[0] == 0 || got[1] == 0 {
+		t.Errorf("JINP# references at chief and asker: %v, want some at each", got)
+	}
+	out, _, err := o.Resume("chief", res.TaskID, res.RequestID, agent.ResumeRequest{Decisions: ds})
+	if err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("the answers at chief: %+v %v", out, err)
+	}
+	runs := o.Booker.Runs()
+	if len(runs) != 10 {
+		t.Fatalf("the leaf's tool ran %d times, want 10", len(runs))
+	}
+	for _, run := range runs[5:] {
+		if run.Reply == nil || run.Reply.State != "round-0"+pad {
+			t.Errorf("a run again: the state came back changed or missing")
+		}
+	}
+	if got := jinpRefs(t, o, chain...); got[0] != 0 || got[1] != 0 {
+		t.Errorf("after the round, JINP# references at chief and asker: %v", got)
+	}
+}
+
+// testElicitBeyondMETACanceled: a cancel of chief ends the chain; no META
+// of it refers to a JINP# item afterwards, and the leaf's calls, which ran,
+// are never "not run".
+func testElicitBeyondMETACanceled(t *testing.T, o *Orch) {
+	_, res := bigAsks(t, o)
+	leaf := res.PendingInputs[0].TaskID
+	if _, err := o.E.Cancel(context.Background(), agent.CancelInput{Agent: "chief", UserID: "alice", TaskID: res.TaskID}); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if got := jinpRefs(t, o, res.TaskID, leaf); got[0] != 0 || got[1] != 0 {
+		t.Errorf("after the cancel, JINP# references at chief and asker: %v", got)
+	}
+	lv := o.View(t, "asker", leaf)
+	if raw := itemsJSON(t, lv); strings.Contains(raw, "not run") {
+		t.Errorf("asker's history says not run: %s", raw[max(0, len(raw)-800):])
 	}
 }

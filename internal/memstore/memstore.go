@@ -238,6 +238,13 @@ func (s *Store) prepare(w *agent.Write) (*prepared, error) {
 		}
 		p.keyed[agent.ArtifactSK(a.ID)] = record{b, ttl}
 	}
+	ins, err := agent.InputItems(w)
+	if err != nil {
+		return nil, err
+	}
+	for sk, b := range ins {
+		p.keyed[sk] = record{b, ttl}
+	}
 	outTTL := ttlOf(s.now().Add(agent.OutboxTTL))
 	// Outbox items go under the task they are for: a child's commit writes
 	// its caller's continuation (docs/architecture.md).
@@ -325,6 +332,9 @@ func (s *Store) apply(w *agent.Write, p *prepared, now time.Time) {
 	for _, sk := range w.Consumed {
 		delete(tr.keyed, sk)
 	}
+	for _, sk := range w.InputsGone {
+		delete(tr.keyed, sk)
+	}
 	for id, recs := range p.elsewhere {
 		other := s.tasks[id]
 		if other == nil {
@@ -405,7 +415,31 @@ func (s *Store) load(ctx context.Context, taskID string, from func(*agent.Task) 
 		}
 		t.Joins = append(t.Joins, j)
 	}
+	if err := tr.restoreInputs(t, now); err != nil {
+		return nil, nil, err
+	}
 	return t, items, nil
+}
+
+// restoreInputs fills in what META keeps of its pending calls in JINP#
+// items (agent.RestoreInputs).
+func (tr *taskRec) restoreInputs(t *agent.Task, now time.Time) error {
+	if len(t.InputRefs) == 0 {
+		return nil
+	}
+	var ins []agent.PendingInput
+	for sk, r := range tr.keyed {
+		if !strings.HasPrefix(sk, agent.InputPrefix) || !live(r.ttl, now) {
+			continue
+		}
+		var in agent.PendingInput
+		if err := json.Unmarshal(r.data, &in); err != nil {
+			return fmt.Errorf("corrupt %s: %w", sk, err)
+		}
+		ins = append(ins, in)
+	}
+	agent.RestoreInputs(t, ins)
+	return nil
 }
 
 // list decodes the live entries after afterSeq and below nextSeq, in order,
@@ -443,12 +477,16 @@ func (s *Store) GetTask(ctx context.Context, taskID string) (_ *agent.Task, err 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, err := s.tasks[taskID].current(s.now())
+	tr := s.tasks[taskID]
+	t, err := tr.current(s.now())
 	if err != nil {
 		return nil, err
 	}
 	if t == nil {
 		return nil, agent.ErrNotFound
+	}
+	if err := tr.restoreInputs(t, s.now()); err != nil {
+		return nil, err
 	}
 	return t, nil
 }

@@ -173,6 +173,31 @@ func testCallsPerTurn(t *testing.T, notified bool) {
 			t.Errorf("an answered %s (-want +got):\n%s", in.name, diff)
 		}
 	}
+	// A round whose inputs pass META's 64 KiB (five MCP calls with a 15
+	// KiB state each): their JINP# items ride in the pause's write and the
+	// resume's one read, and the claim deletes them — not a call more.
+	env.Booker.Pad = "|" + strings.Repeat("s", 15<<10)
+	var uses []agent.Block
+	var answers []agent.DecisionInput
+	for i := range 5 {
+		id := fmt.Sprintf("big%d", i)
+		uses = append(uses, agenttest.Use(id, "book_table", `{"day":"monday"}`))
+		answers = append(answers, agent.DecisionInput{ToolCallID: id, Action: agent.ActionAnswer, Result: json.RawMessage(`{"action":"accept","content":{"size":2}}`)})
+	}
+	count()
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, uses...))
+	big, _ := env.Invoke(t, first.TaskID, "ask five")
+	if big.Status != agent.StatusPaused {
+		t.Fatalf("five big inputs: %+v", big)
+	}
+	t.Logf("a pause on five big inputs: %v", count())
+	env.Model.Add(agenttest.Say("answered"))
+	if out, _, err := env.Resume(big, "alice", agent.ResumeRequest{Decisions: answers}); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("five big inputs: %+v %v", out, err)
+	}
+	if diff := cmp.Diff(followOn, count()); diff != "" {
+		t.Errorf("five answered inputs beyond META (-want +got):\n%s", diff)
+	}
 }
 
 func TestCallsPastOneMegabyte(t *testing.T) {

@@ -73,6 +73,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"WriteTogether", testWriteTogether},
 		{"WriteTogetherTooLarge", testWriteTogetherTooLarge},
 		{"ReapStatesTwice", testReapStatesTwice},
+		{"PendingInputs", testInputs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
