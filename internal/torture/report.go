@@ -213,6 +213,9 @@ func Shapes(in Input, world *World) map[string]int {
 			m["decisions racing at the leaves"]++
 		}
 	}
+	for k, n := range goneShapes(in, world) {
+		m[k] += n
+	}
 	return m
 }
 
