@@ -82,7 +82,8 @@ type pairOpts struct {
 	extra map[string]string
 	// inputTTL, when set, is front's billing tool's input_ttl.
 	inputTTL string
-	// reaper runs front's reaper in process, as hitch serve does.
+	// reaper runs front's reaper in process, as hitch serve does (always
+	// with dispatch).
 	reaper bool
 }
 
@@ -126,7 +127,7 @@ func startPairOpts(t testing.TB, o pairOpts) *pair {
 		go func() { r.Run(ctx); close(done) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
-	if o.reaper {
+	if o.reaper || dispatch { // hitch serve runs both
 		ctx, cancel := context.WithCancel(context.Background())
 		rp := &agent.Reaper{Engine: e}
 		done := make(chan struct{})
@@ -176,7 +177,8 @@ func appendLine(file string) string {
 // waitStatus reads front's task until it has the status.
 func (p *pair) waitStatus(t *testing.T, taskID, status string) map[string]any {
 	t.Helper()
-	return p.waitStatusWithin(t, taskID, status, 20*time.Second)
+	// A hand-off of a call its remote did not answer comes a lease later.
+	return p.waitStatusWithin(t, taskID, status, 60*time.Second)
 }
 
 // waitStatusWithin is waitStatus, waiting up to d.
@@ -830,7 +832,7 @@ func testRemoteNotSentAfterItLanded(t *testing.T, viaBoss bool) {
 	go func() { _ = back.Serve(ln) }()
 	t.Cleanup(func() { _ = back.Close() })
 	var paused map[string]any
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		_, paused = httpCall(t, "GET", task, "alice", "")
 		if paused["status"] == "Paused" {
 			break
