@@ -407,10 +407,23 @@ func (r *Run) handOff(ctx context.Context) *RequestResult {
 	a := r.task.Active
 	r.extraOutbox = append(r.extraOutbox, OutboxItem{TaskID: r.taskID, RequestID: r.reqID, Epoch: a.Epoch, EventID: r.eventID, Agent: r.agent.Name, UserID: r.task.UserID,
 		Kind: OutboxContinue, Event: EventContinue, Recipient: HandoffRecipient, CreatedAt: r.e.now()})
+	// A hand-off of a remote call that got no answer is no progress and
+	// counts like a failed takeover (remote.go, handedOffTooOften): it
+	// keeps META's takeover count (the next leg's claim adds one), and the
+	// next leg comes a lease later, as a takeover's would, so a remote
+	// that is away a few seconds (a restart) is sent the message again
+	// once it is back rather than three times at once.
+	keep, until := 0, r.e.now()
+	r.childMu.Lock()
+	if r.unanswered {
+		keep, until = a.Takeovers, until.Add(LeaseDuration)
+	}
+	r.childMu.Unlock()
 	err := r.write(cctx, func(t *Task) {
 		t.Status = StatusRunning
 		t.Active.Status = StatusRunning
-		t.Active.LeaseUntil = r.e.now()
+		t.Active.LeaseUntil = until
+		t.Active.Takeovers = keep
 	}, nil, time.Time{})
 	if err != nil {
 		r.e.log().ErrorContext(ctx, "handing the chain to the outbox failed; the request's lease recovers it", "task_id", r.taskID, "request_id", r.reqID, "err", err)

@@ -262,7 +262,7 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 	if j := r.joinOf(call); j != nil {
 		return r.truncate(childResult(u.ID, call, j.outcome())), nil
 	}
-	if r.e.silent(call) {
+	if r.e.silent(call) || r.handedOffTooOften(call) {
 		return r.closeSilent(u, call, in.Message), nil
 	}
 	var rt *RemoteTask
@@ -295,10 +295,18 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 		// model goes on.)
 		return r.closeSilent(u, call, in.Message), nil
 	}
+	handOff := func() (Block, *childPause) {
+		if call.RequestID == "" {
+			r.childMu.Lock()
+			r.unanswered = true
+			r.childMu.Unlock()
+		}
+		return Block{}, &childPause{call: call, handoff: true}
+	}
 	if errors.Is(err, ErrRemoteUnknown) && !errors.Is(context.Cause(ctx), errCanceled) {
 		// Sent, and not readable as this leg's time ran out: a new leg
 		// reads it again (the remote owns its outcome; a cancel ends it).
-		return Block{}, &childPause{call: call, handoff: true}
+		return handOff()
 	}
 	if sent := (*Error)(nil); err != nil && call.RequestID == "" && !errors.Is(err, ErrNotSent) && !errors.As(err, &sent) &&
 		!errors.Is(context.Cause(ctx), errCanceled) {
@@ -307,12 +315,12 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 		// takes once — never an error result that would leave the remote's
 		// task running, or paused, below a caller that moved on.
 		r.e.log().WarnContext(ctx, "a remote agent's answer did not come; a new leg sends the message again", "agent", call.Agent, "url", call.Remote, "err", err)
-		return Block{}, &childPause{call: call, handoff: true}
+		return handOff()
 	}
 	if err != nil && timeUp(ctx) {
 		// The leg's time ran out on the way: a new leg goes on (the
 		// message is sent again with its id, or the task read again).
-		return Block{}, &childPause{call: call, handoff: true}
+		return handOff()
 	}
 	if err != nil {
 		var ae *Error
@@ -364,6 +372,16 @@ func (e *Engine) silent(cc ChildCall) bool {
 	return cc.Remote != "" && cc.RequestID == "" && !cc.SentAt.IsZero() && !e.now().Before(cc.SentAt.Add(e.requestTimeout()))
 }
 
+// handedOffTooOften tells whether a remote call with no answer from its
+// remote was handed from leg to leg MaxTakeovers times: each hand-off of
+// it keeps META's takeover count and each leg's claim adds one, as a
+// takeover of a dead leg does, so a remote that takes each message and
+// closes the connection is not sent it for ever (docs/api.md, "Remote
+// agents"). The claim of this leg is counted.
+func (r *Run) handedOffTooOften(cc ChildCall) bool {
+	return cc.Remote != "" && cc.RequestID == "" && !cc.SentAt.IsZero() && r.task.Active.Takeovers >= MaxTakeovers
+}
+
 // remoteSilentMessage is the result of a remote call closed for want of an
 // answer.
 const remoteSilentMessage = CodeOutcomeUnknown + ": the remote agent did not answer; it may have received the message"
@@ -373,8 +391,8 @@ const remoteSilentMessage = CodeOutcomeUnknown + ": the remote agent did not ans
 // the result (the message may have made a task there). The caller's
 // model decides what next.
 func (r *Run) closeSilent(u Block, call ChildCall, text string) Block {
-	r.e.log().Warn("a remote agent did not answer within request_timeout; its call is closed outcome_unknown", "task_id", r.taskID,
-		"request_id", r.reqID, "agent", call.Agent, "url", call.Remote, "message_id", call.MessageID, "first_sent", call.SentAt)
+	r.e.log().Warn("a remote agent did not answer (request_timeout since its first send, or handed from leg to leg MaxTakeovers times); its call is closed outcome_unknown", "task_id", r.taskID,
+		"request_id", r.reqID, "agent", call.Agent, "url", call.Remote, "message_id", call.MessageID, "first_sent", call.SentAt, "takeovers", r.task.Active.Takeovers)
 	cc := call
 	item := OutboxItem{TaskID: r.taskID, RequestID: r.reqID, Epoch: r.task.Active.Epoch, EventID: r.eventID, Agent: r.agent.Name,
 		UserID: r.task.UserID, Kind: OutboxRemoteCancel, Event: EventCancel, Recipient: RemoteCancelRecipient(call.MessageID), Call: &cc,

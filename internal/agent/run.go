@@ -60,6 +60,10 @@ type Run struct {
 	joins         []Join
 	learned       []ChildCall
 	silentCancels []OutboxItem
+	// unanswered: a remote call of this leg is handed to a later leg with
+	// no answer from its remote (its send may have landed): the hand-off
+	// counts on META like a failed takeover (remote.go, handedOffTooOften).
+	unanswered bool
 	// closedChildren are sub-agent calls closed with a result while their
 	// child still waits (a pause that could not be kept): canceled once the
 	// end is committed, as open calls are.

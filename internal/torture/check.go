@@ -41,6 +41,8 @@ type Input struct {
 	Deliveries   []Delivery
 	Faults       []Fault
 	Observations []Observation
+	// Gone is what the relay of a remote gone for good saw (gone.go).
+	Gone *Gone
 }
 
 // Violation is a breach of one of the seven invariants (docs/architecture.md, "The guarantees").
@@ -143,6 +145,7 @@ func Check(in Input) *Result {
 	c.recoveredInBound()
 	c.expiredInBound()
 	c.nothingLost()
+	c.remoteGone()
 	return c.res
 }
 

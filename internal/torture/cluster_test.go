@@ -42,6 +42,8 @@ type cluster struct {
 	// stream reads event streams, which may last longer than an answer.
 	stream *http.Client
 	procs  map[string]*proc
+	// gone is the relay between A's gmid and B that goes away (gone_test.go).
+	gone *goneRelay
 }
 
 func startCluster(t *testing.T, seed uint64, dir string) *cluster {
@@ -68,6 +70,9 @@ func startCluster(t *testing.T, seed uint64, dir string) *cluster {
 		}
 		addrs[name] = a
 	}
+	c.gone = newGoneRelay("http://" + addrs[ProcB])
+	goneSrv := httptest.NewServer(c.gone)
+	t.Cleanup(goneSrv.Close)
 	table := fmt.Sprintf("torture-%d", time.Now().UnixNano())
 	for _, name := range []string{ProcB, ProcA} { // B first: A's remote agents call it
 		remote := ""
@@ -79,6 +84,9 @@ func startCluster(t *testing.T, seed uint64, dir string) *cluster {
 			t.Fatal(err)
 		}
 		defs := Definitions(mcp.URL+"/mcp/"+name, hooks.URL+"/hooks/"+name, remote)
+		if remote != "" {
+			defs[GoneAgent+".yaml"] = goneDefinition(goneSrv.URL, hooks.URL+"/hooks/"+name)
+		}
 		var agents []string
 		for file, def := range defs {
 			if err := os.WriteFile(filepath.Join(agentDir, file), []byte(def), 0o644); err != nil {

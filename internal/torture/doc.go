@@ -10,6 +10,8 @@
 // one to three deep — leaf, mid → leaf, top → mid → leaf — and agents that
 // call B's over A2A (rmid → B's leaf, rtop → B's mid → B's leaf, xtop →
 // rmid → B's leaf); B serves leaf and mid, and workloads of its own.
+// A's gmid reaches B's leaf through a relay in the test process that, at
+// a random moment, goes away for good (gone.go: a remote gone mid-chain).
 //
 // The leaves' tools are those of an MCP server run by the test itself
 // (Ledger, built with the official Go SDK): effect (not idempotent, needs

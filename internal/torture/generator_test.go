@@ -74,6 +74,9 @@ func (g *generator) run(workers int) {
 		}
 		bw.Wait()
 	}()
+	// A remote gone for good mid-chain (gone_test.go).
+	wg.Add(1)
+	go func() { defer wg.Done(); g.goneFlows() }()
 	for i := range workers {
 		wg.Add(1)
 		go func() {

@@ -282,6 +282,9 @@ func Shapes(in Input, world *World) map[string]int {
 		}
 	}
 	elicitShapes(in, m)
+	for k, n := range goneShapes(in, world) {
+		m[k] += n
+	}
 	return m
 }
 

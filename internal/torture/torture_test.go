@@ -126,7 +126,7 @@ func TestTorture(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 	in := Input{Ops: c.rec.Ops(), Ledger: c.ledger.Executions(), Answers: c.ledger.Answers(), Tasks: tasks, Deliveries: c.recv.Deliveries(),
-		Faults: c.rec.Faults(), Observations: c.rec.Observations()}
+		Faults: c.rec.Faults(), Observations: c.rec.Observations(), Gone: c.gone.state()}
 	res := Check(in)
 	save(t, dir, in)
 	var b strings.Builder
@@ -243,6 +243,7 @@ func save(t *testing.T, dir string, in Input) {
 		}
 		return nil
 	})
+	write("gone.json", func(enc *json.Encoder) error { return enc.Encode(in.Gone) })
 	write("tasks.jsonl", func(enc *json.Encoder) error {
 		for _, tk := range in.Tasks {
 			if err := enc.Encode(tk); err != nil {
