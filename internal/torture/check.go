@@ -20,6 +20,9 @@ type Input struct {
 	Deliveries   []Delivery
 	Faults       []Fault
 	Observations []Observation
+	// Waiters are the calls the processes made to answer task tokens and
+	// durable callbacks (waiters.go).
+	Waiters []WaiterCall
 }
 
 // Violation is a breach of one of the seven invariants (docs/architecture.md, "The guarantees").
@@ -67,6 +70,9 @@ type checker struct {
 	// canceledAt is when a cancel answered 200 Canceled for a request,
 	// the first time.
 	canceledAt map[string]time.Time
+	// gone are the requests of tasks an accepted delete removed
+	// (waiters.go).
+	gone map[string]goneReq
 }
 
 // Check judges the history.
@@ -101,6 +107,7 @@ func Check(in Input) *Result {
 			c.paused[res.RequestID][res.Round] = true
 		}
 	}
+	c.findDeleted()
 	c.atMostOnce()
 	c.onlyApproved()
 	c.onlyAnswered()
@@ -111,6 +118,8 @@ func Check(in Input) *Result {
 	c.replaysWhole()
 	c.nothingHangs()
 	c.nothingLost()
+	c.waiters()
+	c.deletes()
 	return c.res
 }
 
@@ -450,6 +459,9 @@ func (c *checker) cancelMeansCancel() {
 			continue
 		}
 		r := c.w.Reqs[res.RequestID]
+		if r == nil && c.isGone(res.RequestID) {
+			continue
+		}
 		if r == nil {
 			c.add(3, []string{res.RequestID}, []int{op.ID}, nil, "a cancel answered 200 Canceled for request %s, which no task shows", res.RequestID)
 			continue
@@ -568,6 +580,9 @@ func (c *checker) historyTellsTruth() {
 	c.agentCallsTellTruth()
 	for _, e := range c.in.Ledger {
 		call := c.w.Calls[e.Key]
+		if call == nil && c.isGone(e.RequestID) {
+			continue
+		}
 		if call == nil {
 			c.add(4, []string{e.RequestID}, c.ridOps[e.RequestID], []int{e.N}, "%s (tag %s) ran as %s, a call no history shows", e.Tool, e.Tag, e.Key)
 			continue
@@ -669,7 +684,11 @@ func (c *checker) answersAgree() {
 		res := op.Result()
 		if Terminal(res.Status) {
 			r := c.w.Reqs[res.RequestID]
-			if r == nil {
+			if r == nil && c.isGone(res.RequestID) {
+				if g := c.gone[res.RequestID]; g.status != "" && Terminal(g.status) && finalOutcome(&Req{Status: g.status, ErrorCode: g.code}) != o {
+					c.add(5, []string{res.RequestID}, []int{op.ID, g.op}, nil, "op #%d answered %s for %s, but the read before its task's delete showed %s", op.ID, o, short(res.RequestID), g.status)
+				}
+			} else if r == nil {
 				c.add(5, []string{res.RequestID}, []int{op.ID}, nil, "op #%d answered %s for request %s, which no task shows", op.ID, o, res.RequestID)
 			} else if got := finalOutcome(r); got != o {
 				c.add(5, []string{r.ID}, append([]int{op.ID}, c.ridOps[r.ID]...), nil, "op #%d answered %s for %s %s, but GET task shows %s", op.ID, o, r.Agent, short(r.ID), got)
@@ -755,7 +774,7 @@ func (c *checker) nothingLost() {
 		if op.Kind != OpInvoke && op.Kind != OpFollow && op.Kind != OpEdit {
 			continue
 		}
-		if r := op.Result(); r != nil && c.w.Reqs[r.RequestID] == nil {
+		if r := op.Result(); r != nil && c.w.Reqs[r.RequestID] == nil && !c.isGone(r.RequestID) {
 			c.add(7, []string{r.RequestID}, []int{op.ID}, nil, "op #%d created request %s, which no task shows", op.ID, r.RequestID)
 		}
 	}
@@ -804,6 +823,8 @@ type webhookItem struct {
 	firstStart    time.Time
 	firstAccepted time.Time
 	accepted      bool
+	// redelivered counts the attempts after the first accepted one.
+	redelivered int
 }
 
 func (it *webhookItem) rank() int {
@@ -831,6 +852,7 @@ func (c *checker) webhooks() {
 		if d.Accepted() {
 			if it.accepted {
 				c.res.Redelivered++
+				it.redelivered++
 			} else {
 				it.accepted, it.firstAccepted = true, d.End
 			}
@@ -843,6 +865,30 @@ func (c *checker) webhooks() {
 			}
 		}
 		return false
+	}
+	for _, k := range sortedKeys(items) {
+		// At least once is the promise; more than one redelivery of an item
+		// already accepted is not a lost answer but a loop.
+		if it := items[k]; it.redelivered > 1 {
+			c.add(7, []string{it.requestID}, c.ridOps[it.requestID], nil, "webhook %s (%s of %s) was delivered again %d times after a 2xx", it.id, it.typ, short(it.requestID), it.redelivered)
+		}
+	}
+	for _, rid := range sortedKeys(c.gone) {
+		// A task deleted once it ended: its end's webhook still goes out.
+		g := c.gone[rid]
+		if !Terminal(g.status) || !c.isGone(rid) {
+			continue
+		}
+		typ := "request." + strings.ToLower(g.status)
+		found := false
+		for _, d := range c.in.Deliveries {
+			if d.RequestID == rid && d.Type == typ && d.Verified && d.Accepted() {
+				found = true
+			}
+		}
+		if !found {
+			c.add(7, []string{rid}, append([]int{g.op}, c.ridOps[rid]...), nil, "no %s webhook was delivered for %s, which ended before the delete of its task (op #%d)", typ, short(rid), g.op)
+		}
 	}
 	for _, r := range c.w.Order {
 		ops := c.ridOps[r.ID]
