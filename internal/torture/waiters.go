@@ -435,3 +435,29 @@ func (c *checker) waiterAnswerAgrees(b *waiterBinding, a answered, rids []string
 		}
 	}
 }
+
+// waiterShapes counts the waiters and deletes the workload made: direct
+// calls by waiter kind and on_pause, the calls the fakes got, deletes by
+// answer.
+func waiterShapes(in Input, m map[string]int) {
+	for _, op := range in.Ops {
+		if w, ok := waiterOf(op); ok {
+			m[fmt.Sprintf("direct %s with %s, on_pause %s", op.Kind, w.Kind, w.OnPause)]++
+		}
+		if op.Kind == OpDelete {
+			a := fmt.Sprint(op.Status)
+			if code := op.ErrorCode(); code != "" {
+				a += " " + code
+			}
+			if op.Status == 0 {
+				a = "without an answer"
+			}
+			m["deletes ("+strings.TrimPrefix(op.Note, "root ")+") "+a]++
+		}
+	}
+	for _, wc := range in.Waiters {
+		if wc.Accepted() {
+			m["waiter calls "+wc.Kind+" "+wc.Op]++
+		}
+	}
+}
