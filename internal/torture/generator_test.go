@@ -211,7 +211,7 @@ func (w *worker) flow() {
 	f.chain = w.g.chains[w.rng.IntN(len(w.g.chains))]
 	f.proc, f.agent = f.chain.Proc, f.chain.Agents[0]
 	var res *RequestResult
-	if w.rng.IntN(4) == 0 {
+	if w.rng.IntN(3) == 0 {
 		// Through the Lambda API, with a task token or a callback id.
 		res = w.sendDirect(f, w.message(f.chain))
 	} else {
@@ -255,7 +255,7 @@ func (w *worker) flow() {
 			}
 			rid := live[w.rng.IntN(len(live))]
 			res = w.send(f, OpEdit, "/agents/"+f.agent+"/tasks/"+f.taskID+"/requests/"+rid+"/edit", itemsBody("", w.message(f.chain)))
-		case n >= 88:
+		case n >= 82:
 			// The task is done with: deleted (waiters_test.go).
 			w.deleteTask(f, level{name: "root", proc: f.proc, agent: f.agent, taskID: f.taskID}, " finished")
 			return
@@ -698,7 +698,7 @@ func (w *worker) decideStep(f *flow, v *Task) bool {
 	}
 	at := func() level { return ls[w.rng.IntN(len(ls))] }
 	kinds := map[string]int{"approve": 30, "reject": 8, "mixed": 14, "twice": 8, "race": 8, "conflict": 7,
-		"cancel": 10, "cancel-race": 5, "stale": 4, "abandon": 3, "refused": 8, "direct": 6, "delete": 4}
+		"cancel": 10, "cancel-race": 5, "stale": 4, "abandon": 3, "refused": 8, "direct": 8, "delete": 6}
 	leaves := 0
 	for _, l := range ls {
 		if l.name == "leaf" {

@@ -161,6 +161,11 @@ func (w *worker) sendDirect(f *flow, text string) *RequestResult {
 		op.Worker, op.Flow = w.id, f.id
 		done := w.g.c.direct(op)
 		if done.Status == 0 || done.ErrorCode() == "request_lost" {
+			// The Lambda API has no Retry-After: wait about a lease, as
+			// the HTTP route's Retry-After would say, then take it over.
+			if done.Status != 0 {
+				time.Sleep(time.Duration(8+w.rng.IntN(5)) * time.Second)
+			}
 			w.g.c.healthy(f.proc, 40*time.Second)
 			continue
 		}
