@@ -257,7 +257,9 @@ func (w *worker) flow() {
 			res = w.send(f, OpEdit, "/agents/"+f.agent+"/tasks/"+f.taskID+"/requests/"+rid+"/edit", itemsBody("", w.message(f.chain)))
 		case n >= 82:
 			// The task is done with: deleted (waiters_test.go).
-			w.deleteTask(f, level{name: "root", proc: f.proc, agent: f.agent, taskID: f.taskID}, " finished")
+			if w.hooksDelivered(f, v) {
+				w.deleteTask(f, level{name: "root", proc: f.proc, agent: f.agent, taskID: f.taskID}, " finished")
+			}
 			return
 		default:
 			return

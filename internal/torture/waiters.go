@@ -417,6 +417,11 @@ func (c *checker) waiterAnswerAgrees(b *waiterBinding, a answered, rids []string
 			c.add(7, rids, ops, nil, "%s was answered success with status %s", what, a.result.Status)
 		}
 	case WaiterFailure:
+		if a.call.Error == "Hitch.task_not_found" && c.isGone(rid) {
+			// Its task was deleted before the answer went out: the
+			// notifier's answer for a gone task (docs/api.md, Delete a task).
+			return
+		}
 		if a.result != nil && !Terminal(a.result.Status) {
 			c.add(7, rids, ops, nil, "%s was answered failure with status %s", what, a.result.Status)
 		}

@@ -143,6 +143,15 @@ func TestCheckWaitersAndDeletes(t *testing.T) {
 			in.Ops[0], in.Waiters = w.Ops[0], w.Waiters[:1]
 			return in
 		}, want: []int{7}, mutate: func(*Input) {}},
+		{name: "a deleted task's token answered task_not_found", base: func() Input {
+			in := deleted()
+			w := waited(WaiterTaskToken, "")()
+			in.Ops[0], in.Waiters = w.Ops[0], append(w.Waiters[:1], failure(WaiterTaskToken, "w1", "task_not_found", 2.2))
+			return in
+		}, mutate: func(*Input) {}},
+		{name: "a live task's token answered task_not_found", base: waited(WaiterTaskToken, ""), want: []int{7}, mutate: func(in *Input) {
+			in.Waiters[1] = failure(WaiterTaskToken, "w1", "task_not_found", 1.4)
+		}},
 		{name: "a deleted task's end webhook lost", base: deleted, want: []int{7}, mutate: func(in *Input) {
 			in.Deliveries = in.Deliveries[:1]
 		}},

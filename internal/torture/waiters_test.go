@@ -212,3 +212,33 @@ func (w *worker) deleteTask(f *flow, l level, note string) *Op {
 	w.g.c.rec.Amend(op, func(op *Op) { op.After = after })
 	return op
 }
+
+// hooksDelivered waits (up to 20 s) until the receiver accepted the end
+// webhook of each request the finished task shows. A webhook still owed
+// when its task is deleted is dropped (docs/api.md, Delete a task: its
+// result went with the task), so the workload deletes a task only once
+// its webhooks are in; false leaves it.
+func (w *worker) hooksDelivered(f *flow, v *Task) bool {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := map[string]bool{}
+		for _, d := range w.g.c.recv.Deliveries() {
+			if d.Proc == f.proc && d.Accepted() && d.Verified {
+				got[d.RequestID+" "+d.Type] = true
+			}
+		}
+		done := true
+		for _, r := range v.Requests {
+			if Terminal(r.Status) && !got[r.RequestID+" request."+strings.ToLower(r.Status)] {
+				done = false
+			}
+		}
+		if done {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
