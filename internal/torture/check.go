@@ -183,6 +183,17 @@ func (c *checker) toolName(e Execution) string {
 	return "fx_" + e.Tool
 }
 
+// down is whether proc was down (killed, stopped or restarting) at some
+// moment of [from, to].
+func (c *checker) down(proc string, from, to time.Time) bool {
+	for _, f := range c.in.Faults {
+		if f.Proc == proc && !f.Start.After(to) && (f.End.IsZero() || !f.End.Before(from)) {
+			return true
+		}
+	}
+	return false
+}
+
 // faultBetween is whether a fault of proc began in [from, to].
 func (c *checker) faultBetween(proc string, from, to time.Time) bool {
 	for _, f := range c.in.Faults {
@@ -204,6 +215,12 @@ func (c *checker) faultBetween(proc string, from, to time.Time) bool {
 func (c *checker) remotePartRefused(op Op, call *Call) bool {
 	if op.Status != 200 || call.Req.Proc == op.Proc {
 		return false
+	}
+	if r := op.Result(); r != nil && r.Status == "Paused" && call.Decision == nil && c.down(call.Req.Proc, op.Start, op.End) {
+		// The leaf's system was down while the part was to be sent: the
+		// caller paused again on that call alone (docs/api.md, Agents as
+		// tools), its 200 Paused claiming nothing of it (seed 673102469).
+		return true
 	}
 	if d := call.Decision; d != nil {
 		return d.Approver != ApproverExpiry && d.DecidedAt.Before(op.End)

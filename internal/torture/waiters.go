@@ -146,7 +146,7 @@ type goneReq struct {
 }
 
 // findDeleted gathers the requests of tasks removed by an accepted
-// delete: those the read before it showed, and those the flow's
+// delete (or one without an answer): those the read before it showed, and those the flow's
 // operations on the same process named (the deleted task's local
 // children go with it).
 func (c *checker) findDeleted() {
@@ -156,7 +156,9 @@ func (c *checker) findDeleted() {
 		byFlow[op.Flow] = append(byFlow[op.Flow], op)
 	}
 	for _, op := range c.in.Ops {
-		if op.Kind != OpDelete || op.Status < 200 || op.Status >= 300 {
+		// A delete without an answer may have landed: its task's
+		// requests are gone if the final state does not show them.
+		if op.Kind != OpDelete || (op.Status != 0 && (op.Status < 200 || op.Status >= 300)) {
 			continue
 		}
 		if before, ok := parseSnapshot(op.Before); ok {

@@ -165,6 +165,30 @@ func TestCheckWaitersAndDeletes(t *testing.T) {
 			in.Ops[2].Status, in.Ops[2].Resp, in.Ops[2].After = 204, "", snapshot(nil, 404)
 			in.Tasks = nil
 		}},
+		{name: "a delete without an answer that landed", base: deleted, mutate: func(in *Input) {
+			in.Ops[2].Status, in.Ops[2].After, in.Ops[2].Err = 0, "", "EOF"
+		}},
+		{name: "a delete without an answer that did not land", base: deleted, mutate: func(in *Input) {
+			in.Ops[2].Status, in.Ops[2].After, in.Ops[2].Err = 0, "", "EOF"
+			in.Tasks = clean().Tasks
+		}},
+		{name: "a caller's decision answered 200 Paused while its remote leaf's process was down", base: chain, mutate: func(in *Input) {
+			// Seed 673102469: the caller's part for the remote leaf could
+			// not be sent, and the caller paused again on that call alone.
+			in.Tasks[1].Requests[0].Status, in.Tasks[1].Requests[0].Decisions = "Paused", nil
+			in.Tasks[1].Items = in.Tasks[1].Items[:2]
+			in.Tasks[1].Status, in.Tasks[1].Round = "Paused", 1
+			in.Tasks[1].Pending = []PendingView{{ToolCallID: "c9", Name: "fx_effect", Round: 1, ExpiresAt: at(3600)}}
+			in.Tasks[0].Requests[0].Status, in.Tasks[0].Status, in.Tasks[0].Round = "Paused", "Paused", 2
+			in.Tasks[0].Items = in.Tasks[0].Items[:2]
+			in.Tasks[0].WaitingOn = []WaitingOn{{Agent: "leaf", TaskID: tRem, RequestID: rRem}}
+			in.Tasks[0].Requests[0].Decisions = nil
+			in.Ledger = nil
+			in.Ops[1].Resp = rr(rTop, tTop, "Paused", 2)
+			in.Deliveries = []Delivery{hook(ProcA, "msg_1", "request.paused", rTop, 1, 0.6), hook(ProcA, "msg_2", "request.paused", rTop, 2, 1.6),
+				hook(ProcB, "msg_3", "request.paused", rRem, 1, 0.6)}
+			in.Faults = []Fault{{Kind: FaultKillBefore, Proc: ProcB, Start: at(0.8), End: at(2)}}
+		}},
 		{name: "a refused delete changed nothing", base: refusedDelete, mutate: func(*Input) {}},
 		{name: "a refused delete took the history", base: refusedDelete, want: []int{5}, mutate: func(in *Input) {
 			lt := *leafTask(in)
