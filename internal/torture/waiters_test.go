@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/hitch-agents/hitch/internal/chaos"
+	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/sfnfake"
 	"github.com/hitch-agents/hitch/internal/tools/fakelambda"
 )
@@ -102,8 +103,8 @@ func sortWaiterCalls(cs []WaiterCall) {
 }
 
 // direct sends one recorded op through a process's Lambda API: op.Body is
-// the direct payload. A function error is recorded as the HTTP route's
-// error body ({"error": {"code", "message"}}) with status 400.
+// the direct payload. A function error (Hitch.<code>) is recorded as the
+// HTTP route would answer it: the code's status, {"error": {"code", "message"}}.
 func (c *cluster) direct(op Op) *Op {
 	op.Method = MethodLambda
 	rec := c.rec.Begin(op)
@@ -120,8 +121,9 @@ func (c *cluster) direct(op Op) *Op {
 			ErrorMessage string `json:"errorMessage"`
 		}
 		_ = json.Unmarshal(out.Payload, &fe)
-		b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": strings.TrimPrefix(fe.ErrorType, "Hitch."), "message": fe.ErrorMessage}})
-		status, resp = 400, string(b)
+		code := strings.TrimPrefix(fe.ErrorType, "Hitch.")
+		b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": fe.ErrorMessage}})
+		status, resp = httpapi.StatusOf(code), string(b)
 	}
 	c.rec.Finish(rec, status, resp, nil)
 	c.observe(rec.End, out.Payload)
