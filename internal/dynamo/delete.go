@@ -71,8 +71,10 @@ func (st *Store) metaRefused(err error) (gone bool, _ error) {
 	return false, &agent.ConflictError{Current: cur}
 }
 
-// sweep deletes every item of the task but its META, then its session index
-// entry.
+// sweep deletes every item of the task but its META, its outbox items and
+// its waiters' tokens, then its session index entry. Those stay: what a
+// committed pause or end owes still goes out (docs/api.md, Delete a task),
+// and the notifier deletes each once delivered.
 func (st *Store) sweep(ctx context.Context, t *agent.Task) error {
 	keys, err := st.taskKeys(ctx, t.ID)
 	if err != nil {
@@ -80,8 +82,8 @@ func (st *Store) sweep(ctx context.Context, t *agent.Task) error {
 	}
 	var reqs []types.WriteRequest
 	for _, it := range keys {
-		if str(it, attrSK) == metaSK {
-			continue // a META written since is not ours to delete
+		if sk := str(it, attrSK); sk == metaSK || strings.HasPrefix(sk, "OUT#") || strings.HasPrefix(sk, "TOK#") {
+			continue // a META written since is not ours to delete; the outbox is owed
 		}
 		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key(str(it, attrPK), str(it, attrSK))}})
 	}

@@ -122,8 +122,9 @@
 // # Delete and retention
 //
 // DeleteTask deletes the META first (version-guarded, so the task is gone
-// at once, from GSI1 too), then the rest of the task with BatchWriteItem,
-// then the session index entry; a crash in between leaves invisible items,
+// at once, from GSI1 too), then the rest of the task but its outbox items
+// and tokens (owed notifications, which the notifier delivers and deletes) with
+// BatchWriteItem, then the session index entry; a crash in between leaves invisible items,
 // which the next DeleteTask of the task sweeps. ExpireTask sets the ttl on
 // the META (version-guarded UpdateItem), then on every live item of the
 // task and on the session index entry; event items keep a sooner ttl.

@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"IdempotentInvokes", testIdempotentInvokes},
 		{"IdempotentResume", testIdempotentResume},
 		{"Delete", testDelete},
+		{"DeleteKeepsOwedNotifications", testDeleteKeepsOwedNotifications},
 		{"Retention", testRetention},
 		{"ConditionalApproval", testConditionalApproval},
 		{"TrustAcrossRoundsRequestsEditsTasks", testTrust},

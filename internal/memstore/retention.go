@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/hitch-agents/hitch/internal/agent"
@@ -33,7 +34,16 @@ func (s *Store) DeleteTask(ctx context.Context, t *agent.Task) (err error) {
 		tr.items = map[int64]record{}
 		tr.reqs = map[string]record{}
 		tr.events = map[string]map[batchKey]record{}
-		tr.keyed = map[string]record{}
+		// The outbox items and the waiters' tokens stay: what a committed
+		// pause or end owes still goes out, and the dispatcher deletes
+		// them (docs/api.md, Delete a task).
+		owed := map[string]record{}
+		for sk, r := range tr.keyed {
+			if strings.HasPrefix(sk, "OUT#") || strings.HasPrefix(sk, "TOK#") {
+				owed[sk] = r
+			}
+		}
+		tr.keyed = owed
 	}
 	if ss := s.sessions[t.SessionID]; ss != nil {
 		delete(ss.index, t.ID)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -25,6 +26,10 @@ type Call struct {
 	Output string // SendTaskSuccess
 	Error  string // SendTaskFailure
 	Cause  string // SendTaskFailure
+	// At is when the call came; Status the HTTP status it was answered
+	// (200, or the refusal's or the injected failure's).
+	At     time.Time
+	Status int
 }
 
 // Server is the fake.
@@ -105,12 +110,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.calls = append(s.calls, Call{Op: op, Token: in.TaskToken, Output: in.Output, Error: in.Error, Cause: in.Cause})
 	code, refused := s.refused[in.TaskToken]
 	broken := s.failNext > 0
 	if broken {
 		s.failNext--
 	}
+	status := http.StatusOK
+	switch {
+	case broken:
+		status = http.StatusInternalServerError
+	case refused:
+		status = http.StatusBadRequest
+	}
+	s.calls = append(s.calls, Call{Op: op, Token: in.TaskToken, Output: in.Output, Error: in.Error, Cause: in.Cause, At: time.Now(), Status: status})
 	s.mu.Unlock()
 	switch {
 	case broken:

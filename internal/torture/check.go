@@ -43,6 +43,9 @@ type Input struct {
 	Observations []Observation
 	// Gone is what the relay of a remote gone for good saw (gone.go).
 	Gone *Gone
+	// Waiters are the calls the processes made to answer task tokens and
+	// durable callbacks (waiters.go).
+	Waiters []WaiterCall
 }
 
 // Violation is a breach of one of the seven invariants (docs/architecture.md, "The guarantees").
@@ -96,6 +99,9 @@ type checker struct {
 	// canceledAt is when a cancel answered 200 Canceled for a request,
 	// the first time.
 	canceledAt map[string]time.Time
+	// gone are the requests of tasks an accepted delete removed
+	// (waiters.go).
+	gone map[string]goneReq
 }
 
 // Check judges the history.
@@ -130,6 +136,7 @@ func Check(in Input) *Result {
 			c.paused[res.RequestID][res.Round] = true
 		}
 	}
+	c.findDeleted()
 	c.atMostOnce()
 	c.onlyApproved()
 	c.onlyAnswered()
@@ -146,6 +153,8 @@ func Check(in Input) *Result {
 	c.expiredInBound()
 	c.nothingLost()
 	c.remoteGone()
+	c.waiters()
+	c.deletes()
 	return c.res
 }
 
@@ -209,6 +218,17 @@ func (c *checker) toolName(e Execution) string {
 	return "fx_" + e.Tool
 }
 
+// down is whether proc was down (killed, stopped or restarting) at some
+// moment of [from, to].
+func (c *checker) down(proc string, from, to time.Time) bool {
+	for _, f := range c.in.Faults {
+		if f.Proc == proc && !f.Start.After(to) && (f.End.IsZero() || !f.End.Before(from)) {
+			return true
+		}
+	}
+	return false
+}
+
 // faultBetween is whether a fault of proc began in [from, to].
 func (c *checker) faultBetween(proc string, from, to time.Time) bool {
 	for _, f := range c.in.Faults {
@@ -230,6 +250,12 @@ func (c *checker) faultBetween(proc string, from, to time.Time) bool {
 func (c *checker) remotePartRefused(op Op, call *Call) bool {
 	if op.Status != 200 || call.Req.Proc == op.Proc {
 		return false
+	}
+	if r := op.Result(); r != nil && r.Status == "Paused" && call.Decision == nil && c.down(call.Req.Proc, op.Start, op.End) {
+		// The leaf's system was down while the part was to be sent: the
+		// caller paused again on that call alone (docs/api.md, Agents as
+		// tools), its 200 Paused claiming nothing of it (seed 673102469).
+		return true
 	}
 	if d := call.Decision; d != nil {
 		return d.Approver != ApproverExpiry && d.DecidedAt.Before(op.End)
@@ -485,6 +511,9 @@ func (c *checker) cancelMeansCancel() {
 			continue
 		}
 		r := c.w.Reqs[res.RequestID]
+		if r == nil && c.isGone(res.RequestID) {
+			continue
+		}
 		if r == nil {
 			c.add(3, []string{res.RequestID}, []int{op.ID}, nil, "a cancel answered 200 Canceled for request %s, which no task shows", res.RequestID)
 			continue
@@ -603,6 +632,9 @@ func (c *checker) historyTellsTruth() {
 	c.agentCallsTellTruth()
 	for _, e := range c.in.Ledger {
 		call := c.w.Calls[e.Key]
+		if call == nil && c.isGone(e.RequestID) {
+			continue
+		}
 		if call == nil {
 			c.add(4, []string{e.RequestID}, c.ridOps[e.RequestID], []int{e.N}, "%s (tag %s) ran as %s, a call no history shows", e.Tool, e.Tag, e.Key)
 			continue
@@ -704,7 +736,11 @@ func (c *checker) answersAgree() {
 		res := op.Result()
 		if Terminal(res.Status) {
 			r := c.w.Reqs[res.RequestID]
-			if r == nil {
+			if r == nil && c.isGone(res.RequestID) {
+				if g := c.gone[res.RequestID]; g.status != "" && Terminal(g.status) && finalOutcome(&Req{Status: g.status, ErrorCode: g.code}) != o {
+					c.add(5, []string{res.RequestID}, []int{op.ID, g.op}, nil, "op #%d answered %s for %s, but the read before its task's delete showed %s", op.ID, o, short(res.RequestID), g.status)
+				}
+			} else if r == nil {
 				c.add(5, []string{res.RequestID}, []int{op.ID}, nil, "op #%d answered %s for request %s, which no task shows", op.ID, o, res.RequestID)
 			} else if got := finalOutcome(r); got != o {
 				c.add(5, []string{r.ID}, append([]int{op.ID}, c.ridOps[r.ID]...), nil, "op #%d answered %s for %s %s, but GET task shows %s", op.ID, o, r.Agent, short(r.ID), got)
@@ -793,7 +829,7 @@ func (c *checker) nothingLost() {
 		if op.Kind != OpInvoke && op.Kind != OpFollow && op.Kind != OpEdit {
 			continue
 		}
-		if r := op.Result(); r != nil && c.w.Reqs[r.RequestID] == nil {
+		if r := op.Result(); r != nil && c.w.Reqs[r.RequestID] == nil && !c.isGone(r.RequestID) {
 			c.add(7, []string{r.RequestID}, []int{op.ID}, nil, "op #%d created request %s, which no task shows", op.ID, r.RequestID)
 		}
 	}
@@ -842,6 +878,8 @@ type webhookItem struct {
 	firstStart    time.Time
 	firstAccepted time.Time
 	accepted      bool
+	// redelivered counts the attempts after the first accepted one.
+	redelivered int
 }
 
 func (it *webhookItem) rank() int {
@@ -869,6 +907,7 @@ func (c *checker) webhooks() {
 		if d.Accepted() {
 			if it.accepted {
 				c.res.Redelivered++
+				it.redelivered++
 			} else {
 				it.accepted, it.firstAccepted = true, d.End
 			}
@@ -881,6 +920,30 @@ func (c *checker) webhooks() {
 			}
 		}
 		return false
+	}
+	for _, k := range sortedKeys(items) {
+		// At least once is the promise; more than one redelivery of an item
+		// already accepted is not a lost answer but a loop.
+		if it := items[k]; it.redelivered > 1 {
+			c.add(7, []string{it.requestID}, c.ridOps[it.requestID], nil, "webhook %s (%s of %s) was delivered again %d times after a 2xx", it.id, it.typ, short(it.requestID), it.redelivered)
+		}
+	}
+	for _, rid := range sortedKeys(c.gone) {
+		// A task deleted once it ended: its end's webhook still goes out.
+		g := c.gone[rid]
+		if !Terminal(g.status) || !c.isGone(rid) {
+			continue
+		}
+		typ := "request." + strings.ToLower(g.status)
+		found := false
+		for _, d := range c.in.Deliveries {
+			if d.RequestID == rid && d.Type == typ && d.Verified && d.Accepted() {
+				found = true
+			}
+		}
+		if !found {
+			c.add(7, []string{rid}, append([]int{g.op}, c.ridOps[rid]...), nil, "no %s webhook was delivered for %s, which ended before the delete of its task (op #%d)", typ, short(rid), g.op)
+		}
 	}
 	for _, r := range c.w.Order {
 		ops := c.ridOps[r.ID]

@@ -44,6 +44,9 @@ type cluster struct {
 	procs  map[string]*proc
 	// gone is the relay between A's gmid and B that goes away (gone_test.go).
 	gone *goneRelay
+	// waiters are each process's Step Functions and Lambda fakes
+	// (waiters_test.go).
+	waiters map[string]*waiterFakes
 }
 
 func startCluster(t *testing.T, seed uint64, dir string) *cluster {
@@ -99,14 +102,21 @@ func startCluster(t *testing.T, seed uint64, dir string) *cluster {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { logf.Close() })
+		wenv, wargs := c.startWaiters(t, name)
+		if name == ProcB {
+			// Retention on one process: every item of a finished task
+			// carries a ttl, cleared when the task runs again.
+			wargs = append(wargs, "--retention-days", "1")
+		}
 		relay := chaos.NewRelay(endpoint)
 		rs := httptest.NewServer(relay)
 		t.Cleanup(rs.Close)
 		p := &chaos.Process{Bin: bin, Addr: addrs[name], Log: logf,
-			Env: []string{"TORTURE_WEBHOOK_SECRET=" + WebhookSecret, "HITCH_REMOTE_TOKEN=Bearer " + User},
+			Env: append([]string{"TORTURE_WEBHOOK_SECRET=" + WebhookSecret, "HITCH_REMOTE_TOKEN=Bearer " + User}, wenv...),
 			Args: []string{"--agents", agentDir, "--store", "dynamodb", "--dynamodb-endpoint", rs.URL,
 				"--table", table + "-" + name, "--create-table", "--a2a-poll", "1s",
 				"--request-timeout", "2m", "--shutdown-timeout", "5s"}}
+		p.Args = append(p.Args, wargs...)
 		if err := p.Start(60 * time.Second); err != nil {
 			t.Fatalf("%v; see %s", err, logf.Name())
 		}

@@ -44,6 +44,13 @@
 // (before or after it lands), stops one past its lease (SIGSTOP for 20 s,
 // then SIGCONT or SIGKILL), or restarts one, and records each fault.
 //
+// Some invokes and decisions at the root go through each process's Lambda
+// API (--lambda-addr) with a Step Functions task token or a durable
+// callback id; each process answers them to fakes of its own
+// (internal/sfnfake, internal/tools/fakelambda) that record every call
+// (WaiterCall). Finished roots are deleted, and Paused levels sent deletes
+// that must be refused, each read before and after (waiters.go).
+//
 // Then the faults stop; after a quiet period (the lease, the reaper's
 // sweep, the work left) the final state of both processes is read back —
 // every task, children included, in full — and Check judges the history.
@@ -86,7 +93,13 @@
 //     outcome (answers, webhooks, GET task); each end and each pause (each
 //     round decided, answered or shown) has its webhook, delivered to the
 //     2xx receiver, verified, in commit order per request, a delivery
-//     starting only after the previous one was accepted.
+//     starting only after the previous one was accepted, and delivered
+//     again at most once after a 2xx. A task token or callback is answered
+//     (success or failure) at most once, as its request ended (or paused,
+//     with on_pause return), and at least once when it did; a deleted
+//     request is not lost, and its end still owes its webhook and waiters.
+//     Deletes (under 5): a 204 leaves a 404 and never removed a task
+//     Running or Paused; a 409 changes nothing.
 //
 // The checker's own tests (check_test.go) feed it small hand-made
 // histories, one breach each, and a clean one.

@@ -219,7 +219,13 @@ func (w *worker) flow() {
 	f := &flow{id: int(w.g.flows.Add(1))}
 	f.chain = w.g.chains[w.rng.IntN(len(w.g.chains))]
 	f.proc, f.agent = f.chain.Proc, f.chain.Agents[0]
-	res := w.send(f, OpInvoke, "/agents/"+f.agent+"/invoke", itemsBody("", w.message(f.chain)))
+	var res *RequestResult
+	if w.rng.IntN(3) == 0 {
+		// Through the Lambda API, with a task token or a callback id.
+		res = w.sendDirect(f, w.message(f.chain))
+	} else {
+		res = w.send(f, OpInvoke, "/agents/"+f.agent+"/invoke", itemsBody("", w.message(f.chain)))
+	}
 	if res == nil {
 		return
 	}
@@ -258,6 +264,12 @@ func (w *worker) flow() {
 			}
 			rid := live[w.rng.IntN(len(live))]
 			res = w.send(f, OpEdit, "/agents/"+f.agent+"/tasks/"+f.taskID+"/requests/"+rid+"/edit", itemsBody("", w.message(f.chain)))
+		case n >= 82:
+			// The task is done with: deleted (waiters_test.go).
+			if w.hooksDelivered(f, v) {
+				w.deleteTask(f, level{name: "root", proc: f.proc, agent: f.agent, taskID: f.taskID}, " finished")
+			}
+			return
 		default:
 			return
 		}
@@ -711,7 +723,7 @@ func (w *worker) decideStep(f *flow, v *Task) bool {
 	}
 	at := func() level { return ls[w.rng.IntN(len(ls))] }
 	kinds := map[string]int{"approve": 30, "reject": 8, "mixed": 14, "twice": 8, "race": 8, "conflict": 7,
-		"cancel": 10, "cancel-race": 5, "stale": 4, "abandon": 3, "refused": 8}
+		"cancel": 10, "cancel-race": 5, "stale": 4, "abandon": 3, "refused": 8, "direct": 8, "delete": 6}
 	leaves := 0
 	for _, l := range ls {
 		if l.name == "leaf" {
@@ -771,6 +783,14 @@ func (w *worker) decideStep(f *flow, v *Task) bool {
 		w.refused(f, at())
 	case "elicit":
 		w.elicitStep(f, ls)
+	case "direct":
+		// A decision at the root through the Lambda API, with a waiter.
+		body, ds := w.decision(ls[0], []string{"approve", "mixed"}[w.rng.IntN(2)])
+		w.resumeDirect(f, ls[0], body, ds)
+	case "delete":
+		// A delete of a Paused task, or of a child its caller waits on:
+		// refused, changing nothing (waiters_test.go).
+		w.deleteTask(f, at(), " while paused")
 	case "leaves-race":
 		// A decision at each leaf's own URL and one at the root, at once:
 		// the root's is all or nothing, whatever the leaves' did.

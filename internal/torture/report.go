@@ -258,6 +258,7 @@ func Shapes(in Input, world *World) map[string]int {
 			m["callers of several children"]++
 		}
 	}
+	waiterShapes(in, m)
 	for _, e := range in.Ledger {
 		if e.Tool == ToolSlow {
 			m["burst legs run"]++

@@ -89,7 +89,7 @@ func TestTorture(t *testing.T) {
 	quietDeadline := run.LoadEnd.Add(settle)
 	lastDeliveries, stableSince := -1, time.Now()
 	for err == nil {
-		n := len(c.recv.Deliveries())
+		n := len(c.recv.Deliveries()) + len(c.waiterCalls())
 		if n != lastDeliveries {
 			lastDeliveries, stableSince = n, time.Now()
 		}
@@ -126,7 +126,7 @@ func TestTorture(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 	in := Input{Ops: c.rec.Ops(), Ledger: c.ledger.Executions(), Answers: c.ledger.Answers(), Tasks: tasks, Deliveries: c.recv.Deliveries(),
-		Faults: c.rec.Faults(), Observations: c.rec.Observations(), Gone: c.gone.state()}
+		Faults: c.rec.Faults(), Observations: c.rec.Observations(), Gone: c.gone.state(), Waiters: c.waiterCalls()}
 	res := Check(in)
 	save(t, dir, in)
 	var b strings.Builder
@@ -222,6 +222,14 @@ func save(t *testing.T, dir string, in Input) {
 	write("deliveries.jsonl", func(enc *json.Encoder) error {
 		for _, d := range in.Deliveries {
 			if err := enc.Encode(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	write("waiters.jsonl", func(enc *json.Encoder) error {
+		for _, wc := range in.Waiters {
+			if err := enc.Encode(wc); err != nil {
 				return err
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Callback is a durable execution callback call the server received: its
@@ -15,6 +16,10 @@ type Callback struct {
 	Op   string
 	ID   string
 	Body []byte
+	// At is when the call came; Status the HTTP status it was answered
+	// (200, or the refusal's or the injected failure's).
+	At     time.Time
+	Status int
 }
 
 // callbackPrefix is the durable callbacks' route (Lambda API 2025-12-01).
@@ -79,12 +84,19 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	s.mu.Lock()
-	s.callbacks = append(s.callbacks, Callback{Op: op, ID: id, Body: body})
 	ref, refused := s.refused[id]
 	fail := s.failNext > 0
 	if fail {
 		s.failNext--
 	}
+	status := http.StatusOK
+	switch {
+	case fail:
+		status = http.StatusInternalServerError
+	case refused:
+		status = ref.status
+	}
+	s.callbacks = append(s.callbacks, Callback{Op: op, ID: id, Body: body, At: time.Now(), Status: status})
 	s.mu.Unlock()
 	switch {
 	case fail:
