@@ -18,7 +18,7 @@ import (
 func chat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("hitch chat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	base := fs.String("url", "http://127.0.0.1:8080", "the API's base URL")
+	base := fs.String("url", envOr("HITCH_URL", defaultURL), "the API's base URL (default: $HITCH_URL, else "+defaultURL+")")
 	agentName := fs.String("agent", "assistant", "the agent to talk to")
 	token := fs.String("token", "dev", "the bearer token (with dev auth: the user id)")
 	a2aURL := fs.String("a2a", "", "talk to any A2A agent instead: its base URL (the Agent Card is at URL/.well-known/agent-card.json), e.g. http://127.0.0.1:8080/a2a/assistant")
