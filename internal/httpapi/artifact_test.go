@@ -381,7 +381,7 @@ func TestEditHidesArtifacts(t *testing.T) {
 
 // An artifact downloads under its name in every client (RFC 6266): an
 // ASCII filename="…" for those that read only it (curl -OJ), then
-// filename*=UTF-8''… for the rest.
+// filename*=UTF-8”… for the rest.
 func TestContentDisposition(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"report.md", `attachment; filename="report.md"; filename*=UTF-8''report.md`},
