@@ -17,9 +17,14 @@ LAMBDA_BUILD := -tags lambda.norpc,grpcnotrace -trimpath -ldflags "-s -w"
 .PHONY: run run-remote run-webhooks example-durable test test-go chaos-short chaos torture torture-short lint cfn-lint bench build tools clean \
 	build-InvokeFunction build-ResumeFunction build-GetTaskFunction build-AuthorizerFunction build-NotifierFunction
 
-## run: serve the API and the console (/console/) on 127.0.0.1:8080 (in-memory store, dev auth, local model)
+## run: serve the API and the console (/console/) on ADDR, default 127.0.0.1:8080 (in-memory store, dev auth, local model);
+## `make run ADDR=127.0.0.1:9090` for another port (then HITCH_URL=http://127.0.0.1:9090 for hitch chat)
+ADDR ?= 127.0.0.1:8080
 run:
-	$(GO) run ./cmd/hitch serve --agents agents --a2a-default-agent assistant
+	@echo "make run: building bin/hitch (go build ./cmd/hitch; the first build downloads and compiles the modules: minutes)"
+	$(GO) build -o bin/hitch ./cmd/hitch
+	@echo "make run: serving on http://$(ADDR) (the console: http://$(ADDR)/console/); Ctrl-C stops it"
+	bin/hitch serve --addr $(ADDR) --agents agents --a2a-default-agent assistant
 
 ## run-remote: a second Hitch on 127.0.0.1:8081 whose agent `front` calls the assistant
 ## of `make run` (on :8080, started first) over A2A, as the user bob

@@ -5,12 +5,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/hitch-agents/hitch/internal/schema"
 )
 
 // chat is a terminal client: each line is a message to one task, answers
@@ -18,7 +23,7 @@ import (
 func chat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("hitch chat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	base := fs.String("url", "http://127.0.0.1:8080", "the API's base URL")
+	base := fs.String("url", envOr("HITCH_URL", defaultURL), "the API's base URL (default: $HITCH_URL, else "+defaultURL+")")
 	agentName := fs.String("agent", "assistant", "the agent to talk to")
 	token := fs.String("token", "dev", "the bearer token (with dev auth: the user id)")
 	a2aURL := fs.String("a2a", "", "talk to any A2A agent instead: its base URL (the Agent Card is at URL/.well-known/agent-card.json), e.g. http://127.0.0.1:8080/a2a/assistant")
@@ -31,14 +36,14 @@ func chat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return chatA2A(ctx, *a2aURL, *token, bufio.NewScanner(stdin), stdout)
 	}
 	c := &chatClient{ctx: ctx, base: strings.TrimRight(*base, "/"), agent: *agentName, token: *token,
-		in: bufio.NewScanner(stdin), out: stdout, raw: raw}
+		in: readLines(stdin), out: stdout, raw: raw}
 	fmt.Fprintf(stdout, "hitch chat with %s at %s; /quit to leave\n", c.agent, c.base)
 	for {
 		fmt.Fprint(stdout, "> ")
-		if !c.in.Scan() {
+		line, err := c.readLine()
+		if err != nil {
 			return nil
 		}
-		line := strings.TrimSpace(c.in.Text())
 		switch {
 		case line == "":
 			continue
@@ -51,18 +56,103 @@ func chat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			body["task_id"] = c.taskID
 		}
 		if err := c.stream("/agents/"+c.agent+"/invoke", body); err != nil {
+			if errors.Is(err, errInterrupted) {
+				return nil
+			}
 			fmt.Fprintln(stdout, "error:", err)
 		}
+	}
+}
+
+// errInterrupted: Ctrl-C (the chat's context ended) at a prompt.
+var errInterrupted = errors.New("interrupted")
+
+// interruptReason is the reason sent for what Ctrl-C at a prompt declined.
+const interruptReason = "declined in hitch chat: interrupted (Ctrl-C)"
+
+// readLines reads r's lines in the background, so that a prompt can wait
+// for a line or for Ctrl-C, whichever comes first.
+func readLines(r io.Reader) <-chan string {
+	ch := make(chan string)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+	}()
+	return ch
+}
+
+// readLine is the next line typed, trimmed: io.EOF at the input's end,
+// errInterrupted when the chat's context ends first.
+func (c *chatClient) readLine() (string, error) {
+	select {
+	case <-c.ctx.Done():
+		return "", errInterrupted
+	case line, ok := <-c.in:
+		if !ok {
+			c.eof = true
+			return "", io.EOF
+		}
+		return strings.TrimSpace(line), nil
+	}
+}
+
+// interrupted is called when Ctrl-C came at a prompt: the decline that
+// follows still goes out (for up to 10 s), so the task is not left Paused.
+func (c *chatClient) interrupted() {
+	if !c.quitting {
+		c.quitting = true
+		fmt.Fprintln(c.out, "\n[Ctrl-C: declining, then leaving]")
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), 10*time.Second)
+		c.ctx, c.stop = ctx, cancel
+	}
+}
+
+// refusedError is a response other than 200: status, code and message.
+type refusedError struct {
+	status        int
+	code, message string
+}
+
+func (e *refusedError) Error() string { return fmt.Sprintf("%d %s: %s", e.status, e.code, e.message) }
+
+// resume sends a paused round's decisions, built by ask; after a 400 it
+// shows the reason and asks again; after Ctrl-C at a prompt it sends what
+// ask declined and ends the chat.
+func (c *chatClient) resume(paused map[string]any, ask func() map[string]any) error {
+	for {
+		body := ask()
+		err := c.stream(paused["resume_url"].(string), body)
+		if c.quitting {
+			if c.stop != nil {
+				c.stop()
+			}
+			if err != nil {
+				fmt.Fprintln(c.out, "error:", err)
+			}
+			return errInterrupted
+		}
+		var re *refusedError
+		if errors.As(err, &re) && re.status == http.StatusBadRequest && !c.eof {
+			fmt.Fprintf(c.out, "refused: %s\nagain:\n", re.message)
+			continue
+		}
+		return err
 	}
 }
 
 type chatClient struct {
 	ctx                context.Context
 	base, agent, token string
-	in                 *bufio.Scanner
-	out                io.Writer // termWriter: text from elsewhere made safe
-	raw                io.Writer // the terminal, for Hitch's own escapes
+	in                 <-chan string // the lines typed (readLines)
+	out                io.Writer     // termWriter: text from elsewhere made safe
+	raw                io.Writer     // the terminal, for Hitch's own escapes
 	taskID             string
+	quitting           bool               // Ctrl-C came at a prompt
+	eof                bool               // the input has ended
+	stop               context.CancelFunc // the decline's deadline, after Ctrl-C
 }
 
 // stream posts body with Accept: text/event-stream and prints the events;
@@ -85,7 +175,7 @@ func (c *chatClient) stream(path string, body any) error {
 			Error struct{ Code, Message string }
 		}
 		_ = json.NewDecoder(resp.Body).Decode(&e)
-		return fmt.Errorf("%d %s: %s", resp.StatusCode, e.Error.Code, e.Error.Message)
+		return &refusedError{status: resp.StatusCode, code: e.Error.Code, message: e.Error.Message}
 	}
 	var name string
 	var paused map[string]any
@@ -143,98 +233,149 @@ func (c *chatClient) decide(paused map[string]any) error {
 	if inputs, _ := paused["pending_inputs"].([]any); len(inputs) > 0 {
 		return c.answer(paused, approvals, inputs)
 	}
-	for _, p := range approvals {
-		pa := p.(map[string]any)
-		in, _ := json.Marshal(pa["input"])
-		fmt.Fprintf(c.out, "needs approval: %s %s (until %s)\n", pa["name"], in, pa["expires_at"])
-		if rule, ok := pa["rule"].(string); ok {
-			fmt.Fprintf(c.out, "  asked by the rule %s\n", rule)
+	return c.resume(paused, func() map[string]any {
+		for _, p := range approvals {
+			pa := p.(map[string]any)
+			in, _ := json.Marshal(pa["input"])
+			fmt.Fprintf(c.out, "needs approval: %s %s (until %s)\n", pa["name"], in, pa["expires_at"])
+			if rule, ok := pa["rule"].(string); ok {
+				fmt.Fprintf(c.out, "  asked by the rule %s\n", rule)
+			}
 		}
-	}
-	fmt.Fprint(c.out, "approve? [y/N, a: yes and don't ask again in this task] ")
-	action, remember := "reject", false
-	if c.in.Scan() {
-		switch answer := strings.ToLower(strings.TrimSpace(c.in.Text())); {
-		case strings.HasPrefix(answer, "y"):
+		fmt.Fprint(c.out, "approve? [y/N, a: yes and don't ask again in this task] ")
+		action, remember, reason := "reject", false, "rejected in hitch chat"
+		switch answer, err := c.readLine(); {
+		case errors.Is(err, errInterrupted):
+			c.interrupted()
+			reason = interruptReason
+		case strings.HasPrefix(strings.ToLower(answer), "y"):
 			action = "approve"
-		case strings.HasPrefix(answer, "a"):
+		case strings.HasPrefix(strings.ToLower(answer), "a"):
 			action, remember = "approve", true
 		}
-	}
-	body := map[string]any{"action": action, "round": paused["round"]}
-	if remember {
-		body["remember"] = "task"
-	}
-	if action == "reject" {
-		body["reason"] = "rejected in hitch chat"
-	}
-	return c.stream(paused["resume_url"].(string), body)
+		body := map[string]any{"action": action, "round": paused["round"]}
+		if remember {
+			body["remember"] = "task"
+		}
+		if action == "reject" {
+			body["reason"] = reason
+		}
+		return body
+	})
 }
 
 // answer asks for each pending input in the terminal (and, when the round
 // holds approvals too, whether to approve them), then resumes with
 // decisions for every call. An empty line declines an input.
 func (c *chatClient) answer(paused map[string]any, approvals, inputs []any) error {
-	var decisions []map[string]any
-	for _, p := range inputs {
-		in := p.(map[string]any)
-		d := map[string]any{"tool_call_id": in["tool_call_id"]}
-		if in["kind"] == "elicitation" {
-			d["action"], d["result"] = "answer", c.elicit(in)
+	return c.resume(paused, func() map[string]any {
+		var decisions []map[string]any
+		for _, p := range inputs {
+			in := p.(map[string]any)
+			d := map[string]any{"tool_call_id": in["tool_call_id"]}
+			switch {
+			case c.quitting:
+				d["action"], d["reason"] = "reject", interruptReason
+			case in["kind"] == "elicitation":
+				d["action"], d["result"] = "answer", c.elicit(in)
+			default:
+				c.askInput(in, d)
+			}
 			decisions = append(decisions, d)
-			continue
 		}
-		choices, _ := in["choices"].([]any)
-		_, hasSchema := in["schema"]
-		if in["kind"] == "question" {
-			fmt.Fprintf(c.out, "%s asks: %s\n", in["name"], in["question"])
-			for i, ch := range choices {
-				fmt.Fprintf(c.out, "  %d. %s\n", i+1, ch)
+		if len(approvals) > 0 {
+			action, reason := "reject", "rejected in hitch chat"
+			if c.quitting {
+				reason = interruptReason
+			} else {
+				for _, p := range approvals {
+					pa := p.(map[string]any)
+					args, _ := json.Marshal(pa["input"])
+					fmt.Fprintf(c.out, "needs approval: %s %s (until %s)\n", pa["name"], args, pa["expires_at"])
+				}
+				fmt.Fprint(c.out, "approve? [y/N] ")
+				switch line, err := c.readLine(); {
+				case errors.Is(err, errInterrupted):
+					c.interrupted()
+					reason = interruptReason
+				case strings.HasPrefix(strings.ToLower(line), "y"):
+					action = "approve"
+				}
 			}
-		} else {
-			args, _ := json.Marshal(in["input"])
-			fmt.Fprintf(c.out, "the client tool %s %s needs its result", in["name"], args)
-			if hasSchema {
-				schema, _ := json.Marshal(in["schema"])
-				fmt.Fprintf(c.out, " (JSON fitting %s)", schema)
+			for _, p := range approvals {
+				d := map[string]any{"tool_call_id": p.(map[string]any)["tool_call_id"], "action": action}
+				if action == "reject" {
+					d["reason"] = reason
+				}
+				decisions = append(decisions, d)
 			}
-			fmt.Fprintln(c.out)
 		}
+		// The round always goes with the decisions: a call that asks again in
+		// a later round keeps its id (docs/api.md ResumeRequest).
+		return map[string]any{"decisions": decisions, "round": paused["round"]}
+	})
+}
+
+// askInput asks a question or a client tool's result into d, asking again
+// until the answer fits the choices or the schema (the server checks the
+// same: docs/api.md, "Pauses for input"). An empty line declines.
+func (c *chatClient) askInput(in map[string]any, d map[string]any) {
+	choices, _ := in["choices"].([]any)
+	_, hasSchema := in["schema"]
+	var sch *schema.Schema
+	if hasSchema {
+		raw, _ := json.Marshal(in["schema"])
+		sch, _ = schema.Compile(raw) // one that does not compile: the server says so
+	}
+	if in["kind"] == "question" {
+		fmt.Fprintf(c.out, "%s asks: %s\n", in["name"], in["question"])
+		for i, ch := range choices {
+			fmt.Fprintf(c.out, "  %d. %s\n", i+1, ch)
+		}
+	} else {
+		args, _ := json.Marshal(in["input"])
+		fmt.Fprintf(c.out, "the client tool %s %s needs its result", in["name"], args)
+		if hasSchema {
+			raw, _ := json.Marshal(in["schema"])
+			fmt.Fprintf(c.out, " (JSON fitting %s)", raw)
+		}
+		fmt.Fprintln(c.out)
+	}
+	for {
 		fmt.Fprint(c.out, "answer (empty: decline)> ")
-		line := ""
-		if c.in.Scan() {
-			line = strings.TrimSpace(c.in.Text())
-		}
+		line, err := c.readLine()
 		switch {
+		case errors.Is(err, errInterrupted):
+			c.interrupted()
+			d["action"], d["reason"] = "reject", interruptReason
+			return
 		case line == "":
 			d["action"], d["reason"] = "reject", "declined in hitch chat"
-		default:
-			d["action"], d["result"] = "answer", chatResult(line, choices, hasSchema || in["kind"] == "client")
+			return
 		}
-		decisions = append(decisions, d)
+		result := chatResult(line, choices, hasSchema || in["kind"] == "client")
+		if problem := checkAnswer(result, choices, sch); problem != "" {
+			fmt.Fprintf(c.out, "%s; again:\n", problem)
+			continue
+		}
+		d["action"], d["result"] = "answer", result
+		return
 	}
-	if len(approvals) > 0 {
-		for _, p := range approvals {
-			pa := p.(map[string]any)
-			args, _ := json.Marshal(pa["input"])
-			fmt.Fprintf(c.out, "needs approval: %s %s (until %s)\n", pa["name"], args, pa["expires_at"])
-		}
-		fmt.Fprint(c.out, "approve? [y/N] ")
-		action := "reject"
-		if c.in.Scan() && strings.HasPrefix(strings.ToLower(strings.TrimSpace(c.in.Text())), "y") {
-			action = "approve"
-		}
-		for _, p := range approvals {
-			d := map[string]any{"tool_call_id": p.(map[string]any)["tool_call_id"], "action": action}
-			if action == "reject" {
-				d["reason"] = "rejected in hitch chat"
-			}
-			decisions = append(decisions, d)
+}
+
+// checkAnswer is what is wrong with an answer, or "": one of the choices
+// when there are any, a value fitting the schema when there is one.
+func checkAnswer(result any, choices []any, sch *schema.Schema) string {
+	if len(choices) > 0 && !slices.Contains(choices, result) {
+		return fmt.Sprintf("not one of the choices: type its number (1 to %d) or the choice itself", len(choices))
+	}
+	if sch != nil {
+		raw, _ := json.Marshal(result)
+		if err := sch.Validate(raw, "the answer"); err != nil {
+			return err.Error()
 		}
 	}
-	// The round always goes with the decisions: a call that asks again in
-	// a later round keeps its id (docs/api.md ResumeRequest).
-	return c.stream(paused["resume_url"].(string), map[string]any{"decisions": decisions, "round": paused["round"]})
+	return ""
 }
 
 // chatResult is a typed answer as a result: a choice's number picks it;
@@ -260,17 +401,29 @@ func chatResult(line string, choices []any, wantJSON bool) any {
 func (c *chatClient) elicit(in map[string]any) map[string]any {
 	decline := map[string]any{"action": "decline"}
 	fmt.Fprintf(c.out, "the MCP server %s (tool %s) asks: %s\n", in["server"], in["name"], in["question"])
+	yes := func(def bool) bool {
+		line, err := c.readLine()
+		if errors.Is(err, errInterrupted) {
+			c.interrupted()
+			return false
+		}
+		line = strings.ToLower(line)
+		if def {
+			return !strings.HasPrefix(line, "n")
+		}
+		return strings.HasPrefix(line, "y")
+	}
 	if u, ok := in["url"].(string); ok && u != "" {
 		fmt.Fprintf(c.out, "  open %s\ndone there? [y/N] ", u)
-		if c.in.Scan() && strings.HasPrefix(strings.ToLower(strings.TrimSpace(c.in.Text())), "y") {
+		if yes(false) {
 			return map[string]any{"action": "accept"}
 		}
 		return decline
 	}
-	schema, _ := in["schema"].(map[string]any)
-	props, _ := schema["properties"].(map[string]any)
+	sch, _ := in["schema"].(map[string]any)
+	props, _ := sch["properties"].(map[string]any)
 	required := map[string]bool{}
-	if rs, ok := schema["required"].([]any); ok {
+	if rs, ok := sch["required"].([]any); ok {
 		for _, r := range rs {
 			if s, ok := r.(string); ok {
 				required[s] = true
@@ -283,7 +436,7 @@ func (c *chatClient) elicit(in map[string]any) map[string]any {
 	}
 	sort.Strings(names)
 	fmt.Fprint(c.out, "fill it in? [Y/n] ")
-	if c.in.Scan() && strings.HasPrefix(strings.ToLower(strings.TrimSpace(c.in.Text())), "n") {
+	if !yes(true) || c.quitting {
 		return decline
 	}
 	content := map[string]any{}
@@ -297,15 +450,36 @@ func (c *chatClient) elicit(in map[string]any) map[string]any {
 		if required[name] {
 			hint += ", required"
 		}
-		fmt.Fprintf(c.out, "  %s (%s)> ", label, hint)
-		if !c.in.Scan() {
+		raw, _ := json.Marshal(p)
+		field, _ := schema.Compile(raw) // one that does not compile: the server says so
+		for {
+			fmt.Fprintf(c.out, "  %s (%s)> ", label, hint)
+			line, err := c.readLine()
+			if errors.Is(err, errInterrupted) {
+				c.interrupted()
+				return decline
+			}
+			if err != nil {
+				return map[string]any{"action": "accept", "content": content}
+			}
+			if line == "" {
+				if required[name] {
+					fmt.Fprintf(c.out, "  %s is required; again (Ctrl-C declines the form):\n", label)
+					continue
+				}
+				break
+			}
+			v := formValue(p, line)
+			if field != nil {
+				b, _ := json.Marshal(v)
+				if err := field.Validate(b, label); err != nil {
+					fmt.Fprintf(c.out, "  %v; again:\n", err)
+					continue
+				}
+			}
+			content[name] = v
 			break
 		}
-		line := strings.TrimSpace(c.in.Text())
-		if line == "" {
-			continue
-		}
-		content[name] = formValue(p, line)
 	}
 	return map[string]any{"action": "accept", "content": content}
 }

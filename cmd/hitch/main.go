@@ -24,7 +24,22 @@ Usage:
                         receive an agent's webhooks, verify and print them
   hitch webhook verify --secret S --id ID --timestamp TS --signature SIG < body
                         check a webhook's signature
+
+Environment: HITCH_ADDR is serve's --addr, HITCH_URL the --url of chat and
+webhook listen, HITCH_MCP_ADDR mcp-example's --addr (a flag wins).
 `
+
+// defaultURL is the API's base URL when neither --url nor HITCH_URL says.
+const defaultURL = "http://127.0.0.1:8080"
+
+// envOr is the environment variable name's value, or def when it is unset
+// or empty: a flag's default that the environment may change.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

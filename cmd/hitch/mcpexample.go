@@ -17,7 +17,7 @@ import (
 func mcpExample(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mcp-example", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8090", "address to listen on")
+	addr := fs.String("addr", envOr("HITCH_MCP_ADDR", "127.0.0.1:8090"), "address to listen on (default: $HITCH_MCP_ADDR, else 127.0.0.1:8090; examples/mcp/tickets.yaml follows the same variable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -20,10 +20,16 @@ import (
 // the URL it prints.
 func startMCPExample(t *testing.T) string {
 	t.Helper()
+	return startMCPExampleArgs(t, "--addr", "127.0.0.1:0")
+}
+
+// startMCPExampleArgs runs `hitch mcp-example` with args.
+func startMCPExampleArgs(t *testing.T, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"mcp-example", "--addr", "127.0.0.1:0"}, io.Discard, pw) }()
+	go func() { done <- run(ctx, append([]string{"mcp-example"}, args...), io.Discard, pw) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -77,7 +83,7 @@ func TestMCPExample(t *testing.T) {
 		{url, []string{"get_time", "tickets_close_ticket", "tickets_reopen_ticket", "tickets_search_notes"}},
 		{"http://127.0.0.1:1/mcp", []string{"get_time"}},
 	} {
-		data := strings.Replace(string(def), "http://127.0.0.1:8090/mcp", tc.url, 1)
+		data := strings.Replace(string(def), "http://${HITCH_MCP_ADDR:-127.0.0.1:8090}/mcp", tc.url, 1)
 		cat, err := catalog.Load(fstest.MapFS{"tickets.yaml": {Data: []byte(data)}}, ".", catalog.Env{})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.url, err)

@@ -74,7 +74,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	c := &serveConfig{}
 	fs := flag.NewFlagSet("hitch serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&c.addr, "addr", envOr("HITCH_ADDR", "127.0.0.1:8080"), "address to listen on (default: $HITCH_ADDR, else 127.0.0.1:8080)")
 	fs.StringVar(&c.agentsDir, "agents", "", "directory of agent definitions (*.yaml); default: the embedded agents/")
 	fs.StringVar(&c.store, "store", "memory", "where state is kept: memory or dynamodb")
 	fs.StringVar(&c.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB endpoint, e.g. http://127.0.0.1:8000 for DynamoDB Local; default: AWS")

@@ -315,7 +315,7 @@ func startTickets(t *testing.T) (string, string) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tickets.yaml"), []byte(strings.Replace(string(def), "http://127.0.0.1:8090/mcp", ex.URL, 1)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "tickets.yaml"), []byte(strings.Replace(string(def), "http://${HITCH_MCP_ADDR:-127.0.0.1:8090}/mcp", ex.URL, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	base, _, _ := startServeDir(t, dir)

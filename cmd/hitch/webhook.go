@@ -20,8 +20,9 @@ import (
 const webhookUsage = `Usage:
   hitch webhook verify --secret S --id ID --timestamp TS --signature SIG < body
         check a received webhook's signature (exit 0: valid)
-  hitch webhook listen [--addr 127.0.0.1:9000] --secret S
-        receive webhooks: verify each and print it
+  hitch webhook listen [--addr 127.0.0.1:9000] [--url API] --secret S
+        receive webhooks: verify each and print it (resume URLs on --url,
+        default $HITCH_URL, else http://127.0.0.1:8080)
 S is the secret itself (whsec_…) or a reference to it (env:NAME).
 `
 
@@ -90,9 +91,14 @@ func webhookListen(ctx context.Context, args []string, stdout, stderr io.Writer,
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:9000", "address to listen on")
 	sec := fs.String("secret", "", "the webhook's secret (whsec_…) or env:NAME")
+	base := fs.String("url", envOr("HITCH_URL", defaultURL), "the API's base URL, before each resume path printed (default: $HITCH_URL, else "+defaultURL+")")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("webhook: unexpected arguments %q", fs.Args())
+	}
+	apiBase := strings.TrimRight(*base, "/")
 	key, err := webhookKey(ctx, *sec)
 	if err != nil {
 		return err
@@ -134,7 +140,11 @@ func webhookListen(ctx context.Context, args []string, stdout, stderr io.Writer,
 		seen[id] = true
 		fmt.Fprintf(stdout, "%s %s agent=%s task=%s request=%s status=%s%s\n", p.Type, id, p.Data.Agent, p.Data.TaskID, p.Data.RequestID, p.Data.Status, dup)
 		if p.Data.ResumeURL != "" && p.Type == "request.paused" {
-			fmt.Fprintf(stdout, "  resume: POST %s\n", p.Data.ResumeURL)
+			resume := p.Data.ResumeURL
+			if strings.HasPrefix(resume, "/") {
+				resume = apiBase + resume // a path of the API (docs/api.md): shown whole, ready for curl
+			}
+			fmt.Fprintf(stdout, "  resume: POST %s\n", resume)
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})}

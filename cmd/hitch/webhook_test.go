@@ -56,6 +56,7 @@ func waitFor(t *testing.T, out *lockedBuffer, text string) {
 // completion after the approval.
 func TestServeWebhooks(t *testing.T) {
 	t.Setenv("HITCH_WEBHOOK_SECRET", testSecret)
+	t.Setenv("HITCH_URL", "http://hitch.example:8080") // the resume URL printed is whole, on HITCH_URL
 	addr, out := startListen(t, "env:HITCH_WEBHOOK_SECRET")
 	def, err := os.ReadFile(filepath.Join("..", "..", "examples", "webhooks", "assistant.yaml"))
 	if err != nil {
@@ -75,7 +76,7 @@ func TestServeWebhooks(t *testing.T) {
 	}
 	waitFor(t, out, "request.paused msg_")
 	waitFor(t, out, "agent=assistant task="+res["task_id"].(string))
-	waitFor(t, out, "resume: POST /agents/assistant/tasks/")
+	waitFor(t, out, "resume: POST http://hitch.example:8080/agents/assistant/tasks/")
 	if code, body := call(t, "POST", base+res["resume_url"].(string), "alice", `{"action":"approve"}`); code != 200 {
 		t.Fatalf("resume: %d %s", code, body)
 	}

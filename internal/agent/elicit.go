@@ -172,7 +172,7 @@ func elicitAnswer(ag *Agent, i int, p PendingCall, result json.RawMessage) error
 	dec := json.NewDecoder(bytes.NewReader(result))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		return Errorf(CodeInvalidInput, "decisions[%d]: the answer to %s must be {\"action\": \"accept\", \"content\": {…}}, {\"action\": \"decline\"} or {\"action\": \"cancel\"}: %v", i, p.ToolCallID, err)
+		return Errorf(CodeInvalidInput, "decisions[%d]: the answer to %s must be {\"action\": \"accept\", \"content\": {…}}, {\"action\": \"decline\"} or {\"action\": \"cancel\"}: %s", i, p.ToolCallID, jsonProblem(err))
 	}
 	hasContent := len(bytes.TrimSpace(a.Content)) > 0 && !bytes.Equal(bytes.TrimSpace(a.Content), []byte("null"))
 	switch a.Action {

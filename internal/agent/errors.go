@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 )
 
 // Sentinel errors returned by stores and adapters. They are wrapped with the
@@ -115,3 +118,41 @@ func CodeOf(err error) string {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// jsonProblem says in words what is wrong with JSON that did not decode,
+// never naming the Go types it was decoded into (encoding/json's own texts
+// do: "json: cannot unmarshal string into Go value of type struct {…}").
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		what := "the value"
+		if te.Field != "" {
+			what = te.Field
+		}
+		return fmt.Sprintf("%s must be a JSON %s, not a JSON %s", what, jsonKindOf(te.Type), te.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	}
+	return "not valid JSON"
+}
+
+// jsonKindOf is the JSON kind a Go type decodes from.
+func jsonKindOf(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "number"
+	}
+	return "value"
+}

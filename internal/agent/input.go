@@ -73,7 +73,7 @@ func decodeImage(i int, uri string) (Block, error) {
 		return Block{}, Errorf(CodeInvalidImage, "items[%d]: the image is over 3.75 MB", i)
 	}
 	if got := http.DetectContentType(raw); got != mediaType {
-		return Block{}, Errorf(CodeInvalidImage, "items[%d]: the data is not a %s image", i, mediaType)
+		return Block{}, Errorf(CodeInvalidImage, "items[%d]: the data is not an image of type %s", i, mediaType)
 	}
 	return Block{Type: BlockImage, MediaType: mediaType, Data: raw}, nil
 }

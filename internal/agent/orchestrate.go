@@ -74,7 +74,7 @@ func parseAgentInput(in json.RawMessage) (agentInput, error) {
 	dec := json.NewDecoder(bytes.NewReader(inputOrEmpty(in)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {
-		return agentInput{}, fmt.Errorf(`want {"message": string, "new_task": boolean (optional)}: %v`, err)
+		return agentInput{}, fmt.Errorf(`want {"message": string, "new_task": boolean (optional)}: %s`, jsonProblem(err))
 	}
 	if v.Message == nil || strings.TrimSpace(*v.Message) == "" {
 		return agentInput{}, errors.New("message is required: what to ask the agent")

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -220,14 +221,7 @@ func truncateResult(ag *Agent, b Block) Block {
 	if size <= limit {
 		return b
 	}
-	var text string
-	for _, c := range b.Content {
-		if c.Type == BlockJSON {
-			text += string(c.JSON)
-		} else {
-			text += c.Text
-		}
-	}
+	text := contentText(b.Content)
 	cut := text[:limit]
 	for len(cut) > 0 && !validUTF8Tail(cut) {
 		cut = cut[:len(cut)-1]
@@ -264,15 +258,22 @@ func resultEvent(name string, b Block) map[string]any {
 	case len(b.Content) == 1 && b.Content[0].Type == BlockJSON:
 		out = jsonRaw(b.Content[0].JSON)
 	default:
-		s := ""
-		for _, c := range b.Content {
-			if c.Type == BlockJSON {
-				s += string(c.JSON)
-			} else {
-				s += c.Text
-			}
-		}
-		out = s
+		out = contentText(b.Content)
 	}
 	return map[string]any{"id": b.ToolUseID, "name": name, "status": b.Status, "output": out}
+}
+
+// contentText is a result's content as one text: its blocks, text as is
+// and JSON as written, one a line (a sub-agent's output, then the JSON
+// naming it, stand apart).
+func contentText(content []Block) string {
+	parts := make([]string, 0, len(content))
+	for _, c := range content {
+		if c.Type == BlockJSON {
+			parts = append(parts, string(c.JSON))
+		} else {
+			parts = append(parts, c.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }

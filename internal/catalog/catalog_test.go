@@ -567,7 +567,7 @@ func TestFilesOnS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := write(a); got != "wrote 1 bytes to f.txt" || gotBucket != "" {
+	if got := write(a); got != "wrote 1 byte to f.txt" || gotBucket != "" {
 		t.Fatalf("without HITCH_TEST_FILES_S3: %q, factory called with %q", got, gotBucket)
 	}
 	if _, err := os.Stat(filepath.Join(s3dir, "f.txt")); err == nil {
@@ -578,7 +578,7 @@ func TestFilesOnS3(t *testing.T) {
 	if a, err = loadOne(t, def, env); err != nil {
 		t.Fatal(err)
 	}
-	if got := write(a); got != "wrote 1 bytes to f.txt" || gotBucket != "files-bucket" || gotPrefix != "agents/assistant" {
+	if got := write(a); got != "wrote 1 byte to f.txt" || gotBucket != "files-bucket" || gotPrefix != "agents/assistant" {
 		t.Fatalf("with HITCH_TEST_FILES_S3: %q, factory called with %q %q", got, gotBucket, gotPrefix)
 	}
 	if _, err := os.Stat(filepath.Join(s3dir, "f.txt")); err != nil {

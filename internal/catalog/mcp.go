@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -56,6 +58,9 @@ func (e MCPEnv) logger() *slog.Logger {
 //     idempotent: [search]                # or true/false; absent: annotations
 //     timeout: 30s
 //     optional: true           # down at start-up: load without its tools
+//
+// The URL may name environment variables, ${NAME} or ${NAME:-default}
+// (examples/mcp/tickets.yaml: ${HITCH_MCP_ADDR:-127.0.0.1:8090}).
 func (d *decoder) mcpEntry(f map[string]*yaml.Node, at string, policy agent.ToolPolicy, env Env) []agent.BoundTool {
 	for _, key := range []string{"builtin", "lambda", "config", "description", "input_schema"} {
 		if f[key] != nil {
@@ -64,6 +69,13 @@ func (d *decoder) mcpEntry(f map[string]*yaml.Node, at string, policy agent.Tool
 	}
 	ok := true
 	rawURL, okURL := d.str(f["mcp"], join(at, "mcp"))
+	if okURL {
+		var err error
+		if rawURL, err = expandEnv(rawURL); err != nil {
+			d.fail(join(at, "mcp"), "%v", err)
+			okURL = false
+		}
+	}
 	if okURL {
 		u, err := url.Parse(rawURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -257,3 +269,33 @@ func (d *decoder) resolveHeaders(ctx context.Context, refs map[string]string, at
 	}
 	return headers, ok
 }
+
+// expandEnv replaces ${NAME} and ${NAME:-default} in s with the
+// environment variable's value (the default when it is unset or empty).
+// Nothing else is expanded: a $ not followed by { stays as it is.
+func expandEnv(s string) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return "", fmt.Errorf("%q: ${ without its closing }", s[i:])
+		}
+		name, def, _ := strings.Cut(s[i+2:i+end], ":-")
+		if !envName.MatchString(name) {
+			return "", fmt.Errorf("${%s}: not an environment variable's name (A-Z, a-z, 0-9 and _, not starting with a digit)", s[i+2:i+end])
+		}
+		if v := os.Getenv(name); v != "" {
+			def = v
+		}
+		b.WriteString(def)
+		s = s[i+end+1:]
+	}
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

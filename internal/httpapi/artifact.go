@@ -77,13 +77,24 @@ func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// ContentDisposition is an artifact's download disposition: an attachment
-// named filename*=UTF-8”<name> (RFC 6266, the name percent-encoded but
-// for RFC 8187's attr-chars).
+// ContentDisposition is an artifact's download disposition (RFC 6266): an
+// attachment named filename="<ASCII fallback>" for the clients that read
+// only that (curl -OJ), then filename*=UTF-8”<name> (the name
+// percent-encoded but for RFC 8187's attr-chars), which the others prefer.
+// The fallback is the name with each character that is not printable
+// ASCII, and each " \ % / (quoting, escapes, percent-decoding, paths),
+// replaced by _.
 func ContentDisposition(name string) string {
 	const attrChars = "!#$&+-.^_`|~"
 	var b strings.Builder
-	b.WriteString("attachment; filename*=UTF-8''")
+	b.WriteString(`attachment; filename="`)
+	for _, r := range name {
+		if r < 0x20 || r > 0x7e || strings.ContainsRune(`"\%/`, r) {
+			r = '_'
+		}
+		b.WriteRune(r)
+	}
+	b.WriteString(`"; filename*=UTF-8''`)
 	for _, c := range []byte(name) {
 		switch {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.IndexByte(attrChars, c) >= 0:

@@ -114,7 +114,7 @@ func TestArtifactSavedListedDownloaded(t *testing.T) {
 	}
 	for k, v := range map[string]string{
 		"Content-Type":            "text/markdown; charset=utf-8",
-		"Content-Disposition":     "attachment; filename*=UTF-8''report%20%C3%BC.md",
+		"Content-Disposition":     `attachment; filename="report _.md"; filename*=UTF-8''report%20%C3%BC.md`,
 		"X-Content-Type-Options":  "nosniff",
 		"Content-Security-Policy": "sandbox",
 		"Cache-Control":           "no-store",
@@ -376,5 +376,23 @@ func TestEditHidesArtifacts(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"first.md " + edit, "second.md <nil>"}, names("?include_superseded=true")); diff != "" {
 		t.Errorf("artifacts with include_superseded (-want +got):\n%s", diff)
+	}
+}
+
+// An artifact downloads under its name in every client (RFC 6266): an
+// ASCII filename="…" for those that read only it (curl -OJ), then
+// filename*=UTF-8”… for the rest.
+func TestContentDisposition(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"report.md", `attachment; filename="report.md"; filename*=UTF-8''report.md`},
+		{"report ü.md", `attachment; filename="report _.md"; filename*=UTF-8''report%20%C3%BC.md`},
+		{`a"b\c.txt`, `attachment; filename="a_b_c.txt"; filename*=UTF-8''a%22b%5Cc.txt`},
+		{"50%.csv", `attachment; filename="50_.csv"; filename*=UTF-8''50%25.csv`},
+		{"图表.png", `attachment; filename="__.png"; filename*=UTF-8''%E5%9B%BE%E8%A1%A8.png`},
+		{"tab\there;x.txt", `attachment; filename="tab_here;x.txt"; filename*=UTF-8''tab%09here%3Bx.txt`},
+	} {
+		if got := httpapi.ContentDisposition(tc.name); got != tc.want {
+			t.Errorf("ContentDisposition(%q)\n got %s\nwant %s", tc.name, got, tc.want)
+		}
 	}
 }

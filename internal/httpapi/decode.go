@@ -77,7 +77,7 @@ func jsonKind(te *json.UnmarshalTypeError) string {
 	case "bool":
 		return "boolean"
 	}
-	return "value of type " + te.Type.String()
+	return "value"
 }
 
 // userMessage is the invoke body (docs/api.md, Invoke).

@@ -215,7 +215,7 @@ var writeFile = &fileOp{
 		if err := s.Write(ctx, in.Path, []byte(in.Content)); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("wrote %d bytes to %s", len(in.Content), in.Path), nil
+		return fmt.Sprintf("wrote %s to %s", byteCount(len(in.Content)), in.Path), nil
 	},
 }
 
@@ -227,7 +227,7 @@ var appendFile = &fileOp{
 		if err := s.Append(ctx, in.Path, []byte(in.Content)); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("appended %d bytes to %s", len(in.Content), in.Path), nil
+		return fmt.Sprintf("appended %s to %s", byteCount(len(in.Content)), in.Path), nil
 	},
 }
 
@@ -277,4 +277,12 @@ func validBucket(b string) bool {
 		}
 	}
 	return true
+}
+
+// byteCount is n bytes in words: "1 byte", "0 bytes", "12 bytes".
+func byteCount(n int) string {
+	if n == 1 {
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
