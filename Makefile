@@ -135,7 +135,7 @@ cfn-lint:
 		echo "WARNING: cfn-lint is not installed; template.yaml was NOT linted (pip install cfn-lint)"; \
 	fi
 
-## bench: the benchmarks of the README's Budgets, then cmd/benchcheck: it fails when one passes its budget
+## bench: the benchmarks of docs/guide/budgets.md, then cmd/benchcheck: it fails when one passes its budget
 bench: tools
 	mkdir -p bin; set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -benchtime 200x ./... | tee bin/bench.txt
 	$(GO) run ./cmd/benchcheck < bin/bench.txt

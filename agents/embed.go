@@ -1,5 +1,5 @@
 // Package agents holds the agent definitions deployed with the binaries
-// (the README's "Agent definitions"), embedded so a Lambda function needs no file beside it.
+// (docs/guide/configuration.md, "Agent definitions"), embedded so a Lambda function needs no file beside it.
 // internal/catalog loads them: catalog.Load(agents.FS, ".", env).
 package agents
 

@@ -46,7 +46,7 @@ func serveIn(t *testing.T, dir string, extra ...string) (base string, stop func(
 	return base, stop
 }
 
-// The README's artifacts walk-through: the assistant saves a report (text)
+// The artifacts guide's walk-through (docs/guide/artifacts.md): the assistant saves a report (text)
 // and a file of its sandbox; both download with their safety headers, keep
 // their bytes in ./artifacts beside the agents' folder, survive a restart
 // (DynamoDB store) and go with their task.

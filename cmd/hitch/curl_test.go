@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// curl -OJ saves an artifact under its name (README, "Artifacts"): curl
+// curl -OJ saves an artifact under its name (docs/guide/artifacts.md, "Artifacts"): curl
 // reads filename="…" (an ASCII fallback), not filename*=.
 func TestCurlSavesArtifactUnderItsName(t *testing.T) {
 	curl, err := exec.LookPath("curl")

@@ -10,7 +10,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/prom"
 )
 
-// observed is hitch serve's observability (the README's "Observability"): Prometheus metrics
+// observed is hitch serve's observability (docs/guide/observability.md, "Observability"): Prometheus metrics
 // at /metrics, traces when OTEL_EXPORTER_OTLP_ENDPOINT is set, and the
 // trace and request ids in the log lines.
 type observed struct {

@@ -244,7 +244,7 @@ func TestChat(t *testing.T) {
 }
 
 // hitch chat never prints what a terminal would act on from text it did
-// not write (README.md, "Security notes"): a model's
+// not write (docs/guide/security.md, "Security notes"): a model's
 // answer and a question holding an OSC title change and a screen clear show
 // without their escape characters.
 func TestChatReplacesEscapes(t *testing.T) {

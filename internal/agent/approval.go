@@ -9,7 +9,7 @@ import (
 )
 
 // ApprovalRule makes a tool need approval only for the calls whose input
-// matches: every field of When must match its glob (the README's "Agent definitions" Conditional
+// matches: every field of When must match its glob (docs/guide/configuration.md, "Agent definitions" Conditional
 // approval). A tool with rules needs approval when any of them matches.
 type ApprovalRule struct {
 	Tool string
@@ -74,7 +74,7 @@ func matchValue(w FieldGlob, raw json.RawMessage) bool {
 
 // Trust is a decision's "remember": "task": later calls of Tool (of Rule,
 // when the trusted call was asked by a rule) in this task run without
-// approval (the README's "Agent definitions" Trust for the rest of a task). It lives on the task's
+// approval (docs/guide/configuration.md, "Agent definitions" Trust for the rest of a task). It lives on the task's
 // META, one entry per tool and rule.
 type Trust struct {
 	Tool      string    `json:"tool"`

@@ -7,7 +7,7 @@ import (
 )
 
 // ContextPolicy is an agent's context compaction (spec.agent.context,
-// the README's "Agent definitions"): when the model's messages would pass MaxInputTokens, the
+// docs/guide/configuration.md, "Agent definitions"): when the model's messages would pass MaxInputTokens, the
 // oldest turns but the last KeepTurns are summarised by one model call into
 // a summary entry that stands in for them.
 type ContextPolicy struct {
@@ -244,7 +244,7 @@ func summaryOf(t *Task, items []Item) string {
 
 // summaryMessages is the summarising call's input: the earlier summary and
 // the turns as messages that keep their roles (docs/architecture.md, the
-// README's "Context compaction"), never as "role: text" lines a tool result
+// docs/guide/human-in-the-loop.md, "Context compaction"), never as "role: text" lines a tool result
 // could forge. The user's text is the user's message; the assistant's text,
 // its tool calls and their results are the assistant's, calls and results
 // quoted as JSON strings (a result's newlines and quotes escaped), so no

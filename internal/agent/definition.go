@@ -60,7 +60,7 @@ func (a *Agent) ToolSpecs() []ToolSpec {
 	return out
 }
 
-// Defaults of the README's "Agent definitions".
+// Defaults of docs/guide/configuration.md, "Agent definitions".
 const (
 	DefaultMaxTokens          = 2048
 	DefaultMaxIterations      = 10

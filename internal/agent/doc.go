@@ -26,7 +26,7 @@
 // history, so each carries the agent's CacheTTL and the prefix is kept the
 // same from call to call (tools sorted by name, nothing per turn in the
 // system prompt): the model caches it (the bedrock adapter places the cache
-// points; README "Prompt caching"), and Usage counts what was read from the
+// points; docs/guide/prompt-caching.md, "Prompt caching"), and Usage counts what was read from the
 // cache and written to it apart from the input billed at the full price.
 //
 // # The paths of a request, file by file
@@ -60,7 +60,7 @@
 // taken over with its children (reaper.go). A remote leaf (an `a2a:` call)
 // is polled in every round it pauses, and decisions for it are sent there.
 //
-// # Approval rules, trust and compaction (the README's "Agent definitions")
+// # Approval rules, trust and compaction (docs/guide/configuration.md, "Agent definitions")
 //
 // A tool's policy may carry ApprovalRules: its calls need approval only when
 // a rule matches their input; the pending call, the event and the decision

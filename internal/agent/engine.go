@@ -34,7 +34,7 @@ type Engine struct {
 	// DefaultArtifactQuota, negative is no quota.
 	ArtifactQuota int64
 	Log           *slog.Logger
-	// Metrics, when set, receives the moments operations watch (the README's "Observability").
+	// Metrics, when set, receives the moments operations watch (docs/guide/observability.md, "Observability").
 	Metrics Metrics
 	// Tracer, when set, makes the spans of a leg, its model and tool calls.
 	Tracer trace.Tracer

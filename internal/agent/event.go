@@ -17,7 +17,7 @@ const (
 	EventError            = "error"
 	EventRequestComplete  = "request_complete"
 	// EventContextCompacted: a summary entry now stands in for older turns
-	// (the README's "Agent definitions" Context compaction).
+	// (docs/guide/configuration.md, "Agent definitions" Context compaction).
 	EventContextCompacted = "context_compacted"
 )
 

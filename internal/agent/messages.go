@@ -12,7 +12,7 @@ func BuildMessages(t *Task, items []Item) []Message {
 	var m messageBuilder
 	if summary := summaryOf(t, items); summary != "" {
 		// A compacted context starts with the summary standing in for what
-		// came before (the README's "Agent definitions").
+		// came before (docs/guide/configuration.md, "Agent definitions").
 		m.add(RoleUser, []Block{TextBlock(summaryLead + summary)})
 	}
 	for i := range items {

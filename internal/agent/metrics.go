@@ -3,7 +3,7 @@ package agent
 import "time"
 
 // Metrics receives the moments of a request that operations watch
-// (the README's "Observability"). The engine calls it once per request leg, model call, tool call,
+// (docs/guide/observability.md, "Observability"). The engine calls it once per request leg, model call, tool call,
 // decision, expiry and store conflict — never per streamed delta. Adapters
 // (emf, prom) turn the calls into metrics; they must be cheap and safe for
 // concurrent use. A nil Engine.Metrics is NopMetrics.

@@ -152,7 +152,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 	}
 	if denied == nil && (t.Active == nil || len(t.Active.Awaits) == 0) {
 		// (A caller's pending calls are its leaves': the leaves' own
-		// resumes read their inputs, the README's "Budgets".)
+		// resumes read their inputs, docs/guide/budgets.md, "Budgets".)
 		if err := e.pendingInputs(ctx, t, items); err != nil {
 			return nil, err
 		}

@@ -45,7 +45,7 @@ type Store interface {
 	LoadTask(ctx context.Context, taskID string) (*Task, []Item, error)
 
 	// LoadContext reads META and the entries of the model's context: those
-	// from META's Context.Seq on, below NextSeq, in seq order (the README's "Agent definitions":
+	// from META's Context.Seq on, below NextSeq, in seq order (docs/guide/configuration.md, "Agent definitions":
 	// one page while the context holds at most MaxContextEntries entries,
 	// however long the history). A missing task returns ErrNotFound.
 	LoadContext(ctx context.Context, taskID string) (*Task, []Item, error)

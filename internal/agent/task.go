@@ -85,7 +85,7 @@ type Task struct {
 	// Trusted are the tools (and rules) a decision said to remember for
 	// the rest of the task.
 	Trusted []Trust `json:"trusted,omitempty"`
-	// Context is where the model's context starts (compaction, the README's "Agent definitions").
+	// Context is where the model's context starts (compaction, docs/guide/configuration.md, "Agent definitions").
 	Context ContextStart `json:"context,omitzero"`
 	// ParentTaskID, on a child task, is its caller's task (docs/architecture.md).
 	ParentTaskID string `json:"parent_task_id,omitempty"`

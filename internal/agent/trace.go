@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// Span names (the README's "Observability": a span per request leg, model call and tool call;
+// Span names (docs/guide/observability.md, "Observability": a span per request leg, model call and tool call;
 // store calls and deliveries are traced by their adapters).
 const (
 	SpanLeg   = "hitch.leg"

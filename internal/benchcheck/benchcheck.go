@@ -1,5 +1,5 @@
 // Package benchcheck checks the output of `go test -bench` against the
-// budgets the benchmarks state (the README's "Budgets"): `make bench` fails
+// budgets the benchmarks state (docs/guide/budgets.md, "Budgets"): `make bench` fails
 // when a budget is passed, or when a budgeted benchmark reported nothing.
 package benchcheck
 

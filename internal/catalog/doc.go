@@ -1,5 +1,5 @@
 // Package catalog loads the agent definitions, agents/*.yaml in the
-// tealagents/v1alpha1 shape of the README's "Agent definitions", into agents with their tools bound.
+// tealagents/v1alpha1 shape of docs/guide/configuration.md, "Agent definitions", into agents with their tools bound.
 //
 // Definitions are read from an fs.FS: the binaries embed agents/ (package
 // agents), and `hitch serve --agents DIR` reads a directory (LoadDir). A
@@ -24,14 +24,14 @@
 // DefaultApprovalTTL) applies to the tools that need approval.
 //
 // A requires_approval list may hold rules {tool, when: {field: glob}}
-// (the README's "Agent definitions"; rules.go, globs in internal/glob): the tool then needs approval only
+// (docs/guide/configuration.md, "Agent definitions"; rules.go, globs in internal/glob): the tool then needs approval only
 // for the calls whose input matches; each when field must be in the tool's
 // input schema. spec.agent.context {max_input_tokens, keep_turns} turns on
 // context compaction. spec.agent.cache {ttl: 5m | 1h | off | auto} sets
 // prompt caching (cache.go); auto, the default, caches for 5 minutes on
 // Claude, Nova and the local model and not on other models.
 //
-// Beyond the README's "Agent definitions", a tool entry may set timeout (a Go duration, default
+// Beyond docs/guide/configuration.md, "Agent definitions", a tool entry may set timeout (a Go duration, default
 // DefaultToolTimeout): how long one call of its tools may run.
 //
 // # Environment

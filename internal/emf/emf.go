@@ -1,5 +1,5 @@
 // Package emf writes Hitch's metrics as CloudWatch Embedded Metric Format
-// log lines (the README's "Observability"): one JSON line per moment on the function's output,
+// log lines (docs/guide/observability.md, "Observability"): one JSON line per moment on the function's output,
 // which CloudWatch Logs turns into metrics — no API call per metric.
 //
 // Every line is in namespace Hitch (or the configured one) with the

@@ -19,7 +19,7 @@ const (
 )
 
 // withRules makes guarded need approval only for texts under reports/ or
-// ending in .log (the README's "Agent definitions" Conditional approval).
+// ending in .log (docs/guide/configuration.md, "Agent definitions" Conditional approval).
 func (env *Env) withRules(tb testing.TB) {
 	tb.Helper()
 	ag := env.E.Agents.(agentSet)["acc"]

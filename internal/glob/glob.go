@@ -1,4 +1,4 @@
-// Package glob compiles the path globs of approval rules (the README's "Agent definitions"
+// Package glob compiles the path globs of approval rules (docs/guide/configuration.md, "Agent definitions"
 // Conditional approval). In a glob:
 //
 //	glob      matches

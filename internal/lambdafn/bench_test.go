@@ -50,7 +50,7 @@ func newNextProbe(tb testing.TB) *nextProbe {
 }
 
 // BenchmarkColdStart measures each function binary from the start of its
-// process to its first GET …/invocation/next (the README's "Budgets": ≤ 50 ms), and
+// process to its first GET …/invocation/next (docs/guide/budgets.md, "Budgets": ≤ 50 ms), and
 // reports the binary's size (≤ 30 MB). The binaries are built as for Lambda
 // (CGO_ENABLED=0, -tags lambda.norpc, -trimpath, -ldflags "-s -w") but for
 // this machine's architecture. ns/op is the mean start-up; p50-ms and

@@ -71,11 +71,11 @@ func lambdaTags(tb testing.TB) string {
 	return ""
 }
 
-// MaxBinary is the budget for a function's binary (the README's "Budgets").
+// MaxBinary is the budget for a function's binary (docs/guide/budgets.md, "Budgets").
 const MaxBinary = 30 << 20
 
 // TestBinarySizes: every function's binary, built as for Lambda, is within
-// the 30 MB of the README's "Budgets".
+// the 30 MB of docs/guide/budgets.md, "Budgets".
 func TestBinarySizes(t *testing.T) {
 	for _, name := range []string{"invoke", "resume", "gettask", "authorizer", "notifier"} {
 		st, err := os.Stat(buildFunction(t, name))

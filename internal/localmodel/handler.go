@@ -330,7 +330,7 @@ func countWords(s string) int { return len(strings.Fields(s)) }
 // summaryWords is how many words of each turn a summary keeps.
 const summaryWords = 6
 
-// summarising tells a summarising call (the README's "Agent definitions" context compaction) by
+// summarising tells a summarising call (docs/guide/configuration.md, "Agent definitions" context compaction) by
 // its system prompt.
 func summarising(req *bedrockwire.Request) bool {
 	for _, b := range req.System {

@@ -1,4 +1,4 @@
-// Package localmodel is the local model of the README's "Development": a deterministic
+// Package localmodel is the local model of docs/guide/development.md, "Development": a deterministic
 // stand-in for Bedrock, served over Bedrock's real ConverseStream wire
 // protocol so that the real bedrockruntime client and the bedrock adapter are
 // used end to end, with no AWS account and no delays.
@@ -23,7 +23,7 @@
 //     messages (the iteration), the call's index — together with a random
 //     seed and a counter of the handler, so that even an edit repeating the
 //     same text at the same position gets new ids.
-//   - A summarising call (context compaction, the README's "Agent definitions": its system prompt
+//   - A summarising call (context compaction, docs/guide/configuration.md, "Agent definitions": its system prompt
 //     is agent.CompactionPrompt) answers "summary: " and the first six words
 //     of each text block of its messages but the last (Hitch's request for
 //     the summary; the first perhaps the earlier summary), joined by " / ";

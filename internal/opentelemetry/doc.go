@@ -1,4 +1,4 @@
-// Package opentelemetry traces Hitch with OpenTelemetry (the README's "Observability").
+// Package opentelemetry traces Hitch with OpenTelemetry (docs/guide/observability.md, "Observability").
 //
 // The engine (internal/agent) makes the spans of a request leg, its model
 // calls and its tool calls through the trace API alone; this package adds

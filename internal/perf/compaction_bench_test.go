@@ -67,7 +67,7 @@ func seedHistory(tb testing.TB, s agent.Store, taskID string, n, size int, compa
 
 // BenchmarkFollowOnRead reports the DynamoDB calls and the bytes read by a
 // follow-on over 100 and 5,000 history entries (about 500 bytes each), with
-// context compaction off and on (the README's "Budgets": with compaction on, one page at
+// context compaction off and on (docs/guide/budgets.md, "Budgets": with compaction on, one page at
 // any history length).
 func BenchmarkFollowOnRead(b *testing.B) {
 	for _, n := range []int{100, 5000} {

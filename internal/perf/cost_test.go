@@ -12,7 +12,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/perf"
 )
 
-// List prices, us-east-1, in dollars (README, "What a turn costs"):
+// List prices, us-east-1, in dollars (docs/guide/budgets.md, "What a turn costs"):
 // DynamoDB on demand (standard table class) per million request units,
 // Lambda on arm64 per GB-second and per million requests, API Gateway's
 // REST API per million requests (the first 333 million a month).

@@ -22,7 +22,7 @@ func orchEnv(tb testing.TB) (*enginetest.Orch, *perf.Counter) {
 }
 
 // TestCallsDelegation counts the DynamoDB calls of a depth-1 delegation
-// (the README's "Budgets"): a call whose child completes, one whose child pauses (the
+// (docs/guide/budgets.md, "Budgets"): a call whose child completes, one whose child pauses (the
 // cascading pause), the decision at the leaf and the caller's
 // continuation, and the decision sent to the caller.
 func TestCallsDelegation(t *testing.T) {

@@ -33,7 +33,7 @@ func cpuTime(tb testing.TB) time.Duration {
 }
 
 // BenchmarkObservedTurn is BenchmarkLocalTurn's turn with the observability
-// of the README's "Observability" on (none: the engine's no-op default; prom: hitch serve's
+// of docs/guide/observability.md, "Observability" on (none: the engine's no-op default; prom: hitch serve's
 // /metrics counters; emf: the Lambda functions' EMF lines), the trace
 // handler in front, tracing not exported (the default). It reports the
 // process's CPU per turn (server, local model and client together).

@@ -1,4 +1,4 @@
-// Package prom exposes Hitch's metrics (the README's "Observability") in the Prometheus text
+// Package prom exposes Hitch's metrics (docs/guide/observability.md, "Observability") in the Prometheus text
 // format, for `hitch serve`'s /metrics: the same moments as the EMF lines of
 // the Lambda functions, as counters and histograms labelled by agent (and
 // status, action, tool or kind where EMF has that dimension).

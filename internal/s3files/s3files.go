@@ -1,4 +1,4 @@
-// Package s3files keeps a files group's files in S3 (the README's "Agent definitions" "Files on
+// Package s3files keeps a files group's files in S3 (docs/guide/configuration.md, "Agent definitions" "Files on
 // S3"): builtin files with config s3: s3://bucket/prefix gives the same five
 // tools as a directory, so they work on Lambda, whose disk is per execution
 // environment.

@@ -8,7 +8,7 @@
 // default), as {"time": RFC 3339, "zone": name}.
 //
 // files adds list_files, read_file, write_file, append_file and delete_file
-// over one directory, the root (the README's "Agent definitions"). Paths are relative to the root;
+// over one directory, the root (docs/guide/configuration.md, "Agent definitions"). Paths are relative to the root;
 // absolute paths, ".." leaving the root and symlinks resolving outside it are
 // errors. Every call opens the root with os.Root, which enforces the
 // confinement at each step of the path, symlinks included, so a path checked

@@ -102,7 +102,7 @@ func (AskUser) CheckResult(input, result json.RawMessage) error {
 }
 
 // ClientConfig is a client tool: one the client program carries out,
-// sending its result back (the README's "Agent definitions").
+// sending its result back (docs/guide/configuration.md, "Agent definitions").
 type ClientConfig struct {
 	Name         string
 	Description  string
