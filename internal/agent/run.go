@@ -60,6 +60,9 @@ type Run struct {
 	joins         []Join
 	learned       []ChildCall
 	silentCancels []OutboxItem
+	// partsDone: calls whose decision part (ChildCall.Part) their remote
+	// took or refused in this leg.
+	partsDone map[string]bool
 	// closedChildren are sub-agent calls closed with a result while their
 	// child still waits (a pause that could not be kept): canceled once the
 	// end is committed, as open calls are.
