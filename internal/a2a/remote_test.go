@@ -1568,3 +1568,56 @@ func testRemotePendingTooLargeToKeep(t *testing.T) {
 		t.Errorf("append_file ran (%d lines)", got)
 	}
 }
+
+// TestRemotePartNotDelivered: boss → front → the remote's assistant,
+// which pauses. The remote's system is down when the decision at boss is
+// sent: boss's claim landed, and the remote's part of it is not refused
+// but not delivered — a transport failure. The caller must not pause
+// again asking for a decision it already took (its copy and the leaf's
+// would disagree once decided again; the torture test's seed 637021813):
+// its legs send the part again, with the same message id, and once the
+// remote is back it runs the call once, as decided (docs/api.md, Agents
+// as tools).
+func TestRemotePartNotDelivered(t *testing.T) { onBothStores(t, testRemotePartNotDelivered) }
+
+func testRemotePartNotDelivered(t *testing.T) {
+	var down atomic.Bool
+	relay := &a2atest.Relay{Refuse: func([]byte) bool { return down.Load() }}
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, legTimeout: 8 * time.Second, relay: relay,
+		extra: map[string]string{"boss.yaml": bossYAML}})
+	inner, _ := json.Marshal(map[string]string{"message": appendLine("part.txt")})
+	msg, _ := json.Marshal(map[string]string{"message": "/call billing " + string(inner)})
+	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call front " + string(msg)}}})
+	code, paused := httpCall(t, "POST", p.url+"/agents/boss/invoke", "alice", string(body))
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("boss: %d %v", code, paused)
+	}
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	decision := `{"decisions":[{"tool_call_id":"` + pc["tool_call_id"].(string) + `","action":"approve"}]}`
+	down.Store(true)
+	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", decision)
+	if code/100 != 2 || out["status"] == "Paused" || out["status"] == "Failed" {
+		t.Fatalf("the decision at boss while the remote is down: %d %v (want it taken, not asked again)", code, out)
+	}
+	task := p.url + "/agents/boss/tasks/" + paused["task_id"].(string)
+	if _, v := httpCall(t, "GET", task, "alice", ""); v["status"] == "Paused" {
+		t.Fatalf("boss asks again for a decision it took: %v", v)
+	}
+	down.Store(false)
+	var done map[string]any
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, done = httpCall(t, "GET", task, "alice", "")
+		if done["status"] != "Running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("boss is still Running once the remote is back: %v", done)
+		}
+	}
+	if done["status"] != "Completed" {
+		t.Fatalf("boss once the remote is back: %v, want Completed", done)
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "part.txt")); got != 1 {
+		t.Errorf("append_file ran %d times on the remote, want 1 (as decided)", got)
+	}
+}

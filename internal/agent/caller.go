@@ -114,6 +114,17 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 	copied := d.withoutResults() // the answers are the leaves' (their DEC# items)
 	na.Decisions = []Decision{copied}
 	na.Pending, na.Awaits = nil, nil
+	na.Calls = slices.Clone(na.Calls)
+	for _, d := range took {
+		if d.part == nil {
+			continue
+		}
+		for i := range na.Calls {
+			if na.Calls[i].ToolCallID == d.call.ToolCallID {
+				na.Calls[i].Part = d.part // sent after the claim, again until taken
+			}
+		}
+	}
 	next.Status, next.UpdatedAt = StatusRunning, now
 	w := &Write{Task: next, PrevVersion: t.Version, Decisions: []RequestDecision{{RequestID: a.ID, Decision: copied}},
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}

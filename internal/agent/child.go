@@ -374,7 +374,12 @@ func (e *Engine) attachDead(ctx context.Context, caller *Run, sub *Agent, cc Chi
 // outcome.
 func (e *Engine) executeChild(ctx context.Context, run *Run, sub *Agent, cc ChildCall, sink Sink) (childOutcome, error) {
 	res := run.Execute(ctx, sink)
-	return e.outcomeOf(ctx, sub, run.task.ID, cc.RequestID, res)
+	id := cc.TaskID
+	if run.task != nil {
+		id = run.task.ID
+	}
+	// (A follower — the decision sent again found it taken — has no task.)
+	return e.outcomeOf(ctx, sub, id, cc.RequestID, res)
 }
 
 // outcomeOf completes a child's result read from afar: its META when it

@@ -120,6 +120,26 @@ type ChildCall struct {
 	// request_timeout passed since then with no answer (no task learned),
 	// the call is closed outcome_unknown (remote.go, closeSilent).
 	SentAt time.Time `json:"sent_at,omitzero"`
+	// Part, on a remote call, is a caller's decision's part for its remote
+	// leaf, committed with the caller's claim and sent after it: kept
+	// until the remote took it or refused it, so that a send that failed
+	// on the way (the remote's system down) is sent again by later legs
+	// with the same message id — never taken for a refusal that would
+	// pause the caller again (docs/api.md, Agents as tools).
+	Part *RemotePart `json:"part,omitempty"`
+}
+
+// RemotePart is a caller's decision's part for a remote leaf (ChildCall.Part).
+type RemotePart struct {
+	// Round is the caller's round (its DecisionKey's), LeafRound the
+	// remote task's round the part decides.
+	Round     int           `json:"round"`
+	LeafRound int           `json:"leaf_round"`
+	Body      ResumeRequest `json:"body"`
+	// DecidedAt is when the caller's claim took it: once request_timeout
+	// passed since then with no answer from the remote, the call is
+	// closed outcome_unknown.
+	DecidedAt time.Time `json:"decided_at"`
 }
 
 // Await is a leaf round a paused caller waits on: the leaf request, its

@@ -214,17 +214,43 @@ func (r *Run) learn(cc ChildCall) {
 	r.childMu.Unlock()
 }
 
+// markPart records that a call's decision part was taken or refused by
+// its remote: this leg does not send it again, and the leg's next write
+// drops it from the call.
+func (r *Run) markPart(toolCallID string) {
+	r.childMu.Lock()
+	if r.partsDone == nil {
+		r.partsDone = map[string]bool{}
+	}
+	r.partsDone[toolCallID] = true
+	r.childMu.Unlock()
+}
+
+// partDone tells whether this leg had a call's decision part taken or
+// refused by its remote.
+func (r *Run) partDone(id string) bool {
+	r.childMu.Lock()
+	defer r.childMu.Unlock()
+	return r.partsDone[id]
+}
+
 // applyLearned records the remote ids learned in the caller's calls and
 // its child map (the remote context continued by later calls).
 func (r *Run) applyLearned() {
 	r.childMu.Lock()
 	learned := r.learned
 	r.learned = nil
+	done := maps.Clone(r.partsDone)
 	// Written with the calls' results, by the leg's next write.
 	r.extraOutbox = append(r.extraOutbox, r.silentCancels...)
 	r.silentCancels = nil
 	r.childMu.Unlock()
 	a := r.task.Active
+	for i := range a.Calls {
+		if a.Calls[i].Part != nil && done[a.Calls[i].ToolCallID] {
+			a.Calls[i].Part = nil // taken or refused by its remote
+		}
+	}
 	for _, l := range learned {
 		for i := range a.Calls {
 			if a.Calls[i].ToolCallID != l.ToolCallID {
@@ -264,6 +290,11 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 	}
 	if r.e.silent(call) || r.handedOffTooOften(call) {
 		return r.closeSilent(u, call, in.Message), nil
+	}
+	if call.Part != nil && call.RequestID != "" && !r.partDone(call.ToolCallID) {
+		if b, p, done := r.sendPart(ctx, u, at.Remote, call, in.Message); done {
+			return b, p
+		}
 	}
 	var rt *RemoteTask
 	var err error
@@ -355,6 +386,44 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 		res = r.copyArtifacts(ctx, res, call, rt)
 	}
 	return res, nil
+}
+
+// sendPart sends a caller's decision's part to its remote leaf again
+// (ChildCall.Part): its send after the caller's claim did not reach the
+// remote. Taken (or taken before: the same message id), the remote task
+// is followed as after any decision; refused by the remote itself (a
+// decision taken there meanwhile), the remote task is read as it is, and
+// the caller may pause on it again. Not delivered: a new leg sends it
+// again, until request_timeout passed since the caller's claim; then the
+// call is closed outcome_unknown and the remote task canceled (docs/api.md,
+// Agents as tools). done: the call's outcome is b or p.
+func (r *Run) sendPart(ctx context.Context, u Block, ra RemoteAgent, call ChildCall, text string) (b Block, p *childPause, done bool) {
+	part := call.Part
+	key := DecisionKey{RequestID: r.reqID, Round: part.Round, ToolCallID: call.ToolCallID}
+	follow, err := ra.Decide(ctx, call.TaskID, call.RequestID, key, part.Body)
+	var ae *Error
+	switch {
+	case err == nil:
+		events := func(contextID, taskID, name string, data any) {
+			r.emit(EventChild, childEvent(call.Agent, contextID, taskID, 1, call.Remote, name, data))
+		}
+		fctx, cancel := context.WithDeadline(ctx, r.deadline.Add(-r.e.DeadlineMargin))
+		if err := follow(fctx, events); err != nil {
+			r.e.log().DebugContext(ctx, "a remote task's stream ended early; it is read until it moves", "agent", call.Agent, "err", err)
+		}
+		cancel()
+	case errors.As(err, &ae):
+		r.e.log().WarnContext(ctx, "a remote agent refused its part of a caller's decision; the caller pauses on it again", "task_id", r.taskID, "agent", call.Agent, "url", call.Remote, "err", err)
+	case ctx.Err() != nil && !timeUp(ctx):
+		return Block{}, nil, false // canceled, or the lease lost: read as it is
+	case !r.e.now().Before(part.DecidedAt.Add(r.e.requestTimeout())):
+		return r.closeSilent(u, call, text), nil, true
+	default:
+		r.e.log().WarnContext(ctx, "a decision's part could not reach a remote agent; a new leg sends it again", "task_id", r.taskID, "agent", call.Agent, "url", call.Remote, "err", err)
+		return Block{}, &childPause{call: call, handoff: true}, true
+	}
+	r.markPart(call.ToolCallID)
+	return Block{}, nil, false
 }
 
 // requestTimeout is the leg deadline (request_timeout): how long a
@@ -607,7 +676,14 @@ type remoteDecided struct {
 	// once the caller's claim took the decision (that system cannot tell
 	// a duplicate: the claim is what makes it once).
 	answer bool
+	// part: what the caller's claim keeps on the call (ChildCall.Part).
+	part *RemotePart
 }
+
+// errPartNotSent: a caller's decision's part did not reach the remote
+// agent (no answer of the remote's: a transport failure), so the leg's
+// continuation sends it again (runRemote).
+var errPartNotSent = errors.New("the decision's part did not reach the remote agent")
 
 // decideRemotes sends a caller's decision on to the remote tasks its
 // awaits reach through remote calls, one message per remote task, before
@@ -649,12 +725,23 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 		g := groups[via]
 		if after || questionOnly(g.body) {
 			key := DecisionKey{RequestID: a.ID, Round: a.Round, ToolCallID: via}
-			took = append(took, remoteDecided{call: g.call, answer: true, follow: func(ctx context.Context, events RemoteEvents) error {
+			leafRound := 0
+			if g.body.Round != nil {
+				leafRound = *g.body.Round
+			}
+			part := &RemotePart{Round: a.Round, LeafRound: leafRound, Body: g.body, DecidedAt: e.now()}
+			took = append(took, remoteDecided{call: g.call, answer: true, part: part, follow: func(ctx context.Context, events RemoteEvents) error {
 				follow, err := g.ra.Decide(ctx, g.call.TaskID, g.call.RequestID, key, g.body)
+				if ae := (*Error)(nil); err != nil && !errors.As(err, &ae) {
+					// Not delivered (no answer of the remote's): not a
+					// refusal; the leg's continuation sends it again.
+					e.log().Warn("a decision's part could not reach a remote agent; it is sent again", "task_id", t.ID, "agent", g.call.Agent, "url", g.call.Remote, "err", err)
+					return fmt.Errorf("%w: %w", errPartNotSent, err)
+				}
 				if err != nil {
-					// Not delivered, or refused there (decided on that
-					// system meanwhile): the caller pauses on it again.
-					e.log().Warn("a decision could not reach a remote agent, or it refused it; the caller pauses on it again", "task_id", t.ID, "agent", g.call.Agent, "url", g.call.Remote, "err", err)
+					// Refused there (decided on that system meanwhile):
+					// the caller pauses on it again.
+					e.log().Warn("a remote agent refused its part of a caller's decision; the caller pauses on it again", "task_id", t.ID, "agent", g.call.Agent, "url", g.call.Remote, "err", err)
 					return err
 				}
 				return follow(ctx, events)
@@ -699,10 +786,17 @@ func (r *Run) awaitRemoteLeaf(ctx context.Context, l leafRun) {
 		r.emit(EventChild, childEvent(l.call.Agent, contextID, taskID, 1, l.call.Remote, name, data))
 	}
 	fctx, cancel := context.WithDeadline(ctx, r.deadline.Add(-r.e.DeadlineMargin))
-	if err := l.follow(fctx, events); err != nil {
+	err := l.follow(fctx, events)
+	cancel()
+	if errors.Is(err, errPartNotSent) {
+		return // the continuation (runRemote) sends it again
+	}
+	if l.answer {
+		r.markPart(l.call.ToolCallID) // taken or refused: not sent again
+	}
+	if err != nil {
 		r.e.log().DebugContext(ctx, "a remote task's stream ended early; it is read until it moves", "agent", l.call.Agent, "err", err)
 	}
-	cancel()
 	rt, err := r.e.awaitRemote(ctx, l.remote, l.call, r.deadline)
 	if err != nil {
 		r.e.log().WarnContext(ctx, "reading a remote task after a decision failed; it is read again", "task_id", r.taskID, "agent", l.call.Agent, "url", l.call.Remote, "err", err)

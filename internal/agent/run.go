@@ -64,6 +64,9 @@ type Run struct {
 	// no answer from its remote (its send may have landed): the hand-off
 	// counts on META like a failed takeover (remote.go, handedOffTooOften).
 	unanswered bool
+	// partsDone: calls whose decision part (ChildCall.Part) their remote
+	// took or refused in this leg.
+	partsDone map[string]bool
 	// closedChildren are sub-agent calls closed with a result while their
 	// child still waits (a pause that could not be kept): canceled once the
 	// end is committed, as open calls are.
