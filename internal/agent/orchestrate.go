@@ -120,6 +120,12 @@ type ChildCall struct {
 	// request_timeout passed since then with no answer (no task learned),
 	// the call is closed outcome_unknown (remote.go, closeSilent).
 	SentAt time.Time `json:"sent_at,omitzero"`
+	// QuietSince, on a remote call whose task was learned, is when the
+	// remote last answered before a leg handed the call on having read
+	// nothing of its task: once request_timeout passed since then and a
+	// read still gets nothing, the call is closed outcome_unknown
+	// (remote.go, closeSilent). Any answer clears it.
+	QuietSince time.Time `json:"quiet_since,omitzero"`
 }
 
 // Await is a leaf round a paused caller waits on: the leaf request, its
