@@ -1,6 +1,7 @@
 package a2a_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -1435,6 +1436,79 @@ func testRemoteThatNeverAnswers(t *testing.T, legTimeout time.Duration) {
 	defer idsMu.Unlock()
 	if len(cancels) != 1 || !ids[cancels[0]] {
 		t.Errorf("remote-cancel items for %v, want one for the message sent (%v)", cancels, ids)
+	}
+}
+
+// TestRemoteGoneAfterItAnswered: the remote answers the send (the caller
+// learns its task, working there) and then goes away for good: it reads
+// each request and closes the connection. Reads that get nothing are no
+// progress: the call is closed outcome_unknown, with a remote-cancel item
+// for the task it learned, once request_timeout passed since the remote
+// last answered — within about request_timeout plus a lease (docs/api.md,
+// "Remote agents") — never a leg after leg reading nothing for ever.
+func TestRemoteGoneAfterItAnswered(t *testing.T) { onBothStores(t, testRemoteGoneAfterItAnswered) }
+
+func testRemoteGoneAfterItAnswered(t *testing.T) {
+	const legTimeout = 6 * time.Second
+	relay := &a2atest.Relay{}
+	var gone atomic.Bool
+	var reads atomic.Int32
+	vanish := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if gone.Load() {
+			reads.Add(1)
+			panic(http.ErrAbortHandler) // read, then the connection closes
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rec := httptest.NewRecorder()
+		relay.ServeHTTP(rec, r)
+		// The remote's task asks for an approval there; the caller is
+		// told it is working, so that it reads it again.
+		out := bytes.ReplaceAll(rec.Body.Bytes(), []byte("TASK_STATE_INPUT_REQUIRED"), []byte("TASK_STATE_WORKING"))
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(out)
+		if bytes.Contains(body, []byte(`"GetTask"`)) {
+			gone.Store(true) // the send's answer read: the task is learned
+		}
+	})
+	p := startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, reaper: true, legTimeout: legTimeout, via: func(remote string) string {
+		relay.To = remote
+		srv := httptest.NewServer(vanish)
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}})
+	start := time.Now()
+	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("vanish.txt")))
+	if code != 200 && code != 202 {
+		t.Fatalf("front: %d %v", code, out)
+	}
+	taskID := out["task_id"].(string)
+	done := p.waitStatusWithin(t, taskID, "Completed", legTimeout+agent.LeaseDuration+agent.DefaultReapEvery+15*time.Second)
+	t.Logf("front Completed %s after the invoke; the gone remote read %d requests", time.Since(start).Round(time.Second), reads.Load())
+	if !gone.Load() {
+		t.Fatal("the remote never answered the send")
+	}
+	raw, _ := json.Marshal(done["items"])
+	if result := string(raw); !strings.Contains(result, "outcome_unknown") {
+		t.Errorf("front's history: %s, want the call outcome_unknown", result)
+	}
+	rid := done["requests"].([]any)[0].(map[string]any)["request_id"].(string)
+	items, err := p.store.ListRequestOutbox(context.Background(), taskID, rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cancels []string
+	for _, o := range items {
+		if o.Kind == agent.OutboxRemoteCancel && o.Call != nil {
+			cancels = append(cancels, o.Call.RequestID)
+		}
+	}
+	if len(cancels) != 1 || cancels[0] == "" {
+		t.Errorf("remote-cancel items for remote tasks %q, want one for the task learned", cancels)
 	}
 }
 

@@ -127,6 +127,12 @@ type ChildCall struct {
 	// with the same message id — never taken for a refusal that would
 	// pause the caller again (docs/api.md, Agents as tools).
 	Part *RemotePart `json:"part,omitempty"`
+	// QuietSince, on a remote call whose task was learned, is when the
+	// remote last answered before a leg handed the call on having read
+	// nothing of its task: once request_timeout passed since then and a
+	// read still gets nothing, the call is closed outcome_unknown
+	// (remote.go, closeSilent). Any answer clears it.
+	QuietSince time.Time `json:"quiet_since,omitzero"`
 }
 
 // RemotePart is a caller's decision's part for a remote leaf (ChildCall.Part).

@@ -261,6 +261,7 @@ func (r *Run) applyLearned() {
 			}
 			if l.RequestID != "" {
 				a.Calls[i].TaskID, a.Calls[i].RequestID = l.TaskID, l.RequestID
+				a.Calls[i].QuietSince = l.QuietSince
 			}
 		}
 		if l.RequestID == "" {
@@ -316,8 +317,22 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 			err = fmt.Errorf("an earlier leg's send may have landed; this leg's: %s", err.Error())
 		}
 	}
+	// heard: when the remote last answered, as far as this leg knows (its
+	// send's answer, or this leg's start: the leg before handed it on
+	// with an answer, or the call was decided).
+	heard := r.e.now()
 	if call.RequestID != "" && (rt == nil || rt.Status == StatusRunning) {
-		rt, err = r.e.awaitRemote(ctx, at.Remote, call, r.deadline)
+		deadline := r.deadline
+		if !call.QuietSince.IsZero() {
+			// Nothing read since QuietSince: this leg reads until
+			// request_timeout since then (at least once).
+			deadline = minTime(deadline, call.QuietSince.Add(r.e.requestTimeout()+r.e.DeadlineMargin))
+		}
+		rt, err = r.e.awaitRemote(ctx, at.Remote, call, deadline)
+		if err == nil && !call.QuietSince.IsZero() {
+			call.QuietSince = time.Time{} // it answered again
+			r.learn(call)
+		}
 	}
 	if err != nil && call.RequestID == "" && r.e.silent(call) && ctx.Err() == nil {
 		// No answer since its first send, request_timeout ago: not sent
@@ -326,8 +341,14 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 		// model goes on.)
 		return r.closeSilent(u, call, in.Message), nil
 	}
+	if errors.Is(err, ErrRemoteUnknown) && r.e.quiet(call) && ctx.Err() == nil {
+		// Its task learned, then nothing read of it for request_timeout:
+		// gone, not read again for ever (docs/api.md, "Remote agents").
+		return r.closeSilent(u, call, in.Message), nil
+	}
 	handOff := func() (Block, *childPause) {
-		if call.RequestID == "" {
+		if call.RequestID == "" || errors.Is(err, ErrRemoteUnknown) {
+			// No answer in this leg: no progress (continue.go, handOff).
 			r.childMu.Lock()
 			r.unanswered = true
 			r.childMu.Unlock()
@@ -336,7 +357,12 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 	}
 	if errors.Is(err, ErrRemoteUnknown) && !errors.Is(context.Cause(ctx), errCanceled) {
 		// Sent, and not readable as this leg's time ran out: a new leg
-		// reads it again (the remote owns its outcome; a cancel ends it).
+		// reads it again (the remote owns its outcome; a cancel ends it),
+		// from when the remote last answered.
+		if call.QuietSince.IsZero() {
+			call.QuietSince = heard
+			r.learn(call)
+		}
 		return handOff()
 	}
 	if sent := (*Error)(nil); err != nil && call.RequestID == "" && !errors.Is(err, ErrNotSent) && !errors.As(err, &sent) &&
@@ -441,6 +467,20 @@ func (e *Engine) silent(cc ChildCall) bool {
 	return cc.Remote != "" && cc.RequestID == "" && !cc.SentAt.IsZero() && !e.now().Before(cc.SentAt.Add(e.requestTimeout()))
 }
 
+// quiet tells whether a remote call whose task was learned has had
+// nothing read of it for request_timeout since the remote last answered.
+func (e *Engine) quiet(cc ChildCall) bool {
+	return cc.Remote != "" && cc.RequestID != "" && !cc.QuietSince.IsZero() && !e.now().Before(cc.QuietSince.Add(e.requestTimeout()))
+}
+
+// minTime is the earlier of a and b, a zero a being no bound.
+func minTime(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
 // handedOffTooOften tells whether a remote call with no answer from its
 // remote was handed from leg to leg MaxTakeovers times: each hand-off of
 // it keeps META's takeover count and each leg's claim adds one, as a
@@ -448,20 +488,25 @@ func (e *Engine) silent(cc ChildCall) bool {
 // closes the connection is not sent it for ever (docs/api.md, "Remote
 // agents"). The claim of this leg is counted.
 func (r *Run) handedOffTooOften(cc ChildCall) bool {
-	return cc.Remote != "" && cc.RequestID == "" && !cc.SentAt.IsZero() && r.task.Active.Takeovers >= MaxTakeovers
+	unanswered := cc.RequestID == "" && !cc.SentAt.IsZero() || cc.RequestID != "" && !cc.QuietSince.IsZero()
+	return cc.Remote != "" && unanswered && r.task.Active.Takeovers >= MaxTakeovers
 }
 
 // remoteSilentMessage is the result of a remote call closed for want of an
 // answer.
 const remoteSilentMessage = CodeOutcomeUnknown + ": the remote agent did not answer; it may have received the message"
 
+// remoteGoneMessage is the result of a remote call whose task was learned
+// and then could not be read for request_timeout.
+const remoteGoneMessage = CodeOutcomeUnknown + ": the remote agent stopped answering; its task may go on there"
+
 // closeSilent closes a remote call that never answered: outcome_unknown,
 // and a remote-cancel item for its message id put by the same write as
 // the result (the message may have made a task there). The caller's
 // model decides what next.
 func (r *Run) closeSilent(u Block, call ChildCall, text string) Block {
-	r.e.log().Warn("a remote agent did not answer (request_timeout since its first send, or handed from leg to leg MaxTakeovers times); its call is closed outcome_unknown", "task_id", r.taskID,
-		"request_id", r.reqID, "agent", call.Agent, "url", call.Remote, "message_id", call.MessageID, "first_sent", call.SentAt, "takeovers", r.task.Active.Takeovers)
+	r.e.log().Warn("a remote agent did not answer (request_timeout since its first send or its last answer, or handed from leg to leg MaxTakeovers times); its call is closed outcome_unknown", "task_id", r.taskID,
+		"request_id", r.reqID, "agent", call.Agent, "url", call.Remote, "message_id", call.MessageID, "first_sent", call.SentAt, "remote_task_id", call.RequestID, "quiet_since", call.QuietSince, "takeovers", r.task.Active.Takeovers)
 	cc := call
 	item := OutboxItem{TaskID: r.taskID, RequestID: r.reqID, Epoch: r.task.Active.Epoch, EventID: r.eventID, Agent: r.agent.Name,
 		UserID: r.task.UserID, Kind: OutboxRemoteCancel, Event: EventCancel, Recipient: RemoteCancelRecipient(call.MessageID), Call: &cc,
@@ -469,6 +514,10 @@ func (r *Run) closeSilent(u Block, call ChildCall, text string) Block {
 	r.childMu.Lock()
 	r.silentCancels = append(r.silentCancels, item)
 	r.childMu.Unlock()
+	if call.RequestID != "" {
+		return ErrorResult(u.ID, fmt.Sprintf("%s (the agent %s at %s, its task %s, last answered %s)", remoteGoneMessage, call.Agent, call.Remote,
+			call.RequestID, call.QuietSince.UTC().Format(time.RFC3339)))
+	}
 	return ErrorResult(u.ID, fmt.Sprintf("%s (the agent %s at %s, first sent %s)", remoteSilentMessage, call.Agent, call.Remote,
 		call.SentAt.UTC().Format(time.RFC3339)))
 }
