@@ -545,3 +545,45 @@ func testGivenUpCallerFlagsItsChildren(t *testing.T, newStore func(testing.TB) a
 		t.Errorf("given_up.txt = %q: leaf's call ran below the failed root", got)
 	}
 }
+
+// testCallerPausesOnAnExpiredLeaf: pair's leg runs leaf and twin; twin
+// pauses first (its approval expires within a second), and before pair's
+// leg pauses on both, twin's round expires and its expiry is applied (a
+// decision at twin's own URL answered 410) — its continuation of pair
+// refused meanwhile, pair held by its leg (the torture's find, seed
+// 482250695: a duo taken over after a fault paused on a leaf Failed 27 s
+// before, waiting for a continuation's retry). Pair's pause carries its
+// leaves' expiries, so the round it pauses in has expired: the chain's
+// expiry ends it there, never a caller Paused on a leaf nothing can decide.
+func testCallerPausesOnAnExpiredLeaf(t *testing.T, newStore func(testing.TB) agent.Store) {
+	hs := &hookStore{Store: newStore(t)}
+	o := NewOrch(t, hs)
+	var twinTask, twinReq string
+	hs.match = func(w *agent.Write) bool {
+		if a := w.Task.Active; w.Task.Agent == "twin" && a != nil && a.Status == agent.StatusPaused {
+			twinTask, twinReq = w.Task.ID, a.ID
+			return true
+		}
+		return false
+	}
+	hs.after = func() {
+		time.Sleep(1200 * time.Millisecond) // twin's round expires
+		if _, _, err := o.Resume("twin", twinTask, twinReq, Approve()); Code(err) != agent.CodeApprovalExpired {
+			t.Errorf("approve at twin past its expiry: %v, want approval_expired", err)
+		}
+	}
+	res, _ := o.Invoke(t, "pair", "", CallAgent("twin", Append("t.txt", "x"))+"\n"+CallAgent("leaf", Append("l.txt", "x")))
+	if twinTask == "" {
+		t.Fatalf("twin never paused: pair %+v", res)
+	}
+	if tv := o.View(t, "twin", twinTask); tv.Status != agent.StatusFailed {
+		t.Fatalf("twin: %s, want Failed (expired)", tv.Status)
+	}
+	pv := o.View(t, "pair", res.TaskID)
+	if pv.Status != agent.StatusFailed {
+		t.Errorf("pair: %s (round %d), want Failed: it paused on twin's round, which had expired", pv.Status, pv.Round)
+	}
+	if got := o.Lines("l.txt"); len(got) != 0 {
+		t.Errorf("l.txt = %q: leaf's call ran below an expired chain", got)
+	}
+}
