@@ -611,6 +611,17 @@ func (r *Run) pauseOnChildren(ctx context.Context, results []Block, paused []chi
 		r.extraOutbox = append(r.extraOutbox, it)
 	}
 	r.pause(ctx, pending, r.task.Active.Round+1, awaits)
+	if r.status == StatusPaused && roundExpired(r.task.Active, r.e.now()) {
+		// The round it paused in had expired: a leaf's copy it carries is
+		// stale, the leaf's expiry perhaps applied while this leg held the
+		// caller, its continuation refused then (ErrBusy) and retried
+		// after a backoff. The continuation runs now: the chain's expiry
+		// ends the caller, never Paused on a leaf nothing can decide
+		// (docs/architecture.md, "The rules that keep a chain honest").
+		if err := r.e.ContinueCaller(ctx, r.task.ID, r.reqID); err != nil {
+			r.e.log().WarnContext(ctx, "a caller paused in an expired round; its continuation failed and is left to the leaf's", "task_id", r.task.ID, "request_id", r.reqID, "err", err)
+		}
+	}
 }
 
 // pollKeep is how long a poll of a round holding pending is kept: the

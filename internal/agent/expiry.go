@@ -99,17 +99,22 @@ type ended struct {
 // flagged in the expiry's own transaction — no claim of it runs anything
 // more, its running leg ends Canceled, the reaper finalises it if nobody
 // else does — and canceled once the expiry landed, never left waiting
-// below an ended root. A failed read is an error, never a partial expiry.
+// below an ended root. Such a child ran, so its call is closed with what
+// is known of it, never the expiry's did-not-run text: outcome_unknown
+// while it has not ended, its own result once it has (as a cancel closes
+// it, closeChildCalls). A failed read is an error, never a partial expiry.
 func (e *Engine) orphansOf(ctx context.Context, ends []ended, ci cancelInfo) ([]ChildCall, []*Write, error) {
-	ending := map[string]bool{}
+	expiring := map[string]bool{}
 	for _, x := range ends {
-		ending[x.w.Task.ID] = true
+		expiring[x.w.Task.ID] = true
 	}
+	flagged := map[string]bool{}
 	var orphans []ChildCall
 	var flags []*Write
 	for _, x := range ends {
+		known := map[string]Block{}
 		for _, cc := range x.open {
-			if cc.Remote != "" || cc.RequestID == "" || ending[cc.TaskID] {
+			if cc.Remote != "" || cc.RequestID == "" || expiring[cc.TaskID] {
 				continue
 			}
 			if _, ok := e.Agents.Get(cc.Agent); !ok {
@@ -124,9 +129,17 @@ func (e *Engine) orphansOf(ctx context.Context, ends []ended, ci cancelInfo) ([]
 			}
 			ca := ct.Active
 			if ca == nil || ca.ID != cc.RequestID {
-				continue // it ended: its result reaches nobody
+				// It ended: its result closes the call, reaching no model.
+				if res, ran := e.childCallResult(ctx, x.w.Requests[0].RequestID, x.w.Task.Joins, cc); ran {
+					known[cc.ToolCallID] = res
+				}
+				continue
 			}
-			ending[cc.TaskID] = true
+			known[cc.ToolCallID] = ErrorResult(cc.ToolCallID, childUnknownMessage(cc.Agent))
+			if flagged[cc.TaskID] {
+				continue
+			}
+			flagged[cc.TaskID] = true
 			orphans = append(orphans, cc)
 			if ca.CancelRequested {
 				continue
@@ -135,6 +148,24 @@ func (e *Engine) orphansOf(ctx context.Context, ends []ended, ci cancelInfo) ([]
 			na := next.Active
 			na.CancelRequested, na.CanceledBy, na.CanceledAt, na.CancelReason = true, ci.by, ci.at, ci.reason
 			flags = append(flags, &Write{Task: next, PrevVersion: ct.Version})
+		}
+		if len(known) == 0 {
+			continue
+		}
+		ag, ok := e.Agents.Get(x.agent)
+		if !ok {
+			ag = &Agent{Name: x.agent}
+		}
+		for i := range x.w.Items {
+			it := &x.w.Items[i]
+			if it.Role != RoleTool {
+				continue
+			}
+			for j, b := range it.Content {
+				if res, ok := known[b.ToolUseID]; ok {
+					it.Content[j] = truncateResult(ag, res)
+				}
+			}
 		}
 	}
 	return orphans, flags, nil

@@ -317,13 +317,21 @@ func testTooWideForOneTransaction(t *testing.T, o *Orch) {
 // root: paused in round 2 before pair heard of it (its continuation not
 // yet delivered), or still running round 1 when the expiry lands (the
 // torture test's find, seed 124578079: a twin left Paused below a Failed
-// duo). Leaf's second append never runs.
+// duo). Leaf's second append never runs. Leaf ran its first append, so
+// pair's history gives its call of leaf outcome_unknown — never the
+// expiry's "approval expired", a did-not-run result (the torture's find,
+// seed 124578079: duo's call of twin closed "approval expired" though twin
+// ran); a leaf that ran to its end (ended, its continuation not yet
+// delivered) gives pair's call its own result and stays Completed.
 func testExpiryCancelsALeafDecidedMeanwhile(t *testing.T, newStore func(testing.TB) agent.Store) {
 	then, _ := json.Marshal(map[string]string{"path": "l.txt", "content": "y\n"})
-	leafScript := Append("l.txt", "x") + "\n/then append_file " + string(then)
-	for _, running := range []bool{false, true} {
-		name := map[bool]string{false: "paused_again", true: "running"}[running]
-		t.Run(name, func(t *testing.T) {
+	for _, shape := range []string{"paused_again", "running", "ended"} {
+		running, ended := shape == "running", shape == "ended"
+		leafScript := Append("l.txt", "x") + "\n/then append_file " + string(then)
+		if ended {
+			leafScript = Append("l.txt", "x")
+		}
+		t.Run(shape, func(t *testing.T) {
 			hs := &hookStore{Store: newStore(t)}
 			o := NewOrch(t, hs)
 			res, _ := o.Invoke(t, "pair", "", CallAgent("leaf", leafScript)+"\n"+CallAgent("twin", Append("t.txt", "x")))
@@ -356,7 +364,13 @@ func testExpiryCancelsALeafDecidedMeanwhile(t *testing.T, newStore func(testing.
 			if err != nil {
 				t.Fatalf("approve at leaf: %v", err)
 			}
-			if !running {
+			switch {
+			case ended:
+				if out.Status != agent.StatusCompleted {
+					t.Fatalf("approve at leaf: %+v, want Completed", out)
+				}
+				atPair()
+			case !running:
 				if out.Status != agent.StatusPaused || out.Round != 2 {
 					t.Fatalf("approve at leaf: %+v, want Paused in round 2", out)
 				}
@@ -365,11 +379,31 @@ func testExpiryCancelsALeafDecidedMeanwhile(t *testing.T, newStore func(testing.
 			if pv := o.View(t, "pair", res.TaskID); pv.Status != agent.StatusFailed {
 				t.Errorf("pair: %s, want Failed", pv.Status)
 			}
-			if lv := o.View(t, "leaf", leaf.TaskID); lv.Status != agent.StatusCanceled {
-				t.Errorf("leaf: %s (round %d), want Canceled: nothing waits below an ended root", lv.Status, lv.Round)
+			wantLeaf := agent.StatusCanceled
+			if ended {
+				wantLeaf = agent.StatusCompleted
+			}
+			if lv := o.View(t, "leaf", leaf.TaskID); lv.Status != wantLeaf {
+				t.Errorf("leaf: %s (round %d), want %s: nothing waits below an ended root", lv.Status, lv.Round, wantLeaf)
 			}
 			if got := o.Lines("l.txt"); slices.Contains(got, "y") {
 				t.Errorf("l.txt = %q: leaf's round 2 ran below an ended root", got)
+			}
+			b := callResult(t, o, res.TaskID, "leaf")
+			switch txt := ""; {
+			case b == nil:
+				t.Errorf("pair ended with no result for its call of leaf")
+			case ended:
+				if txt = resultText(b); b.Status != agent.ResultSuccess || strings.Contains(txt, "expired") {
+					t.Errorf("pair's result for its call of leaf, which completed: %s %q; want leaf's own result", b.Status, txt)
+				}
+			default:
+				if txt = resultText(b); b.Status != agent.ResultError || !strings.HasPrefix(txt, agent.CodeOutcomeUnknown) {
+					t.Errorf("pair's result for its call of leaf, which ran its first append: %s %q; want %s, never an expiry", b.Status, txt, agent.CodeOutcomeUnknown)
+				}
+			}
+			if b := callResult(t, o, res.TaskID, "twin"); b == nil || !strings.HasPrefix(resultText(b), "approval expired") {
+				t.Errorf("pair's result for its call of twin, which expired: %v; want approval expired", b)
 			}
 		})
 	}
@@ -509,5 +543,47 @@ func testGivenUpCallerFlagsItsChildren(t *testing.T, newStore func(testing.TB) a
 	}
 	if got := o.Lines("given_up.txt"); len(got) != 0 {
 		t.Errorf("given_up.txt = %q: leaf's call ran below the failed root", got)
+	}
+}
+
+// testCallerPausesOnAnExpiredLeaf: pair's leg runs leaf and twin; twin
+// pauses first (its approval expires within a second), and before pair's
+// leg pauses on both, twin's round expires and its expiry is applied (a
+// decision at twin's own URL answered 410) — its continuation of pair
+// refused meanwhile, pair held by its leg (the torture's find, seed
+// 482250695: a duo taken over after a fault paused on a leaf Failed 27 s
+// before, waiting for a continuation's retry). Pair's pause carries its
+// leaves' expiries, so the round it pauses in has expired: the chain's
+// expiry ends it there, never a caller Paused on a leaf nothing can decide.
+func testCallerPausesOnAnExpiredLeaf(t *testing.T, newStore func(testing.TB) agent.Store) {
+	hs := &hookStore{Store: newStore(t)}
+	o := NewOrch(t, hs)
+	var twinTask, twinReq string
+	hs.match = func(w *agent.Write) bool {
+		if a := w.Task.Active; w.Task.Agent == "twin" && a != nil && a.Status == agent.StatusPaused {
+			twinTask, twinReq = w.Task.ID, a.ID
+			return true
+		}
+		return false
+	}
+	hs.after = func() {
+		time.Sleep(1200 * time.Millisecond) // twin's round expires
+		if _, _, err := o.Resume("twin", twinTask, twinReq, Approve()); Code(err) != agent.CodeApprovalExpired {
+			t.Errorf("approve at twin past its expiry: %v, want approval_expired", err)
+		}
+	}
+	res, _ := o.Invoke(t, "pair", "", CallAgent("twin", Append("t.txt", "x"))+"\n"+CallAgent("leaf", Append("l.txt", "x")))
+	if twinTask == "" {
+		t.Fatalf("twin never paused: pair %+v", res)
+	}
+	if tv := o.View(t, "twin", twinTask); tv.Status != agent.StatusFailed {
+		t.Fatalf("twin: %s, want Failed (expired)", tv.Status)
+	}
+	pv := o.View(t, "pair", res.TaskID)
+	if pv.Status != agent.StatusFailed {
+		t.Errorf("pair: %s (round %d), want Failed: it paused on twin's round, which had expired", pv.Status, pv.Round)
+	}
+	if got := o.Lines("l.txt"); len(got) != 0 {
+		t.Errorf("l.txt = %q: leaf's call ran below an expired chain", got)
 	}
 }

@@ -565,8 +565,11 @@ func claimsNotRun(text string) bool {
 // agentCallsTellTruth holds invariant 4 for agent calls (local and
 // remote): a result saying "not run" belongs to a call whose child never
 // ran — no child request completed, and no tool ran anywhere below it.
-// (An expiry's result names the round that expired below, where tools may
-// have run before it paused: it does not say the call did not run.)
+// An expiry's result ("approval expired …", "input expired …") names the
+// round that expired below, where tools may have run before it paused: it
+// is the truth when the child itself ended by an expiry, and a lie when
+// the child did not (decided at its own URL while the chain expired, it
+// ran and ended otherwise: seed 124578079).
 func (c *checker) agentCallsTellTruth() {
 	ran := map[string][]int{}
 	for _, e := range c.in.Ledger {
@@ -574,12 +577,20 @@ func (c *checker) agentCallsTellTruth() {
 	}
 	for _, r := range c.w.Order {
 		for _, call := range r.Calls {
-			if call.Message == "" || call.Result == nil || !strings.HasPrefix(strings.TrimSpace(call.ResultText), "not run") {
+			if call.Message == "" || call.Result == nil {
+				continue
+			}
+			text := strings.TrimSpace(call.ResultText)
+			expiry := strings.HasPrefix(text, "approval expired") || strings.HasPrefix(text, "input expired")
+			if !strings.HasPrefix(text, "not run") && !expiry {
 				continue
 			}
 			for _, ch := range r.Children {
 				if ch.ParentCall != call.ID {
 					continue
+				}
+				if expiry && ch.Status == "Failed" && (ch.ErrorCode == "approval_expired" || ch.ErrorCode == "input_expired") {
+					continue // its own end is the expiry
 				}
 				var execs []int
 				completed := ""

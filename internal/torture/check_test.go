@@ -297,6 +297,19 @@ func TestCheck(t *testing.T) {
 			// A cancel of the caller that met the child's run (§10 Cancel).
 			in.Tasks[0].Items[2].Content[0] = result("k1", "error", "not run: the request was canceled by tort")
 		}},
+		{name: "a caller's chain expiry says its agent call expired, though the child ran", base: chain, want: []int{4}, mutate: func(in *Input) {
+			// Seed 124578079: a decision at the leaf's own URL claimed it
+			// while the chain's expiry closed the caller's call (§17 inv. 4).
+			in.Tasks[0].Items[2].Content[0] = result("k1", "error", "approval expired at 2026-01-02T03:04:06Z")
+		}},
+		{name: "a caller's expiry text for a child that itself expired after running a round", base: chain, mutate: func(in *Input) {
+			// The child's own end is the expiry: its earlier round's runs
+			// do not make the caller's copy of it a lie.
+			in.Tasks[0].Items[2].Content[0] = result("k1", "error", "approval expired at 2026-01-02T03:04:06Z")
+			in.Tasks[1].Requests[0].Status, in.Tasks[1].Status = "Failed", "Failed"
+			in.Tasks[1].Requests[0].Error = &ErrorView{Code: "approval_expired", Message: "approval expired at 2026-01-02T03:04:06Z"}
+			in.Deliveries[3].Type = "request.failed"
+		}},
 		{name: "a caller's part refused by the remote leaf's earlier decision", base: chain, mutate: func(in *Input) {
 			remoteRejected(in, at(0.5))
 		}},
