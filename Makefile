@@ -26,10 +26,11 @@ run:
 	@echo "make run: serving on http://$(ADDR) (the console: http://$(ADDR)/console/); Ctrl-C stops it"
 	bin/hitch serve --addr $(ADDR) --agents agents --a2a-default-agent assistant
 
-## run-remote: a second Hitch on 127.0.0.1:8081 whose agent `front` calls the assistant
-## of `make run` (on :8080, started first) over A2A, as the user bob
+## run-remote: a second Hitch on REMOTE_ADDR (127.0.0.1:8081) whose agent `front` calls the
+## assistant of `make run` (on ADDR, started first) over A2A, as the user bob
+REMOTE_ADDR ?= 127.0.0.1:8081
 run-remote:
-	HITCH_REMOTE_TOKEN="Bearer bob" $(GO) run ./cmd/hitch serve --addr 127.0.0.1:8081 --agents examples/remote-agent
+	HITCH_REMOTE_TOKEN="Bearer bob" HITCH_A2A_ADDR=$(ADDR) $(GO) run ./cmd/hitch serve --addr $(REMOTE_ADDR) --agents examples/remote-agent
 
 ## run-webhooks: make run with examples/webhooks (the assistant with a webhook), and
 ## `hitch webhook listen` on 127.0.0.1:9000 printing each delivery it verifies

@@ -71,9 +71,11 @@ func TestAgentTools(t *testing.T) {
 // description the entry's or a default, its headers resolved at load.
 func TestRemoteAgentTool(t *testing.T) {
 	t.Setenv("HITCH_TEST_A2A_TOKEN", "Bearer t")
+	t.Setenv("HITCH_TEST_REMOTE", "127.0.0.1:9191")
 	c, err := loadAll(map[string]string{
 		"desk.yaml": def("desk", "Runs errands", "      - agent: billing\n        a2a: https://billing.example.com/prod/a2a/billing\n        headers: {Authorization: env:HITCH_TEST_A2A_TOKEN}\n        requires_approval: true\n"+
-			"      - agent: ledger\n        a2a: http://127.0.0.1:9/a2a/ledger\n        description: Keeps the books\n"),
+			"      - agent: ledger\n        a2a: http://127.0.0.1:9/a2a/ledger\n        description: Keeps the books\n"+
+			"      - agent: assistant\n        a2a: http://${HITCH_TEST_REMOTE:-127.0.0.1:8080}/a2a/assistant\n"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -88,8 +90,9 @@ func TestRemoteAgentTool(t *testing.T) {
 		got[at.Agent] = fmt.Sprintf("%s|%s|%v", at.Remote.URL(), bt.Tool.Spec().Description, bt.Policy.RequiresApproval)
 	}
 	want := map[string]string{
-		"billing": "https://billing.example.com/prod/a2a/billing|The remote agent billing (A2A).|true",
-		"ledger":  "http://127.0.0.1:9/a2a/ledger|Keeps the books|false",
+		"billing":   "https://billing.example.com/prod/a2a/billing|The remote agent billing (A2A).|true",
+		"ledger":    "http://127.0.0.1:9/a2a/ledger|Keeps the books|false",
+		"assistant": "http://127.0.0.1:9191/a2a/assistant|The remote agent assistant (A2A).|false",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("remote tools (-want +got):\n%s", diff)

@@ -356,6 +356,11 @@ func (d *decoder) agentEntry(f map[string]*yaml.Node, at string, policy agent.To
 		if !ok {
 			return nil
 		}
+		raw, err := expandEnv(raw)
+		if err != nil {
+			d.fail(join(at, "a2a"), "%v", err)
+			return nil
+		}
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			d.fail(join(at, "a2a"), "%q is not an http(s) URL of an A2A agent (its JSON-RPC endpoint, e.g. https://host/a2a/billing)", raw)
