@@ -20,7 +20,7 @@ func (e *Engine) DeleteTask(ctx context.Context, agentName, userID, taskID strin
 		}
 		if a := t.Active; a != nil {
 			if a.Status == StatusPaused {
-				return Errorf(CodeTaskPaused, "task %s is paused awaiting approval; cancel it first", t.ID)
+				return Errorf(CodeTaskPaused, "task %s is paused awaiting %s; cancel it first", t.ID, awaiting(a))
 			}
 			return Errorf(CodeTaskBusy, "task %s is running request %s; cancel it first", t.ID, a.ID)
 		}

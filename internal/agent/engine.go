@@ -294,6 +294,27 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	return e.newRun(ag, next, append(items, w.Items...), deadline), nil
 }
 
+// awaiting says what a paused request waits for, as a 409 task_paused
+// names it: an approval, an answer (a question, a client tool's result, a
+// server's input), or both.
+func awaiting(a *ActiveRequest) string {
+	approvals, inputs := false, false
+	for _, p := range a.Pending {
+		if p.Kind != "" {
+			inputs = true
+		} else {
+			approvals = true
+		}
+	}
+	switch {
+	case inputs && approvals:
+		return "approvals and answers"
+	case inputs:
+		return "an answer"
+	}
+	return "approval"
+}
+
 // settleActive deals with the task's active request before a new one is
 // claimed: a live one refuses (409); a dead one (lease expired) is recorded
 // Failed lease_expired with its dangling calls closed; an expired pause is
@@ -302,7 +323,7 @@ func (e *Engine) settleActive(ctx context.Context, ag *Agent, next *Task, items 
 	a := next.Active
 	switch {
 	case a.Status == StatusPaused && !roundExpired(a, now):
-		return nil, nil, nil, Errorf(CodeTaskPaused, "task %s is paused awaiting approval of request %s (round %d)", next.ID, a.ID, a.Round)
+		return nil, nil, nil, Errorf(CodeTaskPaused, "task %s is paused awaiting %s of request %s (round %d)", next.ID, awaiting(a), a.ID, a.Round)
 	case a.Status == StatusPaused:
 		return e.expireRound(next, items, now, roundExpiry(a))
 	case now.Before(a.LeaseUntil):

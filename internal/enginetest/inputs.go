@@ -65,6 +65,24 @@ func pauseForInputs(t *testing.T, env *Env) (*agent.RequestResult, *Recorder) {
 	return res, rec
 }
 
+// testPausedForAnAnswer: a task paused on a question alone refuses a new
+// message and a delete with 409 task_paused saying it waits for an
+// answer, not for an approval.
+func testPausedForAnAnswer(t *testing.T, env *Env) {
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, askCall("q1")))
+	res, _ := env.Invoke(t, "", "ask me")
+	if res.Status != agent.StatusPaused {
+		t.Fatalf("want Paused, got %+v", res)
+	}
+	_, err := env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, Items: []agent.InputItem{{Content: "hello?"}}})
+	derr := env.E.DeleteTask(context.Background(), "acc", "alice", res.TaskID)
+	for what, err := range map[string]error{"a new message": err, "a delete": derr} {
+		if Code(err) != agent.CodeTaskPaused || !strings.Contains(err.Error(), "awaiting an answer") || strings.Contains(err.Error(), "approval") {
+			t.Errorf("%s to a task paused on a question: %v, want task_paused awaiting an answer", what, err)
+		}
+	}
+}
+
 func testInputPause(t *testing.T, env *Env) {
 	res, rec := pauseForInputs(t, env)
 	if n := len(env.Safe.Runs()) + len(env.Guarded.Runs()); n != 0 {

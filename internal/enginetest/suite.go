@@ -73,6 +73,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"CompactionWithTools", testCompactionWithTools},
 		{"CompactionKeepsRoles", testCompactionKeepsRoles},
 		{"InputPause", testInputPause},
+		{"PausedForAnAnswer", testPausedForAnAnswer},
 		{"InputRounds", testInputRounds},
 		{"InputExpiry", testInputExpiry},
 		{"ElicitPause", testElicitPause},
