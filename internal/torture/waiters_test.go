@@ -186,7 +186,7 @@ func (w *worker) resumeDirect(f *flow, l level, body string, decides []CallDecis
 	payload["op"], payload["agent"], payload["user_id"], payload["task_id"], payload["request_id"] = "resume", l.agent, User, l.taskID, l.reqID
 	w.waiter(f, payload)
 	b, _ := json.Marshal(payload)
-	op := Op{Kind: OpResume, Proc: l.proc, Path: l.resumePath(), Body: string(b), Decides: decides, Note: l.name + " direct"}
+	op := Op{Kind: OpResume, Proc: l.proc, Path: l.resumePath(), Body: string(b), Decides: elicitMarked(l, decides), Note: l.name + " direct"}
 	op.Worker, op.Flow = w.id, f.id
 	w.g.c.direct(op)
 }
