@@ -761,7 +761,11 @@ func TestConsoleRemoteAgent(t *testing.T) {
 	// front also calls keeper, a local agent keeping files of its own: a
 	// round may wait on both.
 	frontDir := t.TempDir()
-	frontDef := append(bytes.Replace(example, []byte("http://127.0.0.1:8080"), []byte(remote), 1), "      - agent: keeper\n"...)
+	const exampleURL = "http://${HITCH_A2A_ADDR:-127.0.0.1:8080}"
+	if !bytes.Contains(example, []byte(exampleURL)) {
+		t.Fatalf("the example does not name %s", exampleURL)
+	}
+	frontDef := append(bytes.Replace(example, []byte(exampleURL), []byte(remote), 1), "      - agent: keeper\n"...)
 	if err := os.WriteFile(filepath.Join(frontDir, "front.yaml"), frontDef, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -277,9 +277,9 @@ func TestRemoteAgentCallerKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := strings.Replace(string(example), "http://127.0.0.1:8080", rs.URL, 1)
+	front := strings.Replace(string(example), "http://${HITCH_A2A_ADDR:-127.0.0.1:8080}", rs.URL, 1)
 	if front == string(example) {
-		t.Fatal("the example does not name http://127.0.0.1:8080")
+		t.Fatal("the example does not name http://${HITCH_A2A_ADDR:-127.0.0.1:8080}")
 	}
 	frontDir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(frontDir, "front.yaml"), []byte(front), 0o644); err != nil {
