@@ -102,6 +102,8 @@ type checker struct {
 	// gone are the requests of tasks an accepted delete removed
 	// (waiters.go).
 	gone map[string]goneReq
+	// goneTags are the tags of the flows an accepted delete emptied.
+	goneTags map[string]bool
 }
 
 // Check judges the history.
@@ -643,7 +645,7 @@ func (c *checker) historyTellsTruth() {
 	c.agentCallsTellTruth()
 	for _, e := range c.in.Ledger {
 		call := c.w.Calls[e.Key]
-		if call == nil && c.isGone(e.RequestID) {
+		if call == nil && (c.isGone(e.RequestID) || c.goneByTag(e.RequestID, e.Tag)) {
 			continue
 		}
 		if call == nil {

@@ -348,6 +348,9 @@ func (c *checker) elicitAnswers() {
 			}
 		}
 		call := c.w.Calls[key]
+		if call == nil && (c.isGone(rid) || c.goneByTag(rid, tag)) {
+			continue
+		}
 		if call == nil {
 			c.add(4, []string{rid}, ops, nil, "the form call %s (tag %s) got answers, but no history shows the call", key, tag)
 			continue

@@ -3,6 +3,7 @@ package torture
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -151,6 +152,7 @@ type goneReq struct {
 // children go with it).
 func (c *checker) findDeleted() {
 	c.gone = map[string]goneReq{}
+	c.goneTags = map[string]bool{}
 	byFlow := map[int][]Op{}
 	for _, op := range c.in.Ops {
 		byFlow[op.Flow] = append(byFlow[op.Flow], op)
@@ -170,6 +172,9 @@ func (c *checker) findDeleted() {
 			if o.Proc != op.Proc {
 				continue
 			}
+			for _, m := range tagInBody.FindAllStringSubmatch(o.Body, -1) {
+				c.goneTags[m[1]] = true
+			}
 			for _, rid := range opRequests(o) {
 				if _, ok := c.gone[rid]; !ok {
 					c.gone[rid] = goneReq{op: op.ID}
@@ -177,6 +182,18 @@ func (c *checker) findDeleted() {
 			}
 		}
 	}
+}
+
+// tagInBody finds the tags a flow's messages give their tool calls, at
+// any depth of quoting ("tag":"t9", \"tag\":\"t9\", …).
+var tagInBody = regexp.MustCompile(`tag\\*"\s*:\s*\\*"(t[0-9]+)\\*"`)
+
+// goneByTag is whether a tool run or an answer of the tag, under a request
+// the final state does not show, belongs to a flow an accepted delete
+// emptied: a child task deleted with its caller is named by no operation,
+// only by the tags of the message that made it.
+func (c *checker) goneByTag(rid, tag string) bool {
+	return c.w.Reqs[rid] == nil && tag != "" && c.goneTags[tag]
 }
 
 // isGone is whether rid is missing from the final state because an

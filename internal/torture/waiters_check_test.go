@@ -58,6 +58,14 @@ func deleted() Input {
 	return in
 }
 
+// childRun makes the invoke call a child (mid) whose leaf ran fx_peek
+// with tag t9 under a request no task shows: a child deleted with its
+// caller, or a run no history shows.
+func childRun(in *Input) {
+	in.Ops[0].Body = `{"items":[{"content":"/call leaf {\"message\":\"/call fx_peek {\\\"tag\\\":\\\"t9\\\",\\\"v\\\":\\\"x\\\"}\"}"}]}`
+	in.Ledger = append(in.Ledger, Execution{N: 3, Key: "r-kid#k1", RequestID: "r-kid", ToolCallID: "k1", Tool: ToolPeek, Process: ProcA, Tag: "t9", Value: "x", Start: at(1.1), End: at(1.2)})
+}
+
 // refusedDelete is clean with a delete of the leaf task while it was
 // Paused (between the invoke and the approval): 409 task_paused, the task
 // read before and after it alike.
@@ -131,6 +139,8 @@ func TestCheckWaitersAndDeletes(t *testing.T) {
 				hook(ProcA, "msg_2", "request.completed", rLeaf, 0, 1.6))
 		}},
 		{name: "a finished task deleted", base: deleted, mutate: func(*Input) {}},
+		{name: "a child's tool run under a deleted caller", base: deleted, mutate: func(in *Input) { childRun(in) }},
+		{name: "a child's tool run no history shows, nothing deleted", base: clean, want: []int{4}, mutate: func(in *Input) { childRun(in) }},
 		{name: "a finished task deleted, with its token answered", base: func() Input {
 			in := deleted()
 			w := waited(WaiterTaskToken, "")()
