@@ -323,7 +323,7 @@ func (e *Engine) settleActive(ctx context.Context, ag *Agent, next *Task, items 
 	a := next.Active
 	switch {
 	case a.Status == StatusPaused && !roundExpired(a, now):
-		return nil, nil, nil, Errorf(CodeTaskPaused, "task %s is paused awaiting %s of request %s (round %d)", next.ID, awaiting(a), a.ID, a.Round)
+		return nil, nil, nil, Errorf(CodeTaskPaused, "task %s is paused awaiting %s (request %s, round %d)", next.ID, awaiting(a), a.ID, a.Round)
 	case a.Status == StatusPaused:
 		return e.expireRound(next, items, now, roundExpiry(a))
 	case now.Before(a.LeaseUntil):
