@@ -67,6 +67,21 @@ func hook(proc, id, typ, rid string, round int, start float64) Delivery {
 // clean is a history without a breach: a leaf on A pauses on fx_effect
 // (with fx_peek beside it), is approved, both run once, it completes; the
 // webhooks of the pause and the end arrive in order.
+// checkWant checks in and fails t unless the invariants violated are
+// want, listing every violation.
+func checkWant(t *testing.T, in Input, want []int) *Result {
+	t.Helper()
+	res := Check(in)
+	if diff := cmp.Diff(want, invariants(res)); diff != "" {
+		var lines []string
+		for _, v := range res.Violations {
+			lines = append(lines, fmt.Sprintf("  %d: %s", v.Invariant, v.What))
+		}
+		t.Errorf("invariants violated (-want +got):\n%s%s", diff, strings.Join(lines, "\n"))
+	}
+	return res
+}
+
 func clean() Input {
 	leaf := &Task{Proc: ProcA, TaskID: tLeaf, Agent: "leaf", Status: "Completed",
 		Items: []Item{
@@ -436,14 +451,7 @@ func TestCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := tt.base()
 			tt.mutate(&in)
-			res := Check(in)
-			if diff := cmp.Diff(tt.want, invariants(res)); diff != "" {
-				var lines []string
-				for _, v := range res.Violations {
-					lines = append(lines, fmt.Sprintf("  %d: %s", v.Invariant, v.What))
-				}
-				t.Errorf("invariants violated (-want +got):\n%s%s", diff, strings.Join(lines, "\n"))
-			}
+			res := checkWant(t, in, tt.want)
 			if len(res.Apart) != tt.apart {
 				t.Errorf("%d reported apart, want %d: %+v", len(res.Apart), tt.apart, res.Apart)
 			}
@@ -573,14 +581,7 @@ func TestCheckAcrossCopies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := tt.base()
 			tt.mutate(&in)
-			res := Check(in)
-			if diff := cmp.Diff(tt.want, invariants(res)); diff != "" {
-				var lines []string
-				for _, v := range res.Violations {
-					lines = append(lines, fmt.Sprintf("  %d: %s", v.Invariant, v.What))
-				}
-				t.Errorf("invariants violated (-want +got):\n%s%s", diff, strings.Join(lines, "\n"))
-			}
+			checkWant(t, in, tt.want)
 		})
 	}
 }
@@ -680,14 +681,7 @@ func TestCheckRecoveryBound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := Check(tt.in())
-			if diff := cmp.Diff(tt.want, invariants(res)); diff != "" {
-				var lines []string
-				for _, v := range res.Violations {
-					lines = append(lines, fmt.Sprintf("  %d: %s", v.Invariant, v.What))
-				}
-				t.Errorf("invariants violated (-want +got):\n%s%s", diff, strings.Join(lines, "\n"))
-			}
+			checkWant(t, tt.in(), tt.want)
 		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 )
 
 // Hand-made histories of the form tool's elicitation rounds: a clean one,
@@ -126,14 +125,7 @@ func TestCheckElicit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := elicited()
 			tt.mutate(&in)
-			res := Check(in)
-			if diff := cmp.Diff(tt.want, invariants(res)); diff != "" {
-				var lines []string
-				for _, v := range res.Violations {
-					lines = append(lines, fmt.Sprintf("  %d: %s", v.Invariant, v.What))
-				}
-				t.Errorf("invariants violated (-want +got):\n%s%s", diff, strings.Join(lines, "\n"))
-			}
+			checkWant(t, in, tt.want)
 		})
 	}
 }

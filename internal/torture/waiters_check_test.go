@@ -2,11 +2,8 @@ package torture
 
 import (
 	"encoding/json"
-	"fmt"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 )
 
 // Hand-made histories of waiters (task tokens, durable callbacks),
@@ -214,14 +211,7 @@ func TestCheckWaitersAndDeletes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := tt.base()
 			tt.mutate(&in)
-			res := Check(in)
-			if diff := cmp.Diff(tt.want, invariants(res)); diff != "" {
-				var lines []string
-				for _, v := range res.Violations {
-					lines = append(lines, fmt.Sprintf("  %d: %s", v.Invariant, v.What))
-				}
-				t.Errorf("invariants violated (-want +got):\n%s%s", diff, strings.Join(lines, "\n"))
-			}
+			checkWant(t, in, tt.want)
 		})
 	}
 }
