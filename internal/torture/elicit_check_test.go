@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
 )
 
 // Hand-made histories of the form tool's elicitation rounds: a clean one,

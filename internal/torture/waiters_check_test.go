@@ -3,7 +3,6 @@ package torture
 import (
 	"encoding/json"
 	"testing"
-
 )
 
 // Hand-made histories of waiters (task tokens, durable callbacks),
