@@ -149,7 +149,7 @@ func (e *Engine) StartInvoke(ctx context.Context, in InvokeInput) (*Run, error) 
 			return nil, err
 		}
 	}
-	return e.startLoop(ctx, in.UserID, in.Agent, "invoke", in.Idem, func(ag *Agent, bound *IdemRecord) (*Run, error) {
+	run, err := e.startLoop(ctx, in.UserID, in.Agent, "invoke", in.Idem, func(ag *Agent, bound *IdemRecord) (*Run, error) {
 		switch {
 		case bound != nil:
 			return e.boundFollower(ctx, ag, bound, in.Deadline)
@@ -158,6 +158,7 @@ func (e *Engine) StartInvoke(ctx context.Context, in InvokeInput) (*Run, error) 
 		}
 		return e.claimFollowOn(ctx, ag, in, content)
 	})
+	return e.bindFollower(ctx, run, err, in.Waiter)
 }
 
 func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, content []Block) (*Run, error) {

@@ -54,6 +54,11 @@ func (r *Run) renewLocked(ctx context.Context) (*Task, error) {
 		return nil, err
 	}
 	r.leaseSent, r.renewed = sent, meta.Version
+	if ma := meta.Active; ma != nil && ma.ID == a.ID {
+		// The leg's next write puts its own META over this version:
+		// waiters bound since its last write stay bound (bindWaiter).
+		r.boundWaiters = unionWaiters(r.boundWaiters, ma.Waiters)
+	}
 	return meta, nil
 }
 

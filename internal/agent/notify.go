@@ -217,6 +217,91 @@ func addWaiter(w *Write, wt *Waiter) {
 	w.Tokens = append(w.Tokens, TokenItem{TaskID: w.Task.ID, RequestID: a.ID, Waiter: *wt, Hash: ref.Hash})
 }
 
+// waiterItem is the outbox item of base's event for the waiter ref: its
+// answer, or a heartbeat.
+func waiterItem(base OutboxItem, ref WaiterRef, answer bool) OutboxItem {
+	it := base
+	it.Kind, it.Hash, it.Recipient = ref.Kind, ref.Hash, WaiterRecipient(ref.Kind, ref.Hash)
+	if !answer {
+		it.Event = EventHeartbeat
+	}
+	return it
+}
+
+// pauseAnswers tells whether the pause a (paused) answers the waiter ref,
+// rather than a heartbeat: on_pause "return" asks for it, and a waiter
+// cannot carry out a client tool while it waits, so a round holding one
+// answers it as on_pause "return" does (docs/api.md, "Pauses for input").
+func pauseAnswers(a *ActiveRequest, ref WaiterRef) bool {
+	return ref.OnPause == OnPauseReturn || slices.ContainsFunc(a.Pending, func(p PendingCall) bool { return p.Kind == InputClient })
+}
+
+// bindWaiter binds the waiter of a duplicate that waits (a follower: a
+// retried invoke, a decision sent again) to the request rid it follows,
+// as a claim binds its own (docs/architecture.md, "Step Functions task
+// tokens": every direct call bound to the request puts its token). While
+// the request has not ended, a reference on META and its token; a pause
+// it is owed (pauseAnswers) is answered through the outbox at once. Once
+// the request has ended, its token and its answer go out through the
+// outbox at once. A waiter already bound is bound once; a task deleted
+// meanwhile binds nothing (the follower answers task_not_found).
+func (e *Engine) bindWaiter(ctx context.Context, taskID, rid string, wt *Waiter) error {
+	ref := wt.Ref()
+	for attempt := 0; ; attempt++ {
+		t, err := e.Store.GetTask(ctx, taskID)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("bind a waiter to %s: %w", rid, err)
+		}
+		next := e.nextOf(t)
+		w := &Write{Task: next, PrevVersion: t.Version}
+		base := OutboxItem{TaskID: t.ID, RequestID: rid, Agent: t.Agent, UserID: t.UserID, CreatedAt: e.now()}
+		if a := next.Active; a != nil && a.ID == rid {
+			if slices.ContainsFunc(a.Waiters, func(r WaiterRef) bool { return r.Hash == ref.Hash }) {
+				return nil
+			}
+			addWaiter(w, wt)
+			if a.Status == StatusPaused && a.ClaimToken == "" && pauseAnswers(a, ref) {
+				base.Epoch, base.EventID, base.Round, base.Event = a.Epoch, a.LastEventID, a.Round, EventRequestPaused
+				usage := a.Usage
+				base.Pending, base.Usage = a.Pending, &usage
+				w.Outbox = append(w.Outbox, waiterItem(base, ref, true))
+			}
+		} else {
+			rec, err := e.findRecord(ctx, taskID, rid)
+			if err != nil || rec == nil {
+				return err
+			}
+			if slices.ContainsFunc(rec.Waiters, func(r WaiterRef) bool { return r.Hash == ref.Hash }) {
+				return nil // answered by the end already
+			}
+			base.Epoch, base.EventID, base.Round, base.Event = rec.Epoch, rec.LastEventID, rec.Round, requestEvent(rec.Status)
+			w.Tokens = append(w.Tokens, TokenItem{TaskID: t.ID, RequestID: rid, Waiter: *wt, Hash: ref.Hash})
+			w.Outbox = append(w.Outbox, waiterItem(base, ref, true))
+		}
+		err = e.commit(ctx, w, "bind a waiter to %s", rid)
+		if errors.Is(err, ErrConflict) && attempt < 8 {
+			continue // the task moved on: bind to it as it is now
+		}
+		return err
+	}
+}
+
+// unionWaiters is the waiters of every list, each once, in order.
+func unionWaiters(lists ...[]WaiterRef) []WaiterRef {
+	var out []WaiterRef
+	for _, l := range lists {
+		for _, ref := range l {
+			if !slices.ContainsFunc(out, func(m WaiterRef) bool { return m.Hash == ref.Hash }) {
+				out = append(out, ref)
+			}
+		}
+	}
+	return out
+}
+
 // requestEvent is the notification event of a request ending with status.
 func requestEvent(st Status) string {
 	switch st {
@@ -256,12 +341,7 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 	}
 	waiters := func(base OutboxItem, refs []WaiterRef, answer func(WaiterRef) bool) {
 		for _, ref := range refs {
-			it := base
-			it.Kind, it.Hash, it.Recipient = ref.Kind, ref.Hash, WaiterRecipient(ref.Kind, ref.Hash)
-			if !answer(ref) {
-				it.Event = EventHeartbeat
-			}
-			w.Outbox = append(w.Outbox, it)
+			w.Outbox = append(w.Outbox, waiterItem(base, ref, answer(ref)))
 		}
 	}
 	// A child's pause or end continues its caller.
@@ -292,11 +372,7 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 		usage := a.Usage
 		base.Pending, base.Usage = a.Pending, &usage
 		hooks(base)
-		// A waiter cannot carry out a client tool while it waits: a round
-		// holding one answers it as on_pause "return" does (docs/api.md,
-		// "Pauses for input").
-		client := slices.ContainsFunc(a.Pending, func(p PendingCall) bool { return p.Kind == InputClient })
-		waiters(base, a.Waiters, func(ref WaiterRef) bool { return client || ref.OnPause == OnPauseReturn })
+		waiters(base, a.Waiters, func(ref WaiterRef) bool { return pauseAnswers(a, ref) })
 		cont(a.Parent, a.ID, a.Epoch, a.LastEventID)
 		// A pause on a remote agent is polled by the item its call was
 		// recorded with (planChildren): it stays while the call is open.

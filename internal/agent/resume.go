@@ -135,7 +135,7 @@ func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (*Run, error) 
 	if in.RequestID, err = ParseID("request_id", in.RequestID); err != nil {
 		return nil, err
 	}
-	return e.startLoop(ctx, in.UserID, in.Agent, "resume", in.Idem, func(ag *Agent, bound *IdemRecord) (*Run, error) {
+	run, err := e.startLoop(ctx, in.UserID, in.Agent, "resume", in.Idem, func(ag *Agent, bound *IdemRecord) (*Run, error) {
 		if bound != nil && in.Body.Round == nil {
 			// The retry decides the round its first send decided.
 			round := bound.Round
@@ -143,6 +143,20 @@ func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (*Run, error) 
 		}
 		return e.tryResume(ctx, ag, in)
 	})
+	return e.bindFollower(ctx, run, err, in.Waiter)
+}
+
+// bindFollower binds the waiter of a call answered by a follower (a
+// duplicate that waits) to the request it follows (bindWaiter); a claim
+// bound its own already.
+func (e *Engine) bindFollower(ctx context.Context, run *Run, err error, wt *Waiter) (*Run, error) {
+	if err != nil || wt == nil || run.follow == nil {
+		return run, err
+	}
+	if err := e.bindWaiter(ctx, run.taskID, run.reqID, wt); err != nil {
+		return nil, err
+	}
+	return run, nil
 }
 
 func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run, error) {

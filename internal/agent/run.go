@@ -89,8 +89,10 @@ type Run struct {
 	leaseMu   sync.Mutex
 	leaseSent time.Time
 	renewed   int64
-	lost      atomic.Bool
-	stopLeg   func(cause error) // cancels the leg's context
+	// boundWaiters are the waiters a renewal read on META (bindWaiter).
+	boundWaiters []WaiterRef
+	lost         atomic.Bool
+	stopLeg      func(cause error) // cancels the leg's context
 
 	// outcome
 	status     Status
@@ -415,6 +417,7 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 	for attempt := 0; ; attempt++ {
 		next := base.Clone()
 		next.NextSeq = r.task.NextSeq
+		var bound []WaiterRef
 		if next.Active != nil && r.task.Active != nil {
 			cur := next.Active
 			mine := *r.task.Active
@@ -425,6 +428,10 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 				mine.CancelRequested, mine.CanceledBy, mine.CanceledAt, mine.CancelReason =
 					cur.CancelRequested, cur.CanceledBy, cur.CanceledAt, cur.CancelReason
 			}
+			// Waiters bound meanwhile (a duplicate that waits,
+			// bindWaiter), read here or by a renewal, stay bound.
+			mine.Waiters = unionWaiters(mine.Waiters, cur.Waiters, r.boundWaiters)
+			bound = mine.Waiters
 			next.Active = &mine
 		}
 		next.Status = r.task.Status
@@ -446,7 +453,17 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 		// A leg holds its claim: a write of its that leaves the request
 		// paused, its claim given up, is the pause.
 		pausing := next.Active != nil && next.Active.Status == StatusPaused && next.Active.ClaimToken == ""
-		err := r.e.write(ctx, &Write{Task: next, PrevVersion: base.Version, Items: r.unsaved, Requests: records, Expires: expires,
+		recs := records
+		if len(bound) > 0 {
+			// The end answers the waiters bound meanwhile too.
+			recs = slices.Clone(records)
+			for i := range recs {
+				if recs[i].RequestID == r.reqID {
+					recs[i].Waiters = unionWaiters(recs[i].Waiters, bound)
+				}
+			}
+		}
+		err := r.e.write(ctx, &Write{Task: next, PrevVersion: base.Version, Items: r.unsaved, Requests: recs, Expires: expires,
 			Outbox: slices.Clone(r.extraOutbox), Artifacts: arts, pausing: pausing})
 		var ce *ConflictError
 		if errors.As(err, &ce) && attempt < 3 && ce.Current != nil && ce.Current.Active != nil &&

@@ -65,6 +65,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"IdempotentResume", testIdempotentResume},
 		{"Delete", testDelete},
 		{"DeleteKeepsOwedNotifications", testDeleteKeepsOwedNotifications},
+		{"DuplicateInFlightBindsItsWaiter", testDuplicateInFlightBindsItsWaiter},
 		{"Retention", testRetention},
 		{"ConditionalApproval", testConditionalApproval},
 		{"TrustAcrossRoundsRequestsEditsTasks", testTrust},

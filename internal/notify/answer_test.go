@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -273,5 +274,97 @@ func TestDurableResultTruncated(t *testing.T) {
 	}
 	if len(c.Body) > notify.MaxResultBytes || !got.OutputTruncated || got.Status != agent.StatusCompleted || !strings.Contains(string(c.Body), `"output":null`) {
 		t.Errorf("result of %d bytes, truncated %v, status %s", len(c.Body), got.OutputTruncated, got.Status)
+	}
+}
+
+// sfnSucceeded is the request SendTaskSuccess answered token with, or nil.
+func sfnSucceeded(t *testing.T, calls []sfnfake.Call, token string) *agent.RequestResult {
+	t.Helper()
+	for _, c := range calls {
+		if c.Token == token && c.Op == "SendTaskSuccess" {
+			var got agent.RequestResult
+			if err := json.Unmarshal([]byte(c.Output), &got); err != nil {
+				t.Fatalf("the success of %s: %s (%v)", token, c.Output, err)
+			}
+			return &got
+		}
+	}
+	return nil
+}
+
+// TestDuplicatesBindTheirWaiters: every direct call bound to a request
+// puts its token, a duplicate that waits too (docs/architecture.md, "Step
+// Functions task tokens"): an invoke retried under its Idempotency-Key
+// with a token of its own, while paused, is answered at the end; a
+// decision of a round the request moved past, given with on_pause
+// "return", is answered with the pause it is in; the same decision sent
+// again once the request ended is answered its end at once.
+func TestDuplicatesBindTheirWaiters(t *testing.T) {
+	a := startAnswering(t)
+	ctx := context.Background()
+	a.env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "first")))
+	idem := &agent.Idempotency{Key: "k-dup", BodyHash: "h-dup"}
+	start := func(w *agent.Waiter) *agent.RequestResult {
+		run, err := a.env.E.StartInvoke(ctx, agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "do it"}}, Idem: idem, Waiter: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run.Execute(ctx, nil)
+	}
+	res := start(&agent.Waiter{Kind: agent.WaiterTaskToken, ID: "tok-first", OnPause: agent.OnPauseWait})
+	if again := start(&agent.Waiter{Kind: agent.WaiterTaskToken, ID: "tok-retry", OnPause: agent.OnPauseWait}); again.Status != agent.StatusPaused || again.RequestID != res.RequestID {
+		t.Fatalf("the retried invoke: %+v", again)
+	}
+	resume := func(body agent.ResumeRequest, w *agent.Waiter) *agent.RequestResult {
+		run, err := a.env.E.StartResume(ctx, agent.ResumeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: body, Waiter: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run.Execute(ctx, nil)
+	}
+	a.env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g2", "guarded", "second")))
+	round1 := agent.ResumeRequest{Action: agent.ActionApprove, Round: enginetest.Round(1)}
+	if out := resume(round1, nil); out.Status != agent.StatusPaused || out.Round != 2 {
+		t.Fatalf("round 1: %+v", out)
+	}
+	if out := resume(round1, &agent.Waiter{Kind: agent.WaiterTaskToken, ID: "tok-past", OnPause: agent.OnPauseReturn}); out.Status != agent.StatusPaused {
+		t.Fatalf("round 1 again: %+v", out)
+	}
+	wait(t, "the pause answered to the decision sent again", func() bool { return sfnSucceeded(t, a.sfn.Calls(), "tok-past") != nil })
+	if got := sfnSucceeded(t, a.sfn.Calls(), "tok-past"); got.Status != agent.StatusPaused || got.Round != 2 {
+		t.Errorf("tok-past was answered %s round %d, want Paused round 2", got.Status, got.Round)
+	}
+
+	a.env.Model.Add(agenttest.Say("deleted"))
+	round2 := agent.ResumeRequest{Action: agent.ActionApprove, Round: enginetest.Round(2)}
+	if out := resume(round2, nil); out.Status != agent.StatusCompleted {
+		t.Fatalf("round 2: %+v", out)
+	}
+	if out := resume(round2, &agent.Waiter{Kind: agent.WaiterCallback, ID: "cb-after-end", OnPause: agent.OnPauseReturn}); out.Status != agent.StatusCompleted {
+		t.Fatalf("round 2 again: %+v", out)
+	}
+	for _, tok := range []string{"tok-first", "tok-retry"} {
+		wait(t, tok+"'s success", func() bool { return sfnSucceeded(t, a.sfn.Calls(), tok) != nil })
+		if got := sfnSucceeded(t, a.sfn.Calls(), tok); got.Status != agent.StatusCompleted || got.Output != "deleted" {
+			t.Errorf("%s was answered %s %q, want Completed", tok, got.Status, got.Output)
+		}
+	}
+	wait(t, "the callback of the decision sent after the end", func() bool {
+		return slices.ContainsFunc(a.fn.Callbacks(), func(c fakelambda.Callback) bool { return c.ID == "cb-after-end" && c.Op == "succeed" })
+	})
+	time.Sleep(100 * time.Millisecond) // a second answer would come now
+	n := map[string]int{}
+	for _, c := range a.sfn.Calls() {
+		if c.Op != "SendTaskHeartbeat" {
+			n[c.Token]++
+		}
+	}
+	for _, c := range a.fn.Callbacks() {
+		if c.Op != "heartbeat" {
+			n[c.ID]++
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"tok-first": 1, "tok-retry": 1, "tok-past": 1, "cb-after-end": 1}, n); diff != "" {
+		t.Errorf("answers per waiter (-want +got):\n%s", diff)
 	}
 }

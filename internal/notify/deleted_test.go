@@ -33,6 +33,17 @@ func TestTokenOfDeletedTask(t *testing.T) {
 	if err := a.env.E.DeleteTask(context.Background(), "acc", "alice", res.TaskID); err != nil {
 		t.Fatal(err)
 	}
+	// An attempt resolved before the delete may still be on its way:
+	// once one resolved after it (a refused failure) has come, every
+	// later one answers the deleted task.
+	wait(t, "a refused answer after the delete", func() bool {
+		for _, c := range a.sfn.Calls() {
+			if c.Op == "SendTaskFailure" {
+				return true
+			}
+		}
+		return false
+	})
 	before := len(a.sfn.Calls())
 	a.sfn.FailNext(0)
 	wait(t, "the answer after the delete", func() bool {
