@@ -41,6 +41,12 @@ type handler struct {
 	runs   sync.WaitGroup
 }
 
+// schemas adds the tools' input schemas to a pause's approvals, so that a
+// caller checks an edit whole (agent.PendingView.InputSchema).
+func (h *handler) schemas(pending []agent.PendingView) []agent.PendingView {
+	return h.e.WithInputSchemas(h.agent, pending)
+}
+
 // track registers a request about to start; false once the call is over.
 func (h *handler) track() bool {
 	h.mu.Lock()
@@ -151,7 +157,7 @@ func (h *handler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Ta
 }
 
 func (h *handler) taskOf(ctx context.Context, f *found, historyLength *int) (*a2a.Task, error) {
-	t, err := taskOfView(f.view, f.rid, historyLength)
+	t, err := taskOfView(f.view, f.rid, historyLength, h.schemas)
 	if err != nil {
 		return nil, toProto(err, h.log, f.rid)
 	}
@@ -262,7 +268,7 @@ func (h *handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 		return workingTask(run), nil
 	}
 	res := h.execute(bg, run, agent.Discard)
-	t := taskOfResult(res, time.Now().UTC())
+	t := taskOfResult(res, time.Now().UTC(), h.schemas)
 	if f, err := h.find(bg, t.ID); err == nil {
 		t.Artifacts = append(t.Artifacts, h.artifactsOf(bg, f.view, f.rid)...)
 		if req.Config == nil || req.Config.HistoryLength == nil || *req.Config.HistoryLength > 0 {
@@ -310,7 +316,7 @@ func (h *handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 // relay turns Hitch events into A2A updates until the request ends or
 // pauses, the events end, or the client goes away.
 func (h *handler) relay(ctx context.Context, taskID, rid string, events <-chan agent.Event, yield func(a2a.Event, error) bool) {
-	c := &converter{taskID: taskID, rid: rid, agent: h.agent, base: h.base}
+	c := &converter{taskID: taskID, rid: rid, agent: h.agent, base: h.base, schemas: h.schemas}
 	for {
 		select {
 		case <-ctx.Done():
@@ -391,7 +397,7 @@ func (h *handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*
 		return nil, protoErr(a2a.ErrTaskNotCancelable, agent.CodeNotRunning, "task "+f.rid+" cannot be canceled")
 	}
 	if out.Result != nil {
-		return taskOfResult(out.Result, time.Now().UTC()), nil
+		return taskOfResult(out.Result, time.Now().UTC(), h.schemas), nil
 	}
 	t := working(f.taskID, f.rid)
 	t.Metadata = map[string]any{"cancel_requested": true}
@@ -452,7 +458,7 @@ func (h *handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2
 			continue
 		}
 		for _, r := range v.Requests {
-			t, err := taskOfView(v, r.RequestID, req.HistoryLength)
+			t, err := taskOfView(v, r.RequestID, req.HistoryLength, h.schemas)
 			if err != nil {
 				continue
 			}

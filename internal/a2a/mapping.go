@@ -139,12 +139,23 @@ func jsonValue(v any) any {
 	return out
 }
 
+// schemasOf adds the tools' input schemas to a pause's approvals
+// (agent.Engine.WithInputSchemas); nil adds none.
+type schemasOf func([]agent.PendingView) []agent.PendingView
+
+func (f schemasOf) of(pending []agent.PendingView) []agent.PendingView {
+	if f == nil || len(pending) == 0 {
+		return pending
+	}
+	return f(pending)
+}
+
 // taskOfResult is the A2A task of a request's outcome.
-func taskOfResult(res *agent.RequestResult, at time.Time) *a2a.Task {
+func taskOfResult(res *agent.RequestResult, at time.Time, schemas schemasOf) *a2a.Task {
 	t := &a2a.Task{
 		ID: a2a.TaskID(res.RequestID), ContextID: res.TaskID,
 		Status: a2a.TaskStatus{State: stateOf(res.Status), Timestamp: &at,
-			Message: statusMessage(res.TaskID, res.RequestID, res.Status, res.PendingApprovals, res.PendingInputs, res.Round, res.ResumeURL, res.Error)},
+			Message: statusMessage(res.TaskID, res.RequestID, res.Status, schemas.of(res.PendingApprovals), res.PendingInputs, res.Round, res.ResumeURL, res.Error)},
 		Metadata: map[string]any{"session_id": res.SessionID, "source": res.Source},
 	}
 	if res.Status == agent.StatusCompleted {
@@ -155,7 +166,7 @@ func taskOfResult(res *agent.RequestResult, at time.Time) *a2a.Task {
 
 // taskOfView is the A2A task of request rid as GET task shows it, with at
 // most historyLength messages of history (nil: all).
-func taskOfView(v *agent.TaskView, rid string, historyLength *int) (*a2a.Task, error) {
+func taskOfView(v *agent.TaskView, rid string, historyLength *int, schemas schemasOf) (*a2a.Task, error) {
 	var req *agent.RequestView
 	for i := range v.Requests {
 		if v.Requests[i].RequestID == rid {
@@ -172,7 +183,7 @@ func taskOfView(v *agent.TaskView, rid string, historyLength *int) (*a2a.Task, e
 		Metadata: map[string]any{"session_id": v.SessionID},
 	}
 	if req.Status == agent.StatusPaused {
-		t.Status.Message = statusMessage(v.TaskID, rid, req.Status, v.PendingApprovals, v.PendingInputs, v.Round, resumeURL(v.Agent, v.TaskID, rid), nil)
+		t.Status.Message = statusMessage(v.TaskID, rid, req.Status, schemas.of(v.PendingApprovals), v.PendingInputs, v.Round, resumeURL(v.Agent, v.TaskID, rid), nil)
 	} else {
 		t.Status.Message = statusMessage(v.TaskID, rid, req.Status, nil, nil, 0, "", req.Error)
 	}

@@ -1695,3 +1695,110 @@ func testRemotePartNotDelivered(t *testing.T) {
 		t.Errorf("append_file ran %d times on the remote, want 1 (as decided)", got)
 	}
 }
+
+// TestRemoteDecidedThereBeforeItsExpiry: the remote's approval (a 2 s
+// ttl) is decided at the remote's own URL in time, and its tool runs; a
+// decision at the caller once the caller's copy of that expiry has passed
+// must not end the chain approval_expired, which would leave the caller's
+// history saying the call never ran (the torture test's invariant 4, seed
+// 811358580). The caller reads the remote first: it moved on, so the
+// remote's outcome is the call's result.
+func TestRemoteDecidedThereBeforeItsExpiry(t *testing.T) {
+	onBothStores(t, testRemoteDecidedThereBeforeItsExpiry)
+}
+
+func testRemoteDecidedThereBeforeItsExpiry(t *testing.T) {
+	p := startPairYAML(t, strings.Replace(agentYAML, "requires_approval: [write_file, append_file, delete_file]",
+		"requires_approval: [write_file, append_file, delete_file]\n        approval_ttl: 2s", 1), false)
+	_, paused := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("intime.txt")))
+	if paused["status"] != "Paused" {
+		t.Fatalf("front: %v", paused)
+	}
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	if code, out := httpCall(t, "POST", pc["resume_url"].(string), "bob", `{"action":"approve"}`); code != 200 || out["status"] != "Completed" {
+		t.Fatalf("approve at the remote: %d %v", code, out)
+	}
+	exp, err := time.Parse(time.RFC3339, pc["expires_at"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(exp.Add(1500 * time.Millisecond)))
+	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"action":"approve"}`)
+	if code != 409 {
+		// Decided at its own URL: as before the expiry, never 410.
+		t.Errorf("approve at the caller after the copy's expiry, the remote decided in time: %d %v, want 409", code, out)
+	}
+	// Nothing delivers front's outbox here: its poll, as the notifier's.
+	if run, err := p.engine.StartPoll(context.Background(), paused["task_id"].(string), paused["request_id"].(string)); err != nil {
+		t.Fatalf("the poll: %v", err)
+	} else if run != nil {
+		run.Execute(context.Background(), nil)
+	}
+	v := p.waitStatus(t, paused["task_id"].(string), "Completed")
+	raw, _ := json.Marshal(v)
+	if strings.Contains(string(raw), "expired") {
+		t.Errorf("front's task says the call expired, though it ran: %s", raw)
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "intime.txt")); got != 1 {
+		t.Errorf("append_file ran %d times, want 1", got)
+	}
+}
+
+// TestRemoteEditCheckedWholeAtTheCaller: duo waits on a local leaf and a
+// remote one. A decision at duo approving the local call and editing the
+// remote's with an input its tool's schema refuses is refused whole,
+// 400 invalid_input, before anything is claimed: the remote shows its
+// tool's input schema with its pending call, and the caller checks the
+// edit against it (docs/api.md, "Remote agents"). Before, the local leaf
+// was claimed and ran, the caller answered 200, and the remote refused
+// the edit later (the torture test's hour, seed 866707708).
+func TestRemoteEditCheckedWholeAtTheCaller(t *testing.T) {
+	onBothStores(t, testRemoteEditCheckedWholeAtTheCaller)
+}
+
+func testRemoteEditCheckedWholeAtTheCaller(t *testing.T) {
+	remote := startStackYAML(t, agentYAML, false)
+	t.Setenv("HITCH_TEST_REMOTE_AUTH", "Bearer bob")
+	dir := t.TempDir()
+	slow := strings.Replace(quickYAML, "approval_ttl: 1s", "approval_ttl: 10m", 1)
+	for name, def := range map[string]string{"duo.yaml": fmt.Sprintf(duoYAML, remote.url), "quick.yaml": slow} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(def), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, _, srv := serveDir(t, dir, time.Minute, false)
+	q, _ := json.Marshal(map[string]string{"message": appendLine("q.txt")})
+	b, _ := json.Marshal(map[string]string{"message": appendLine("b.txt")})
+	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call quick " + string(q) + "\n/call billing " + string(b)}}})
+	code, paused := httpCall(t, "POST", srv.URL+"/agents/duo/invoke", "alice", string(body))
+	if code != 200 || paused["status"] != "Paused" || len(paused["pending_approvals"].([]any)) != 2 {
+		t.Fatalf("duo: %d %v", code, paused)
+	}
+	var decisions []map[string]any
+	var remoteTask string
+	for _, p := range paused["pending_approvals"].([]any) {
+		pc := p.(map[string]any)
+		if pc["agent"] == "billing" {
+			remoteTask = pc["task_id"].(string)
+			decisions = append(decisions, map[string]any{"tool_call_id": pc["tool_call_id"], "action": "edit", "input": map[string]any{"path": 7}})
+		} else {
+			decisions = append(decisions, map[string]any{"tool_call_id": pc["tool_call_id"], "action": "approve"})
+		}
+	}
+	raw, _ := json.Marshal(map[string]any{"decisions": decisions})
+	code, out := httpCall(t, "POST", srv.URL+paused["resume_url"].(string), "alice", string(raw))
+	if code != 400 || out["error"].(map[string]any)["code"] != "invalid_input" {
+		t.Errorf("an edit the remote's schema refuses, with an approval of the local leaf: %d %v, want 400 invalid_input", code, out)
+	}
+	_, v := httpCall(t, "GET", srv.URL+"/agents/duo/tasks/"+paused["task_id"].(string), "alice", "")
+	if v["status"] != "Paused" || len(v["pending_approvals"].([]any)) != 2 {
+		t.Errorf("duo after the refused decision: %v %v", v["status"], v["pending_approvals"])
+	}
+	if _, rv := httpCall(t, "GET", remote.url+"/agents/assistant/tasks/"+remoteTask, "bob", ""); rv["status"] != "Paused" {
+		t.Errorf("the remote task after the refused decision: %v", rv["status"])
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := lines(t, filepath.Join(dir, "sandbox", "q.txt")); got != 0 {
+		t.Errorf("the local leaf's append ran %d times", got)
+	}
+}

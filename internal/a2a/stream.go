@@ -18,6 +18,7 @@ type converter struct {
 	// agent and base make artifacts' download URLs.
 	agent, base string
 	answered    bool // an artifact update went out
+	schemas     schemasOf
 }
 
 // activity are the events shown as working status updates, each with a data
@@ -55,7 +56,7 @@ func (c *converter) convert(e agent.Event) ([]a2a.Event, error, bool) {
 			out = append(out, c.chunk(text, true))
 		}
 		out = append(out, c.status(stateOf(res.Status),
-			statusMessage(c.taskID, c.rid, res.Status, res.PendingApprovals, res.PendingInputs, res.Round, res.ResumeURL, res.Error)))
+			statusMessage(c.taskID, c.rid, res.Status, c.schemas.of(res.PendingApprovals), res.PendingInputs, res.Round, res.ResumeURL, res.Error)))
 		return out, nil, true
 	case agent.EventArtifact:
 		var d struct {

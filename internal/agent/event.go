@@ -1,5 +1,10 @@
 package agent
 
+import (
+	"encoding/json"
+	"slices"
+)
+
 // Event names (docs/api.md Server-Sent Events). The event is spelled
 // "cancelled"; it is contract.
 const (
@@ -106,4 +111,33 @@ type PendingView struct {
 	// and the server.
 	URL    string `json:"url,omitempty"`
 	Server string `json:"server,omitempty"`
+	// InputSchema, on an approval as the A2A server shows it, is the
+	// tool's input schema: a caller of this agent checks an edit of the
+	// call against it before it claims anything (docs/api.md, "Remote
+	// agents"; Engine.WithInputSchemas).
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+}
+
+// WithInputSchemas is pending with each approval's tool input schema
+// (PendingView.InputSchema): the tool of the agent that asked (a leaf's,
+// on a caller's copy; served's own otherwise). A tool this system does
+// not define (a remote's, two hops down) adds none: the remote checks.
+func (e *Engine) WithInputSchemas(served string, pending []PendingView) []PendingView {
+	out := slices.Clone(pending)
+	for i := range out {
+		pv := &out[i]
+		if pv.Kind != "" || pv.InputSchema != nil {
+			continue
+		}
+		name := served
+		if pv.Agent != "" {
+			name = pv.Agent
+		}
+		if ag, ok := e.Agents.Get(name); ok {
+			if bt, ok := ag.Tool(pv.Name); ok {
+				pv.InputSchema = bt.Tool.Spec().InputSchema
+			}
+		}
+	}
+	return out
 }

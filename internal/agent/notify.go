@@ -277,6 +277,9 @@ func (e *Engine) bindWaiter(ctx context.Context, taskID, rid string, wt *Waiter)
 			if slices.ContainsFunc(rec.Waiters, func(r WaiterRef) bool { return r.Hash == ref.Hash }) {
 				return nil // answered by the end already
 			}
+			if next.Active == nil && next.RetainUntil != 0 {
+				w.Expires = time.Unix(next.RetainUntil, 0) // an idle task keeps its retention
+			}
 			base.Epoch, base.EventID, base.Round, base.Event = rec.Epoch, rec.LastEventID, rec.Round, requestEvent(rec.Status)
 			w.Tokens = append(w.Tokens, TokenItem{TaskID: t.ID, RequestID: rid, Waiter: *wt, Hash: ref.Hash})
 			w.Outbox = append(w.Outbox, waiterItem(base, ref, true))

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/hitch-agents/hitch/internal/schema"
 )
 
 // ResumeRequest is the resume body (docs/api.md ResumeRequest).
@@ -219,7 +221,7 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 	}
 	chainExpired := false
 	if a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested && roundExpired(a, now) {
-		decided, err := e.leafDecided(ctx, a)
+		decided, err := e.leafDecided(ctx, t)
 		if err != nil {
 			return nil, err // a read failed: an error answer, never an expiry
 		}
@@ -258,18 +260,49 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 // before the copy of its expiry the caller holds was reached, so the chain
 // did not expire; the leaves' answer tables decide (caller.go). One leaf
 // still waiting in the round (or a remote one, whose state is not read
-// here) leaves the expiry to end the whole chain. A failed read is an
-// error: it decides nothing (docs/architecture.md, "Orchestration").
-func (e *Engine) leafDecided(ctx context.Context, a *ActiveRequest) (bool, error) {
+// here) leaves the expiry to end the whole chain. A remote leaf is read on
+// its system (remoteDecided): the caller's copy of its expiry decides
+// nothing there. A failed read is an error: it decides nothing
+// (docs/architecture.md, "Orchestration").
+func (e *Engine) leafDecided(ctx context.Context, t *Task) (bool, error) {
+	a := t.Active
 	for _, w := range a.Awaits {
-		if remoteVia(a, w) != nil {
-			return false, nil
+		if cc := remoteVia(a, w); cc != nil {
+			if ok, err := e.remoteDecided(ctx, t, *cc, w); !ok || err != nil {
+				return false, err
+			}
+			continue
 		}
 		if ok, err := e.awaitDecided(ctx, w); !ok || err != nil {
 			return false, err
 		}
 	}
 	return len(a.Awaits) > 0, nil
+}
+
+// remoteDecided tells whether the remote leaf round w was decided on its
+// own system: its task runs, paused in a later round, or ended otherwise
+// than by an expiry. Its outcome then reaches the caller as the call's
+// result (the poll), never the caller's copy of the expiry.
+func (e *Engine) remoteDecided(ctx context.Context, t *Task, cc ChildCall, w Await) (bool, error) {
+	ra := e.remoteOf(t.Agent, cc)
+	if ra == nil || cc.RequestID == "" {
+		return false, nil
+	}
+	rt, err := ra.Get(ctx, cc.TaskID, cc.RequestID)
+	if ae := (*Error)(nil); errors.As(err, &ae) && ae.Code == CodeTaskNotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the remote task %s at %s: %w", cc.RequestID, cc.Remote, err)
+	}
+	switch rt.Status {
+	case StatusPaused:
+		return rt.Round > w.Round, nil
+	case StatusFailed:
+		return rt.Error == nil || !IsExpiry(rt.Error.Code), nil
+	}
+	return true, nil
 }
 
 // awaitDecided tells whether the leaf round w was decided by a person; a
@@ -643,13 +676,8 @@ func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round 
 			}
 		}
 		if di.Action == ActionEdit {
-			bt, ok := ag.Tool(p.Name)
-			if ok {
-				if v, ok := bt.Tool.(InputValidator); ok {
-					if err := v.ValidateInput(di.Input); err != nil {
-						return nil, Errorf(CodeInvalidInput, "decisions[%d]: the edited input does not fit %s's schema: %s", i, p.Name, err.Error())
-					}
-				}
+			if err := checkEdit(ag, p, di.Input); err != nil {
+				return nil, Errorf(CodeInvalidInput, "decisions[%d]: the edited input does not fit %s's schema: %s", i, p.Name, err.Error())
 			}
 			c.Input = json.RawMessage(canonicalJSON(di.Input))
 			c.OriginalInput = p.Input
@@ -663,6 +691,28 @@ func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round 
 		d.Action = b.Decisions[0].Action
 	}
 	return d, nil
+}
+
+// checkEdit checks an edited input against the call's tool: a remote
+// agent's call against the input schema its remote showed (none shown:
+// the remote alone checks it), any other against ag's tool.
+func checkEdit(ag *Agent, p PendingCall, input json.RawMessage) error {
+	if p.RemoteInput != nil {
+		if p.InputSchema == nil {
+			return nil
+		}
+		s, err := schema.Compile(p.InputSchema)
+		if err != nil {
+			return nil // a schema this side cannot read: the remote checks
+		}
+		return s.Validate(input, "input")
+	}
+	if bt, ok := ag.Tool(p.Name); ok {
+		if v, ok := bt.Tool.(InputValidator); ok {
+			return v.ValidateInput(input)
+		}
+	}
+	return nil
 }
 
 func pendingOf(d *Decision) []PendingCall {

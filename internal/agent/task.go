@@ -182,6 +182,11 @@ type PendingCall struct {
 	// RemoteInput, on a remote agent's pending call, is its input as the
 	// remote showed it: there is no entry of it here to refer to.
 	RemoteInput json.RawMessage `json:"remote_input,omitempty"`
+	// InputSchema, on a remote agent's pending approval, is its tool's
+	// input schema as the remote showed it: an edit at this caller is
+	// checked against it (a decision is checked whole before anything is
+	// claimed, docs/architecture.md, "Orchestration").
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
 	InputHash   string          `json:"input_hash"`
 	ExpiresAt   time.Time       `json:"expires_at"`
 	Round       int             `json:"round"`
