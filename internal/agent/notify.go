@@ -441,14 +441,22 @@ func (e *Engine) CancelRemote(ctx context.Context, o OutboxItem) error {
 // OutboxResult resolves what an outbox item tells its recipient
 // (docs/architecture.md: items hold references): an ended request's RequestResult from its
 // record; a pause's from META while the request still waits in that round,
-// else the Paused result without its pending calls (it has moved on). It
-// returns ErrNotFound when the task or the request is gone.
+// else the Paused result without its pending calls (it has moved on). A
+// task deleted since still resolves (the delete keeps the records its
+// items are for). It returns ErrNotFound when the request is gone.
 func (e *Engine) OutboxResult(ctx context.Context, o OutboxItem) (*RequestResult, error) {
 	ag, ok := e.Agents.Get(o.Agent)
 	if !ok {
 		ag = &Agent{Name: o.Agent}
 	}
 	t, err := e.Store.GetTask(ctx, o.TaskID)
+	deleted := errors.Is(err, ErrNotFound)
+	if deleted {
+		// Deleted after the pause or end was committed: what is owed
+		// still goes out, from the item and the record the delete keeps
+		// for it (docs/api.md, Delete a task).
+		t, err = &Task{ID: o.TaskID, Agent: o.Agent, UserID: o.UserID}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -460,8 +468,8 @@ func (e *Engine) OutboxResult(ctx context.Context, o OutboxItem) (*RequestResult
 		if o.Usage != nil {
 			pt.Active.Usage = *o.Usage
 		}
-		if err := e.pendingInputs(ctx, &pt, nil); err != nil {
-			return nil, err
+		if err := e.pendingInputs(ctx, &pt, nil); err != nil && !deleted {
+			return nil, err // a deleted task's inputs went with it
 		}
 		return pausedResult(ag, &pt, e.now()), nil
 	}

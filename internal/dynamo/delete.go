@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -80,15 +81,41 @@ func (st *Store) sweep(ctx context.Context, t *agent.Task) error {
 	if err != nil {
 		return err
 	}
-	var reqs []types.WriteRequest
+	owedFor := map[string]bool{}
 	for _, it := range keys {
-		if sk := str(it, attrSK); sk == metaSK || strings.HasPrefix(sk, "OUT#") || strings.HasPrefix(sk, "TOK#") {
+		if sk := str(it, attrSK); strings.HasPrefix(sk, "OUT#") {
+			rid, _, _ := strings.Cut(sk[len("OUT#"):], "#")
+			owedFor[reqSK(rid)] = true
+		}
+	}
+	var reqs []types.WriteRequest
+	var kept []map[string]types.AttributeValue
+	for _, it := range keys {
+		sk := str(it, attrSK)
+		if sk == metaSK || strings.HasPrefix(sk, "OUT#") || strings.HasPrefix(sk, "TOK#") {
 			continue // a META written since is not ours to delete; the outbox is owed
+		}
+		if owedFor[sk] {
+			kept = append(kept, key(str(it, attrPK), sk)) // the owed items' payload
+			continue
 		}
 		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key(str(it, attrPK), str(it, attrSK))}})
 	}
 	if err := st.batchWrite(ctx, reqs); err != nil {
 		return err
+	}
+	// A kept record lasts as long as an outbox item is kept.
+	ttl := st.now().Add(agent.OutboxTTL).Unix()
+	for _, k := range kept {
+		_, err := st.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &st.table, Key: k,
+			UpdateExpression:          aws.String("SET #ttl = :ttl"),
+			ConditionExpression:       aws.String("attribute_exists(#pk)"),
+			ExpressionAttributeNames:  map[string]string{"#ttl": attrTTL, "#pk": attrPK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":ttl": n(ttl)}})
+		var ccf *types.ConditionalCheckFailedException
+		if err != nil && !errors.As(err, &ccf) {
+			return translate(err)
+		}
 	}
 	if t.SessionID == "" {
 		return nil

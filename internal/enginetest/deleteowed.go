@@ -13,7 +13,8 @@ import (
 // end's notifications — the webhook and the task token's answer, with the
 // token — (docs/api.md, Delete a task): the delete takes the task, not the
 // outbox items a committed end wrote nor the token they answer (the
-// torture test's invariant 7, a deleted request's end).
+// torture test's invariant 7, a deleted request's end), nor the records
+// of the requests those items are for, which are their payload.
 func testDeleteKeepsOwedNotifications(t *testing.T, env *Env) {
 	ctx := context.Background()
 	env.Model.Add(agenttest.Say("done"))
@@ -57,5 +58,17 @@ func testDeleteKeepsOwedNotifications(t *testing.T, env *Env) {
 	}
 	if _, err := env.Store.GetToken(ctx, res.TaskID, res.RequestID, hash); err != nil {
 		t.Errorf("the token after the delete: %v", err)
+	}
+	// What the items tell still resolves: the request's outcome, from the
+	// record the delete keeps for them.
+	items, err := env.Store.ListRequestOutbox(ctx, res.TaskID, res.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		got, err := env.E.OutboxResult(ctx, it)
+		if err != nil || got.Status != agent.StatusCompleted || got.Output != "done" || got.RequestID != res.RequestID {
+			t.Errorf("the %s item after the delete resolves to %+v (%v), want the Completed result", it.Kind, got, err)
+		}
 	}
 }

@@ -29,20 +29,28 @@ func (s *Store) DeleteTask(ctx context.Context, t *agent.Task) (err error) {
 	if tr != nil {
 		// landed stays: a retry of a write that had landed still answers
 		// success, as DynamoDB's ClientRequestToken does.
-		tr.meta = nil
-		tr.due = nil
-		tr.items = map[int64]record{}
-		tr.reqs = map[string]record{}
-		tr.events = map[string]map[batchKey]record{}
 		// The outbox items and the waiters' tokens stay: what a committed
 		// pause or end owes still goes out, and the dispatcher deletes
-		// them (docs/api.md, Delete a task).
+		// them (docs/api.md, Delete a task). So do the records of the
+		// requests they are owed for, which their payload is, for as long
+		// as an outbox item is kept.
 		owed := map[string]record{}
+		reqs := map[string]record{}
+		keep := s.now().Add(agent.OutboxTTL).Unix()
 		for sk, r := range tr.keyed {
 			if strings.HasPrefix(sk, "OUT#") || strings.HasPrefix(sk, "TOK#") {
 				owed[sk] = r
+				rid, _, _ := strings.Cut(sk[len("OUT#"):], "#")
+				if rec, ok := tr.reqs[rid]; ok && strings.HasPrefix(sk, "OUT#") {
+					reqs[rid] = record{rec.data, keep}
+				}
 			}
 		}
+		tr.meta = nil
+		tr.due = nil
+		tr.items = map[int64]record{}
+		tr.reqs = reqs
+		tr.events = map[string]map[batchKey]record{}
 		tr.keyed = owed
 	}
 	if ss := s.sessions[t.SessionID]; ss != nil {

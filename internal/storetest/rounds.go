@@ -190,3 +190,35 @@ func testJoins(t *testing.T, s agent.Store) {
 		t.Errorf("a join outlived its task: %v %v", got.Joins, err)
 	}
 }
+
+// testDeleteKeepsOwedRecords: a delete keeps the record of a request an
+// outbox item is owed for (its payload: docs/api.md, Delete a task), and
+// no other.
+func testDeleteKeepsOwedRecords(t *testing.T, s agent.Store) {
+	ctx := context.Background()
+	task := newTask("u1", "acc", id())
+	create(t, s, task)
+	owed, done := task.Active.ID, id()
+	rec := func(rid string) agent.RequestRecord {
+		return agent.RequestRecord{RequestView: agent.RequestView{RequestID: rid, Kind: agent.KindInvoke, Status: agent.StatusCompleted, CreatedAt: base, UpdatedAt: base}, Output: "out " + rid}
+	}
+	n := next(task)
+	n.Active, n.Status = nil, agent.StatusCompleted
+	o := agent.OutboxItem{TaskID: task.ID, RequestID: owed, Epoch: 1, EventID: 3, Recipient: agent.WebhookRecipient(0),
+		Kind: agent.OutboxWebhook, Event: agent.EventRequestCompleted, Agent: "acc", UserID: "u1", CreatedAt: base}
+	update(t, s, &agent.Write{Task: n, PrevVersion: task.Version, Requests: []agent.RequestRecord{rec(owed), rec(done)}, Outbox: []agent.OutboxItem{o}})
+	cur, err := s.GetTask(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteTask(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := s.ListRequests(ctx, task.ID)
+	if err != nil || len(recs) != 1 || recs[0].RequestID != owed || recs[0].Output != "out "+owed {
+		t.Errorf("the records after the delete: %+v %v; want the owed request's alone", recs, err)
+	}
+	if _, err := s.GetTask(ctx, task.ID); !errors.Is(err, agent.ErrNotFound) {
+		t.Errorf("GetTask after the delete: %v", err)
+	}
+}

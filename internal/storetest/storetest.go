@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"Decisions", testDecisions},
 		{"EventsEpochs", testEventsEpochs},
 		{"OutboxElsewhere", testOutboxElsewhere},
+		{"DeleteKeepsOwedRecords", testDeleteKeepsOwedRecords},
 		{"Joins", testJoins},
 		{"RequestOutbox", testRequestOutbox},
 		{"OutboxKeepUntil", testOutboxKeepUntil},
