@@ -260,6 +260,9 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	var extra []Item
 	var records []RequestRecord
 	var decided []RequestDecision
+	if a := t.Active; a != nil && a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested && roundExpired(a, now) {
+		return nil, e.settleExpiredCaller(ctx, ag, t, items)
+	}
 	if t.Active != nil {
 		var err error
 		if extra, records, decided, err = e.settleActive(ctx, ag, next, items, now); err != nil {
@@ -314,6 +317,30 @@ func awaiting(a *ActiveRequest) string {
 		return "an answer"
 	}
 	return "approval"
+}
+
+// settleExpiredCaller settles, before a new request claims its task, a
+// paused caller past its copy of a leaf round's expiry as a decision at it
+// would (resumeActive): a leaf decided at its own URL in time means the
+// chain goes on, 409 task_busy; else the whole chain expires, the caller
+// and its leaves together (expireCaller), and the claim reads the task
+// again (a *ConflictError). Expiring the caller's round alone would
+// record the call expired while its leaf ran, and leave the leaf paused.
+func (e *Engine) settleExpiredCaller(ctx context.Context, ag *Agent, t *Task, items []Item) error {
+	a := t.Active
+	decided, err := e.leafDecided(ctx, t)
+	if err != nil {
+		return err // a read failed: an error answer, never an expiry
+	}
+	if decided {
+		return Errorf(CodeTaskBusy, "task %s is running request %s (a sub-agent's round it waits on was decided; it goes on)", t.ID, a.ID)
+	}
+	code, msg := expiryOf(a, roundExpiry(a))
+	rec := &RequestRecord{RequestView: RequestView{Status: StatusFailed, Error: &ErrorInfo{Code: code, Message: msg}}}
+	if err := e.expireCaller(ctx, ag, t, items, rec); err != nil {
+		return err
+	}
+	return &ConflictError{} // the task is free now: read it again
 }
 
 // settleActive deals with the task's active request before a new one is

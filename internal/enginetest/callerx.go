@@ -587,3 +587,57 @@ func testCallerPausesOnAnExpiredLeaf(t *testing.T, newStore func(testing.TB) age
 		t.Errorf("l.txt = %q: leaf's call ran below an expired chain", got)
 	}
 }
+
+// testMessageToAnExpiredCaller: pair waits on twin, whose approval expires
+// within a second, and a new message comes to pair's task after that. If
+// twin was approved at its own URL in time (and ran), the chain goes on:
+// 409 task_busy, and pair's history never says its call of twin expired.
+// If nobody decided, the whole chain expires — twin too, not left paused
+// below pair — and the message runs. Before, the message expired pair's
+// round alone: its call of twin "approval expired" though twin ran, and
+// twin paused below an idle pair (the torture test, seed 113436590).
+func testMessageToAnExpiredCaller(t *testing.T, newStore func(testing.TB) agent.Store) {
+	for _, decided := range []bool{true, false} {
+		t.Run(map[bool]string{true: "decided at the leaf", false: "nobody decided"}[decided], func(t *testing.T) {
+			o := NewOrch(t, newStore(t))
+			res, _ := o.Invoke(t, "pair", "", CallAgent("twin", Append("t.txt", "x")))
+			if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 {
+				t.Fatalf("pair: %+v", res)
+			}
+			p := res.PendingApprovals[0]
+			if decided {
+				if out, _, err := o.Resume("twin", p.TaskID, p.RequestID, Approve()); err != nil || out.Status != agent.StatusCompleted {
+					t.Fatalf("approve at twin: %+v %v", out, err)
+				}
+			}
+			time.Sleep(1100 * time.Millisecond) // twin's round expires
+			run, err := o.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "pair", UserID: "alice", TaskID: res.TaskID,
+				Items: []agent.InputItem{{Content: "and now?"}}})
+			if decided {
+				if Code(err) != agent.CodeTaskBusy {
+					t.Errorf("a message to pair, its leaf decided in time: %v, want task_busy", err)
+				}
+				if b := callResult(t, o, res.TaskID, "twin"); b != nil && strings.Contains(resultText(b), "expired") {
+					t.Errorf("pair's call of twin, which ran: %q", resultText(b))
+				}
+				if got := o.Lines("t.txt"); len(got) != 1 {
+					t.Errorf("t.txt = %q, want twin's one append", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("a message to pair, its chain expired: %v", err)
+			}
+			run.Execute(context.Background(), nil)
+			if tv := o.View(t, "twin", p.TaskID); tv.Status != agent.StatusFailed {
+				t.Errorf("twin after the chain expired: %s, want Failed", tv.Status)
+			}
+			if b := callResult(t, o, res.TaskID, "twin"); b == nil || !strings.HasPrefix(resultText(b), "approval expired") {
+				t.Errorf("pair's call of twin, which expired: %v", b)
+			}
+			if got := o.Lines("t.txt"); len(got) != 0 {
+				t.Errorf("t.txt = %q: an expired call ran", got)
+			}
+		})
+	}
+}
