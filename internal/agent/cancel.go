@@ -175,6 +175,23 @@ func (e *Engine) tryCancel(ctx context.Context, ag *Agent, in CancelInput) (*Can
 		return nil, Errorf(CodeNotRunning, "task %s has no running or paused request", t.ID)
 	}
 	now := e.now()
+	if a.Status == StatusPaused && !a.CancelRequested && roundExpired(a, now) {
+		// The clock ended the round before the cancel came: its expiry
+		// is the request's outcome, as for a decision (one round, one
+		// outcome; docs/api.md, Cancel) — a chain's as a decision at a
+		// caller settles it.
+		if len(a.Awaits) == 0 {
+			rec, err := e.applyExpiry(ctx, ag, t, items, now)
+			if err != nil {
+				return nil, err
+			}
+			return nil, Errorf(CodeNotRunning, "request %s ended Failed %s before the cancel: %s", a.ID, rec.Error.Code, rec.Error.Message)
+		}
+		if err := e.settleExpiredCaller(ctx, ag, t, items); err != nil && CodeOf(err) != CodeTaskBusy {
+			return nil, err // the chain expired (read again: ended), or a read failed
+		}
+		// A leaf decided in time: the chain goes on, and the cancel stops it.
+	}
 	ci := cancelInfo{by: in.UserID, reason: in.Reason, at: now}
 	if a.Status == StatusPaused || !now.Before(a.LeaseUntil) {
 		// Nothing runs it: the cancel finalises it — after the tree

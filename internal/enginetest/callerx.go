@@ -641,3 +641,40 @@ func testMessageToAnExpiredCaller(t *testing.T, newStore func(testing.TB) agent.
 		})
 	}
 }
+
+// testCancelAfterTheExpiry: a cancel that comes after a paused round's
+// expiry finds the request ended by the clock: 409 not_running, the
+// request Failed approval_expired — one round, one outcome — for a leaf
+// and for a caller (its chain expires whole: its leaf ends Failed
+// approval_expired too, not Canceled, so the caller's "approval expired"
+// is its leaf's own end; the torture test, seed 113436590, found a remote
+// leaf Canceled below a caller that said its call expired).
+func testCancelAfterTheExpiry(t *testing.T, newStore func(testing.TB) agent.Store) {
+	for _, top := range []string{"twin", "pair"} {
+		t.Run(top, func(t *testing.T) {
+			o := NewOrch(t, newStore(t))
+			text := Append("t.txt", "x")
+			if top == "pair" {
+				text = CallAgent("twin", text)
+			}
+			res, _ := o.Invoke(t, top, "", text)
+			if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 {
+				t.Fatalf("%s: %+v", top, res)
+			}
+			leaf := res.PendingApprovals[0].TaskID
+			if leaf == "" {
+				leaf = res.TaskID
+			}
+			time.Sleep(1100 * time.Millisecond) // twin's round expires
+			if _, err := o.E.Cancel(context.Background(), agent.CancelInput{Agent: top, UserID: "alice", TaskID: res.TaskID}); Code(err) != agent.CodeNotRunning {
+				t.Errorf("cancel after the expiry: %v, want not_running", err)
+			}
+			for name, id := range map[string]string{top: res.TaskID, "twin": leaf} {
+				v := o.View(t, name, id)
+				if v.Status != agent.StatusFailed || len(v.Requests) == 0 || v.Requests[0].Error == nil || v.Requests[0].Error.Code != agent.CodeApprovalExpired {
+					t.Errorf("%s after the cancel: %s %+v, want Failed approval_expired", name, v.Status, v.Requests)
+				}
+			}
+		})
+	}
+}

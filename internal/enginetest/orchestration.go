@@ -202,6 +202,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 	t.Run("ChainExpiryRacesALeafDecision", func(t *testing.T) { testChainExpiryRacesALeafDecision(t, newStore) })
 	t.Run("ExpiryCancelsALeafDecidedMeanwhile", func(t *testing.T) { testExpiryCancelsALeafDecidedMeanwhile(t, newStore) })
 	t.Run("MessageToAnExpiredCaller", func(t *testing.T) { testMessageToAnExpiredCaller(t, newStore) })
+	t.Run("CancelAfterTheExpiry", func(t *testing.T) { testCancelAfterTheExpiry(t, newStore) })
 	t.Run("ReaperCancelsAFlaggedLeaf", func(t *testing.T) { testReaperCancelsAFlaggedLeaf(t, newStore) })
 	t.Run("CallerPausesOnAnExpiredLeaf", func(t *testing.T) { testCallerPausesOnAnExpiredLeaf(t, newStore) })
 	t.Run("GivenUpCallerFlagsItsChildren", func(t *testing.T) { testGivenUpCallerFlagsItsChildren(t, newStore) })
