@@ -138,7 +138,11 @@ func (w *worker) elicitStep(f *flow, ls []level) {
 		w.resume(f, l, body, ds, " elicitation")
 		w.resume(f, l, body, ds, " elicitation replayed")
 	case "round-above":
-		b, _ := json.Marshal(map[string]any{"decisions": w.validDecisions(l), "round": l.round + 1})
+		// Far above: the level may have moved on a round since it was
+		// read (a leaf answered at its own URL continued it), and round+1
+		// would then be its current round, a body the API takes (seed
+		// 113436590).
+		b, _ := json.Marshal(map[string]any{"decisions": w.validDecisions(l), "round": l.round + 100})
 		w.sendRefused(f, l, string(b), "elicit-round-above")
 	case "no-round":
 		b, _ := json.Marshal(map[string]any{"decisions": w.validDecisions(l)})
