@@ -467,6 +467,9 @@ func waiterShapes(in Input, m map[string]int) {
 	for _, op := range in.Ops {
 		if w, ok := waiterOf(op); ok {
 			m[fmt.Sprintf("direct %s with %s, on_pause %s", op.Kind, w.Kind, w.OnPause)]++
+			if strings.HasSuffix(op.Note, " direct again") {
+				m["direct resumes sent again with a waiter of their own"]++
+			}
 		}
 		if op.Kind == OpDelete {
 			a := fmt.Sprint(op.Status)

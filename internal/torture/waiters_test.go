@@ -189,6 +189,17 @@ func (w *worker) resumeDirect(f *flow, l level, body string, decides []CallDecis
 	op := Op{Kind: OpResume, Proc: l.proc, Path: l.resumePath(), Body: string(b), Decides: elicitMarked(l, decides), Note: l.name + " direct"}
 	op.Worker, op.Flow = w.id, f.id
 	w.g.c.direct(op)
+	if w.rng.IntN(3) == 0 {
+		// The same decision again with a waiter of its own (another
+		// branch of the state machine): a duplicate that waits, in flight
+		// or after the end, binds its waiter as the first call did
+		// (seed 811358580: a callback of a duplicate never answered).
+		w.waiter(f, payload)
+		b, _ := json.Marshal(payload)
+		again := Op{Kind: OpResume, Proc: l.proc, Path: l.resumePath(), Body: string(b), Decides: elicitMarked(l, decides), Note: l.name + " direct again"}
+		again.Worker, again.Flow = w.id, f.id
+		w.g.c.direct(again)
+	}
 }
 
 // deleteTask deletes a task, reading it just before and just after (the
