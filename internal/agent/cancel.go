@@ -187,7 +187,7 @@ func (e *Engine) tryCancel(ctx context.Context, ag *Agent, in CancelInput) (*Can
 			}
 			return nil, Errorf(CodeNotRunning, "request %s ended Failed %s before the cancel: %s", a.ID, rec.Error.Code, rec.Error.Message)
 		}
-		if err := e.settleExpiredCaller(ctx, ag, t, items); err != nil && CodeOf(err) != CodeTaskBusy {
+		if err := e.settleExpiredCaller(ctx, ag, t, items); CodeOf(err) != CodeTaskBusy {
 			return nil, err // the chain expired (read again: ended), or a read failed
 		}
 		// A leaf decided in time: the chain goes on, and the cancel stops it.

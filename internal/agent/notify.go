@@ -238,8 +238,9 @@ func pauseAnswers(a *ActiveRequest, ref WaiterRef) bool {
 
 // bindWaiter binds the waiter of a duplicate that waits (a follower: a
 // retried invoke, a decision sent again) to the request rid it follows,
-// as a claim binds its own (docs/architecture.md, "Step Functions task
-// tokens": every direct call bound to the request puts its token). While
+// as a claim binds its own (docs/guide/notifications.md, "Direct
+// operations, task tokens and callbacks": every direct call bound to the
+// request puts its token). While
 // the request has not ended, a reference on META and its token; a pause
 // it is owed (pauseAnswers) is answered through the outbox at once. Once
 // the request has ended, its token and its answer go out through the

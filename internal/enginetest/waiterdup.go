@@ -10,8 +10,8 @@ import (
 
 // testDuplicateInFlightBindsItsWaiter: a decision sent again while its
 // leg runs (a duplicate that waits) binds its task token to the request
-// (docs/architecture.md, "Step Functions task tokens": every direct call
-// bound to the request puts its token), and the leg's later writes keep
+// (docs/guide/notifications.md, "Direct operations, task tokens and
+// callbacks": every direct call bound to the request puts its token), and the leg's later writes keep
 // it: the end owes that token its answer. Before, the end answered only
 // the claim's waiters (the torture test's invariant 7, seed 811358580).
 func testDuplicateInFlightBindsItsWaiter(t *testing.T, env *Env) {

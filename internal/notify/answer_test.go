@@ -293,8 +293,8 @@ func sfnSucceeded(t *testing.T, calls []sfnfake.Call, token string) *agent.Reque
 }
 
 // TestDuplicatesBindTheirWaiters: every direct call bound to a request
-// puts its token, a duplicate that waits too (docs/architecture.md, "Step
-// Functions task tokens"): an invoke retried under its Idempotency-Key
+// puts its token, a duplicate that waits too (docs/guide/notifications.md,
+// "Direct operations, task tokens and callbacks"): an invoke retried under its Idempotency-Key
 // with a token of its own, while paused, is answered at the end; a
 // decision of a round the request moved past, given with on_pause
 // "return", is answered with the pause it is in; the same decision sent
