@@ -120,10 +120,11 @@ $(DURABLE_EX)/package.json: examples/durable-approval/package.json examples/dura
 $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## lint: go vet, staticcheck, gofmt
+## lint: go vet, staticcheck, gofmt, and every docs section citation names a heading that exists
 lint: $(STATICCHECK)
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	$(GO) test -count=1 -run TestCitationsNameSections ./docs
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 ## cfn-lint: lint template.yaml (required under CI; a warning elsewhere when missing)

@@ -1593,8 +1593,8 @@ func testRemotePollOutlivesTheOutbox(t *testing.T) {
 
 // TestRemotePendingTooLargeToKeep: a remote leaf whose pending call holds
 // 400 KB of input, below a chain (boss → front → the remote). What a pause
-// keeps on META is bounded (64 KiB in all, docs/architecture.md, "What a
-// pause keeps is bounded"), the rest in JINP# items of at most 350 KiB
+// keeps on META is bounded (64 KiB in all, docs/architecture.md, "Pauses
+// for input"), the rest in JINP# items of at most 350 KiB
 // each (agent.MaxInputItemBytes, under DynamoDB's 400 KB item limit):
 // front cannot keep the copy, so it ends Failed internal — its call to the
 // remote, which ran, recorded outcome_unknown (never "not run") and the

@@ -437,8 +437,8 @@ func cancelMessage(ci cancelInfo) string {
 
 // closeElicited gives the calls among closing that asked for input while
 // they ran (an MCP server's elicitation pending in the round) what is
-// known of them: they ran, so never "not run" (docs/architecture.md, "What
-// a pause keeps is bounded"), and what the server did is not known.
+// known of them: they ran, so never "not run" (docs/architecture.md, "Pauses
+// for input"), and what the server did is not known.
 func closeElicited(a *ActiveRequest, closing []Block, ci cancelInfo) {
 	ran := map[string]bool{}
 	for _, p := range a.Pending {

@@ -81,7 +81,7 @@ const (
 	// agent call that its caller closed without the task's result (the
 	// caller failed or was canceled): written by the commit that ends the
 	// caller, delivered until the remote answers, so that a remote task
-	// never waits below a chain that ended (docs/architecture.md
+	// never waits below a chain that ended (docs/api.md,
 	// "Remote agents").
 	OutboxRemoteCancel = "remote-cancel"
 )

@@ -388,8 +388,8 @@ func (e *Engine) prepared(w *Write) *Write {
 		w = &cp
 	}
 	if len(w.Requests) > 0 {
-		// A record holds no decisions: they are DEC# items (docs/architecture.md
-		// Sizes), put when each round was decided.
+		// A record holds no decisions: they are DEC# items (docs/architecture.md,
+		// "The table"), put when each round was decided.
 		cp := *w
 		cp.Requests = slices.Clone(w.Requests)
 		for i := range cp.Requests {

@@ -27,8 +27,8 @@ spec:
       - agent: chaos
 `
 
-// TestChainChaos: agents calling agents under SIGKILL (docs/architecture.md
-// Durability). Each flow asks front, which delegates to chaos, whose
+// TestChainChaos: agents calling agents under SIGKILL (docs/architecture.md,
+// "The guarantees"). Each flow asks front, which delegates to chaos, whose
 // append_file pauses both; the approvals go half to the leaf, half to the
 // root, while the relay kills hitch serve at a random DynamoDB call (before
 // or after it lands) — between a leaf's commit and its caller's

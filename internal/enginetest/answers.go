@@ -261,7 +261,7 @@ func mustTask(t *testing.T, o *Orch, id string) *agent.Task {
 // testDeadRootDecisionTwice: a decision at the root boss (reject) claims
 // the leaf and boss, and its process dies before anything runs. The
 // reaper takes boss over: it drives the dead leaf below (docs/api.md,
-// "Orchestration"), and never pauses boss again on the call that decision
+// "Agents as tools"), and never pauses boss again on the call that decision
 // decided — a second round showing it again made the same decision,
 // sent twice, answer 200 Completed (it decided round 2) and then 200
 // Paused round 2 (round 1's, once past): the torture test's find. Sent

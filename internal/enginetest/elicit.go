@@ -320,8 +320,8 @@ func testElicitStateOnce(t *testing.T, env *Env) {
 
 // testElicitBeyondMETA: five MCP calls of one turn ask for input, each
 // with a 15 KiB request state: 75 KiB, past what META keeps of a round's
-// pending inputs (64 KiB, docs/architecture.md "What a pause keeps is
-// bounded"). The rest moves to JINP# items: the request pauses, GET task
+// pending inputs (64 KiB, docs/architecture.md, "Pauses for
+// input"). The rest moves to JINP# items: the request pauses, GET task
 // shows every input, META stays under the bound, and the answers reach the
 // server with each call's state unchanged; the settling commit moves what
 // was asked into the round's DEC# item and leaves no JINP# reference.

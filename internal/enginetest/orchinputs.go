@@ -241,8 +241,8 @@ func testElicitAtRoot(t *testing.T, o *Orch) {
 // bigAsks makes the leaf asker call book_table five times in one turn
 // with a 15 KiB request state each (75 KiB), below chief → front: every
 // level's META keeps at most 64 KiB of the round's pending inputs, the
-// rest in JINP# items (docs/architecture.md, "What a pause keeps is
-// bounded"). It returns the state's padding and chief's pause.
+// rest in JINP# items (docs/architecture.md, "Pauses for
+// input"). It returns the state's padding and chief's pause.
 func bigAsks(t *testing.T, o *Orch) (string, *agent.RequestResult) {
 	t.Helper()
 	pad := "|" + strings.Repeat("s", 15<<10)

@@ -12,8 +12,8 @@ import (
 	"github.com/hitch-agents/hitch/internal/lambdahttp"
 )
 
-// OpContinue is the resume function's direct payload (docs/architecture.md
-// Durability): the notifier hands it a caller to continue, by the outbox
+// OpContinue is the resume function's direct payload (docs/architecture.md,
+// "The outbox and the notifier"): the notifier hands it a caller to continue, by the outbox
 // item a child's commit wrote.
 const OpContinue = "continue"
 
