@@ -31,15 +31,21 @@
 //
 // # The paths of a request, file by file
 //
-//	engine.go     a new message or edit: the claim, settling a dead leg before it
+//	engine.go     a new message or edit: the claim, settling a dead leg (or a
+//	              caller's expired chain) before it
 //	run.go        a leg: the turn loop and its commits
 //	toolrun.go    a turn's tool calls
 //	hitl.go       approvals: the pause, and the decided round's run
-//	resume.go     a decision on a paused request (the answer table)
-//	follow.go     waiting duplicates and readers following a leg's events
+//	resume.go     a decision on a paused request (the answer table), and the
+//	              followers of a duplicate: in flight, past round, ended
+//	follow.go     reading a request's event log: GET events and followers' streams
 //	child.go      child calls: a sub-agent's request, its pause pausing the caller
-//	continue.go   continuations: a caller goes on once its children moved
-//	caller.go     decisions at a caller, carried to its leaves
+//	continue.go   continuations: a caller goes on once its children moved — after
+//	              a child's end, a hand-off, a poll, a decision at the caller
+//	              (runContinued) and a reaper's takeover (claimContinue)
+//	caller.go     decisions at a caller: checked whole, the caller and its local
+//	              leaves claimed in one write, the leaves' legs run
+//	notify.go     the outbox items a commit owes; waiters bound to a request
 //	remote.go     remote leaves: `a2a:` calls to another system's agent
 //	cancel.go     cancel, of one request and of a tree
 //	expiry.go     expiry, of a round and of a chain
