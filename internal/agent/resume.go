@@ -261,14 +261,14 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 // did not expire; the leaves' answer tables decide (caller.go). One leaf
 // still waiting in the round (or a remote one, whose state is not read
 // here) leaves the expiry to end the whole chain. A remote leaf is read on
-// its system (remoteDecided): the caller's copy of its expiry decides
+// its system (remoteRoundDecided): the caller's copy of its expiry decides
 // nothing there. A failed read is an error: it decides nothing
 // (docs/architecture.md, "Orchestration").
 func (e *Engine) leafDecided(ctx context.Context, t *Task) (bool, error) {
 	a := t.Active
 	for _, w := range a.Awaits {
 		if cc := remoteVia(a, w); cc != nil {
-			if ok, err := e.remoteDecided(ctx, t, *cc, w); !ok || err != nil {
+			if ok, err := e.remoteRoundDecided(ctx, t, *cc, w); !ok || err != nil {
 				return false, err
 			}
 			continue
@@ -280,11 +280,11 @@ func (e *Engine) leafDecided(ctx context.Context, t *Task) (bool, error) {
 	return len(a.Awaits) > 0, nil
 }
 
-// remoteDecided tells whether the remote leaf round w was decided on its
+// remoteRoundDecided tells whether the remote leaf round w was decided on its
 // own system: its task runs, paused in a later round, or ended otherwise
 // than by an expiry. Its outcome then reaches the caller as the call's
 // result (the poll), never the caller's copy of the expiry.
-func (e *Engine) remoteDecided(ctx context.Context, t *Task, cc ChildCall, w Await) (bool, error) {
+func (e *Engine) remoteRoundDecided(ctx context.Context, t *Task, cc ChildCall, w Await) (bool, error) {
 	ra := e.remoteOf(t.Agent, cc)
 	if ra == nil || cc.RequestID == "" {
 		return false, nil
