@@ -300,7 +300,7 @@ func (r *Run) pauseOnInputs(ctx context.Context, uses []Block, results []Block, 
 		if bt, ok := r.agent.Tool(u.Name); ok && bt.Policy.InputTTL > 0 {
 			ttl = bt.Policy.InputTTL
 		}
-		ps, err := elicitCalls(u, n, seq, expiryAfter(now, ttl), round)
+		ps, err := elicitCalls(u, n, seq, now.Add(ttl), round)
 		if err != nil {
 			results[i] = r.truncate(ErrorResult(u.ID, err.Error()))
 			r.emit(EventToolResult, resultEvent(u.Name, results[i]))

@@ -286,18 +286,6 @@ func (e *Engine) cancelRemoteLeaves(ctx context.Context, callerAgent string, a *
 	}
 }
 
-// expiryAfter is when a call asked now with ttl expires: rounded up to a
-// whole second, as the views show it (RFC 3339, in seconds), so that every
-// copy of it — a caller's of a remote agent's pause, read from its view —
-// is the same instant as the original, never a second early or late.
-func expiryAfter(now time.Time, ttl time.Duration) time.Time {
-	at := now.Add(ttl)
-	if whole := at.Truncate(time.Second); !whole.Equal(at) {
-		return whole.Add(time.Second)
-	}
-	return at
-}
-
 // roundExpired tells whether a paused round has passed its earliest expiry.
 func roundExpired(a *ActiveRequest, now time.Time) bool {
 	for _, p := range a.Pending {

@@ -75,7 +75,7 @@ func (r *Run) needApproval(uses []Block, seq int64) []PendingCall {
 			ttl = DefaultApprovalTTL
 		}
 		in := inputOrEmpty(u.Input)
-		out = append(out, PendingCall{ToolCallID: u.ID, Name: u.Name, Input: in, InputHash: InputHash(in), ItemSeq: seq, ExpiresAt: expiryAfter(now, ttl), Round: round, Rule: rule})
+		out = append(out, PendingCall{ToolCallID: u.ID, Name: u.Name, Input: in, InputHash: InputHash(in), ItemSeq: seq, ExpiresAt: now.Add(ttl), Round: round, Rule: rule})
 	}
 	return out
 }

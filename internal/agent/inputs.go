@@ -94,7 +94,7 @@ func (r *Run) inputCall(u Block, seq int64, now time.Time, round int) *PendingCa
 	}
 	ask := it.Asked(in)
 	return &PendingCall{ToolCallID: u.ID, Name: u.Name, Kind: it.InputKind(), Input: in, Asked: &ask, InputHash: InputHash(in),
-		ItemSeq: seq, ExpiresAt: expiryAfter(now, ttl), Round: round}
+		ItemSeq: seq, ExpiresAt: now.Add(ttl), Round: round}
 }
 
 // fillAsked fills in what each pending input asks, from its agent's

@@ -536,7 +536,7 @@ func (r *Run) remoteQuestion(tool string, rt *RemoteTask) PendingCall {
 	in, _ := json.Marshal(map[string]string{"question": rt.Question})
 	round := max(rt.Round, 1)
 	return PendingCall{ToolCallID: RemoteQuestionPrefix + rt.QuestionID, Name: tool, Kind: InputQuestion, Input: in,
-		Asked: &InputAsk{Question: rt.Question}, ExpiresAt: expiryAfter(r.e.now(), ttl), Round: round}
+		Asked: &InputAsk{Question: rt.Question}, ExpiresAt: r.e.now().Add(ttl), Round: round}
 }
 
 // result is the remote task's end as a child's outcome.
