@@ -612,13 +612,10 @@ func (r *Remote) readData(rt *agent.RemoteTask, v any) {
 	for _, pv := range append(d.PendingApprovals, d.PendingInputs...) {
 		in, _ := json.Marshal(pv.Input)
 		exp, _ := time.Parse(time.RFC3339, pv.ExpiresAt)
-		if !exp.IsZero() && exp.Nanosecond() == 0 {
-			// Whole seconds, as a Hitch shows them: the remote's expiry
-			// is within that second, so the copy expires at its end,
-			// never before the remote's own (a caller judging by its
-			// copy must not call expired a round the remote still takes).
-			exp = exp.Add(time.Second - time.Nanosecond)
-		}
+		// The remote shows whole seconds: the copy may expire up to a
+		// second before the remote's own round. A caller judging by it
+		// reads the remote first (remoteRoundDecided), and never runs
+		// anything past the remote's expiry.
 		pc := agent.PendingCall{ToolCallID: pv.ToolCallID, Name: pv.Name, Input: in, ExpiresAt: exp, Round: pv.Round, Rule: pv.Rule, InputSchema: pv.InputSchema}
 		if pv.Kind == agent.InputQuestion || pv.Kind == agent.InputClient || pv.Kind == agent.InputElicitation {
 			// An input of the remote's round (docs/api.md, "Pauses for

@@ -1802,3 +1802,77 @@ func testRemoteEditCheckedWholeAtTheCaller(t *testing.T) {
 		t.Errorf("the local leaf's append ran %d times", got)
 	}
 }
+
+// TestExpiryKeepsARemoteLeafDecidedThere: duo waits on quick (here,
+// expiring in a second) and on the remote's assistant. The remote's call is
+// approved at its own URL and runs; quick is decided by nobody and
+// expires, so a decision at duo is 410 and ends the chain. duo's history
+// must not say its call of the remote "approval expired": that leaf ran.
+// It gets outcome_unknown (the torture test's hour, seed 390242616).
+func TestExpiryKeepsARemoteLeafDecidedThere(t *testing.T) {
+	onBothStores(t, testExpiryKeepsARemoteLeafDecidedThere)
+}
+
+func testExpiryKeepsARemoteLeafDecidedThere(t *testing.T) {
+	remote := startStackYAML(t, agentYAML, false)
+	t.Setenv("HITCH_TEST_REMOTE_AUTH", "Bearer bob")
+	dir := t.TempDir()
+	for name, def := range map[string]string{"duo.yaml": fmt.Sprintf(duoYAML, remote.url), "quick.yaml": quickYAML} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(def), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, _, srv := serveDir(t, dir, time.Minute, false)
+	q, _ := json.Marshal(map[string]string{"message": appendLine("q.txt")})
+	b, _ := json.Marshal(map[string]string{"message": appendLine("b.txt")})
+	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call quick " + string(q) + "\n/call billing " + string(b)}}})
+	code, paused := httpCall(t, "POST", srv.URL+"/agents/duo/invoke", "alice", string(body))
+	if code != 200 || paused["status"] != "Paused" || len(paused["pending_approvals"].([]any)) != 2 {
+		t.Fatalf("duo: %d %v", code, paused)
+	}
+	for _, p := range paused["pending_approvals"].([]any) {
+		if pc := p.(map[string]any); pc["agent"] == "billing" {
+			if code, out := httpCall(t, "POST", pc["resume_url"].(string), "bob", `{"action":"approve"}`); code != 200 || out["status"] != "Completed" {
+				t.Fatalf("approve at the remote: %d %v", code, out)
+			}
+		}
+	}
+	time.Sleep(1100 * time.Millisecond) // quick's round expires
+	if code, out := httpCall(t, "POST", srv.URL+paused["resume_url"].(string), "alice", `{"action":"approve"}`); code != 410 {
+		t.Fatalf("approve at duo after quick expired: %d %v, want 410", code, out)
+	}
+	_, v := httpCall(t, "GET", srv.URL+"/agents/duo/tasks/"+paused["task_id"].(string), "alice", "")
+	raw, _ := json.Marshal(v["items"])
+	var items []struct {
+		Content []struct {
+			ToolUseID string `json:"tool_use_id"`
+			Content   []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"content"`
+	}
+	_ = json.Unmarshal(raw, &items)
+	results := map[string]string{}
+	for _, it := range items {
+		for _, c := range it.Content {
+			if c.ToolUseID != "" && len(c.Content) > 0 {
+				results[c.ToolUseID] = c.Content[0].Text
+			}
+		}
+	}
+	found := 0
+	for _, txt := range results {
+		switch {
+		case strings.HasPrefix(txt, "outcome_unknown: the agent billing"):
+			found++
+		case strings.Contains(txt, "billing") && strings.HasPrefix(txt, "approval expired"):
+			t.Errorf("duo's call of billing, which ran at the remote: %q", txt)
+		}
+	}
+	if found != 1 {
+		t.Errorf("duo's results %q: want billing's call outcome_unknown", results)
+	}
+	if got := lines(t, filepath.Join(remote.sandbox, "b.txt")); got != 1 {
+		t.Errorf("the remote's append ran %d times, want 1", got)
+	}
+}

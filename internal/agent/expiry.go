@@ -34,7 +34,7 @@ func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []I
 		at = now
 	}
 	w := e.callerExpiry(t, items, code, msg, now)
-	ends := []ended{{agent: ag.Name, w: w, open: e.openCalls(t, items)}}
+	ends := []ended{{agent: ag.Name, w: w, open: e.openCalls(t, items), awaits: t.Active.Awaits}}
 	below, err := e.chainBelow(ctx, t, now, at)
 	if err != nil {
 		return err
@@ -88,6 +88,8 @@ type ended struct {
 	agent string
 	w     *Write
 	open  []ChildCall
+	// awaits, for a caller, are the leaf rounds it waited on.
+	awaits []Await
 }
 
 // orphansOf finds the local child requests whose calls the expiry's
@@ -114,6 +116,17 @@ func (e *Engine) orphansOf(ctx context.Context, ends []ended, ci cancelInfo) ([]
 	for _, x := range ends {
 		known := map[string]Block{}
 		for _, cc := range x.open {
+			if cc.Remote != "" && cc.RequestID != "" {
+				// A remote leaf decided on its own system while the chain
+				// expired ran: outcome_unknown (its remote-cancel follows),
+				// never the expiry's did-not-run text. One that cannot be
+				// read keeps the expiry's: its round expired as far as
+				// this system knows.
+				if decided, err := e.remoteCallDecided(ctx, x, cc); err == nil && decided {
+					known[cc.ToolCallID] = ErrorResult(cc.ToolCallID, childUnknownMessage(cc.Agent))
+				}
+				continue
+			}
 			if cc.Remote != "" || cc.RequestID == "" || expiring[cc.TaskID] {
 				continue
 			}
@@ -169,6 +182,19 @@ func (e *Engine) orphansOf(ctx context.Context, ends []ended, ci cancelInfo) ([]
 		}
 	}
 	return orphans, flags, nil
+}
+
+// remoteCallDecided tells whether the remote leaf of an expiring caller's
+// open call cc was decided on its own system (remoteRoundDecided, against
+// the round the caller awaited of it).
+func (e *Engine) remoteCallDecided(ctx context.Context, x ended, cc ChildCall) (bool, error) {
+	w := Await{Via: cc.ToolCallID}
+	for _, aw := range x.awaits {
+		if aw.Via == cc.ToolCallID {
+			w = aw
+		}
+	}
+	return e.remoteRoundDecided(ctx, &Task{ID: x.w.Task.ID, Agent: x.agent}, cc, w)
 }
 
 // callerExpiry is the write that ends a paused caller Failed with the
@@ -263,7 +289,7 @@ func (e *Engine) chainBelow(ctx context.Context, t *Task, now, at time.Time) ([]
 				continue
 			}
 			code, msg := expiryOf(la, at)
-			out = append(out, ended{agent: csub.Name, w: e.callerExpiry(ct, citems, code, msg, now), open: e.openCalls(ct, citems)})
+			out = append(out, ended{agent: csub.Name, w: e.callerExpiry(ct, citems, code, msg, now), open: e.openCalls(ct, citems), awaits: ca.Awaits})
 		}
 	}
 	return out, nil
