@@ -223,14 +223,17 @@ func (r *Run) runDecided(ctx context.Context) bool {
 	d := r.decided
 	if d.needsResults() {
 		// META keeps answers by hash: a takeover reads them from the
-		// round's DEC# item.
+		// round's DEC# item. A caller's copy of its leaves' decision
+		// holds none (the leaves' DEC# items do, and their legs use
+		// them): it goes on without.
 		full := *d
-		if err := r.e.loadResults(ctx, r.taskID, r.reqID, &full); err != nil {
+		if err := r.e.loadResults(ctx, r.taskID, r.reqID, &full); err == nil {
+			d = &full
+		} else if decidesOwnCalls(d, r.danglingUses()) {
 			r.e.log().ErrorContext(ctx, "reading the round's answers failed", "task_id", r.taskID, "request_id", r.reqID, "err", err)
 			r.fail(CodeInternal, "the request's answers could not be read")
 			return false
 		}
-		d = &full
 	}
 	byID := map[string]CallDecision{}
 	for _, c := range d.Calls {
@@ -298,6 +301,21 @@ func (r *Run) runDecided(ctx context.Context) bool {
 }
 
 // danglingUses are the request's tool calls without a result, in order.
+// decidesOwnCalls tells whether d decides calls of this request's own:
+// a caller's copy of its leaves' decision (read by its takeover) names the
+// leaves' calls, whose answers the leaves' DEC# items hold and their legs
+// use, never the caller.
+func decidesOwnCalls(d *Decision, uses []Block) bool {
+	for _, c := range d.Calls {
+		for _, u := range uses {
+			if u.ID == c.ToolCallID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (r *Run) danglingUses() []Block {
 	answered := map[string]bool{}
 	for _, it := range r.history {

@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -325,5 +326,34 @@ func testRunningRoundNeedsRound(t *testing.T, env *Env) {
 	}
 	if _, _, err := env.Resume(res, "alice", Approve()); Code(err) != agent.CodeRoundRequired {
 		t.Errorf("approve all without its round while round 2 runs: %v, want round_required", err)
+	}
+}
+
+// testDeadCallerAnswerTakenOver: an answer at the root chief (its leaf
+// asker's question) claims the chain, and the process dies before
+// anything runs. chief's takeover carries on: the answer is the leaf's
+// (its DEC# item), chief's copy of the round keeps only its hash, and the
+// takeover must not fail reading answers chief does not hold — which
+// ended chief Failed internal with asker left Paused below it (the
+// torture test, seed 979314163).
+func testDeadCallerAnswerTakenOver(t *testing.T, o *Orch) {
+	res, p := pausedOnQuestion(t, o)
+	defer func(d time.Duration) { agent.LeaseDuration = d }(agent.LeaseDuration)
+	agent.LeaseDuration = time.Second
+	ctx := context.Background()
+	answer := agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionAnswer, Result: json.RawMessage(`"blue"`)}}}
+	if _, err := o.E.StartResume(ctx, agent.ResumeInput{Agent: "chief", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: answer}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(agent.LeaseDuration + 100*time.Millisecond)
+	run, err := o.E.StartTakeover(ctx, res.TaskID, res.RequestID)
+	if err != nil || run == nil {
+		t.Fatalf("takeover of chief: %v %v", run, err)
+	}
+	if took := run.Execute(ctx, &Recorder{}); took.Status == agent.StatusFailed {
+		t.Fatalf("chief's takeover: %s %+v", took.Status, took.Error)
+	}
+	if av := o.View(t, "asker", p.TaskID); av.Status == agent.StatusPaused {
+		t.Errorf("asker is %s below chief's takeover", av.Status)
 	}
 }

@@ -187,6 +187,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ElicitationsBeyondMETAUpAChain", testElicitBeyondMETAUpAChain},
 		{"ElicitationsBeyondMETACanceled", testElicitBeyondMETACanceled},
 		{"DeadRootDecisionTwice", testDeadRootDecisionTwice},
+		{"DeadCallerAnswerTakenOver", testDeadCallerAnswerTakenOver},
 		{"CancelAfterTheLeafEnded", testCancelAfterTheLeafEnded},
 		{"CancelWhileTheLeafRuns", testCancelWhileTheLeafRuns},
 		{"CancelOwesOnlyItsOwn", testCancelOwesOnlyItsOwn},
