@@ -12,7 +12,7 @@ import (
 
 // TestCitationsNameSections: every comment, document and definition that
 // cites a section of a document here — `docs/api.md, "Cancel"`,
-// `architecture.md Sizes`, `notifications.md#direct-operations-…` — names
+// `architecture.md Orchestration`, `notifications.md#direct-operations-…` — names
 // a heading that exists, so a reader following it lands where it says
 // (issue: 19 citations of sections that had moved or never existed). A
 // citation may wrap across comment lines. Documents that are not ours
@@ -127,7 +127,7 @@ var (
 	headingRE = regexp.MustCompile(`^#{1,6}\s+(.*)$`)
 	markRE    = regexp.MustCompile(`^[ \t]*(//|#|\*)?[ \t]*`)
 	// docs/guide/notifications.md, "Direct operations" | api.md#errors |
-	// architecture.md Sizes
+	// architecture.md Orchestration
 	citeRE = regexp.MustCompile(`([a-z][a-z-]*)\.md(?:#([\w-]+)|,?\s*"([^"]+)"|\s+([A-Z][a-z]+))`)
 )
 
