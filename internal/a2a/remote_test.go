@@ -1228,17 +1228,17 @@ spec:
         headers: {Authorization: env:HITCH_TEST_REMOTE_AUTH}
 `
 
-// TestExpiryCancelsTheRemoteLeaf: duo waits on quick (here, expiring in a
-// second) and on the remote's assistant. Once quick's approval expired, a
-// decision at duo is 410 and ends the chain — the remote's paused task
-// too, canceled there: nothing is left paused below an ended root.
-func TestExpiryCancelsTheRemoteLeaf(t *testing.T) { onBothStores(t, testExpiryCancelsTheRemoteLeaf) }
-
-func testExpiryCancelsTheRemoteLeaf(t *testing.T) {
+// duoPaused serves duo (quick here, whose approvals last ttl, and the
+// remote's assistant as billing) and invokes it to append to q.txt and
+// b.txt: duo pauses on both leaves' calls. It returns the remote, duo's
+// server, its directory (quick's sandbox is there) and the pause.
+func duoPaused(t *testing.T, ttl string) (*stack, *httptest.Server, string, map[string]any) {
+	t.Helper()
 	remote := startStackYAML(t, agentYAML, false)
 	t.Setenv("HITCH_TEST_REMOTE_AUTH", "Bearer bob")
 	dir := t.TempDir()
-	for name, def := range map[string]string{"duo.yaml": fmt.Sprintf(duoYAML, remote.url), "quick.yaml": quickYAML} {
+	quick := strings.Replace(quickYAML, "approval_ttl: 1s", "approval_ttl: "+ttl, 1)
+	for name, def := range map[string]string{"duo.yaml": fmt.Sprintf(duoYAML, remote.url), "quick.yaml": quick} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(def), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -1251,6 +1251,17 @@ func testExpiryCancelsTheRemoteLeaf(t *testing.T) {
 	if code != 200 || paused["status"] != "Paused" || len(paused["pending_approvals"].([]any)) != 2 {
 		t.Fatalf("duo: %d %v", code, paused)
 	}
+	return remote, srv, dir, paused
+}
+
+// TestExpiryCancelsTheRemoteLeaf: duo waits on quick (here, expiring in a
+// second) and on the remote's assistant. Once quick's approval expired, a
+// decision at duo is 410 and ends the chain — the remote's paused task
+// too, canceled there: nothing is left paused below an ended root.
+func TestExpiryCancelsTheRemoteLeaf(t *testing.T) { onBothStores(t, testExpiryCancelsTheRemoteLeaf) }
+
+func testExpiryCancelsTheRemoteLeaf(t *testing.T) {
+	remote, srv, _, paused := duoPaused(t, "1s")
 	var remoteTask, remoteReq string
 	for _, p := range paused["pending_approvals"].([]any) {
 		if pc := p.(map[string]any); pc["agent"] == "billing" {
@@ -1757,23 +1768,7 @@ func TestRemoteEditCheckedWholeAtTheCaller(t *testing.T) {
 }
 
 func testRemoteEditCheckedWholeAtTheCaller(t *testing.T) {
-	remote := startStackYAML(t, agentYAML, false)
-	t.Setenv("HITCH_TEST_REMOTE_AUTH", "Bearer bob")
-	dir := t.TempDir()
-	slow := strings.Replace(quickYAML, "approval_ttl: 1s", "approval_ttl: 10m", 1)
-	for name, def := range map[string]string{"duo.yaml": fmt.Sprintf(duoYAML, remote.url), "quick.yaml": slow} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(def), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, _, _, srv := serveDir(t, dir, time.Minute, false)
-	q, _ := json.Marshal(map[string]string{"message": appendLine("q.txt")})
-	b, _ := json.Marshal(map[string]string{"message": appendLine("b.txt")})
-	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call quick " + string(q) + "\n/call billing " + string(b)}}})
-	code, paused := httpCall(t, "POST", srv.URL+"/agents/duo/invoke", "alice", string(body))
-	if code != 200 || paused["status"] != "Paused" || len(paused["pending_approvals"].([]any)) != 2 {
-		t.Fatalf("duo: %d %v", code, paused)
-	}
+	remote, srv, dir, paused := duoPaused(t, "10m")
 	var decisions []map[string]any
 	var remoteTask string
 	for _, p := range paused["pending_approvals"].([]any) {
@@ -1814,22 +1809,7 @@ func TestExpiryKeepsARemoteLeafDecidedThere(t *testing.T) {
 }
 
 func testExpiryKeepsARemoteLeafDecidedThere(t *testing.T) {
-	remote := startStackYAML(t, agentYAML, false)
-	t.Setenv("HITCH_TEST_REMOTE_AUTH", "Bearer bob")
-	dir := t.TempDir()
-	for name, def := range map[string]string{"duo.yaml": fmt.Sprintf(duoYAML, remote.url), "quick.yaml": quickYAML} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(def), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, _, _, srv := serveDir(t, dir, time.Minute, false)
-	q, _ := json.Marshal(map[string]string{"message": appendLine("q.txt")})
-	b, _ := json.Marshal(map[string]string{"message": appendLine("b.txt")})
-	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call quick " + string(q) + "\n/call billing " + string(b)}}})
-	code, paused := httpCall(t, "POST", srv.URL+"/agents/duo/invoke", "alice", string(body))
-	if code != 200 || paused["status"] != "Paused" || len(paused["pending_approvals"].([]any)) != 2 {
-		t.Fatalf("duo: %d %v", code, paused)
-	}
+	remote, srv, _, paused := duoPaused(t, "1s")
 	for _, p := range paused["pending_approvals"].([]any) {
 		if pc := p.(map[string]any); pc["agent"] == "billing" {
 			if code, out := httpCall(t, "POST", pc["resume_url"].(string), "bob", `{"action":"approve"}`); code != 200 || out["status"] != "Completed" {
