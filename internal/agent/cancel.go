@@ -30,6 +30,48 @@ type cancelInfo struct {
 	cascade bool
 }
 
+// flag marks a request canceled by ci: every claim of it then finalises
+// it Canceled and runs nothing.
+func (ci cancelInfo) flag(a *ActiveRequest) {
+	a.CancelRequested, a.CanceledBy, a.CanceledAt, a.CancelReason = true, ci.by, ci.at, ci.reason
+}
+
+// flagged is the write that flags t's active request canceled by ci.
+func (e *Engine) flagged(t *Task, ci cancelInfo) *Write {
+	next := e.nextOf(t)
+	ci.flag(next.Active)
+	return &Write{Task: next, PrevVersion: t.Version}
+}
+
+// flagOrphans reads the local children whose calls a caller's end closes
+// and returns a cancel flag for each still in the call's request and not
+// yet flagged, to land in the end's own transaction (as endLost's do): a
+// process that dies after the end and before it cancels them leaves each
+// to the reaper (a flagged paused request is due at once; a running one
+// at its lease's end), never waiting below an ended caller. A child that
+// cannot be read is left to the cancel that follows the end.
+func (e *Engine) flagOrphans(ctx context.Context, calls []ChildCall, ci cancelInfo) []*Write {
+	var flags []*Write
+	seen := map[string]bool{}
+	for _, cc := range calls {
+		if cc.Remote != "" || cc.RequestID == "" || seen[cc.TaskID] {
+			continue
+		}
+		seen[cc.TaskID] = true
+		if _, ok := e.Agents.Get(cc.Agent); !ok {
+			continue
+		}
+		ct, err := e.Store.GetTask(ctx, cc.TaskID)
+		if err != nil {
+			continue
+		}
+		if ca := ct.Active; ca != nil && ca.ID == cc.RequestID && !ca.CancelRequested {
+			flags = append(flags, e.flagged(ct, ci))
+		}
+	}
+	return flags
+}
+
 // runningLegs lets a cancel in this process stop a leg at once.
 type runningLegs struct {
 	mu   sync.Mutex
@@ -229,11 +271,8 @@ func (e *Engine) tryCancel(ctx context.Context, ag *Agent, in CancelInput) (*Can
 // top-down, each then finalised by its own leg, bottom-up).
 func (e *Engine) flagCancel(ctx context.Context, t *Task, items []Item, ci cancelInfo) (bool, error) {
 	a := t.Active
-	next := e.nextOf(t)
-	na := next.Active
-	if !na.CancelRequested {
-		na.CancelRequested, na.CanceledBy, na.CanceledAt, na.CancelReason = true, ci.by, ci.at, ci.reason
-		if err := e.commit(ctx, &Write{Task: next, PrevVersion: t.Version}, "set cancel flag on %s", t.ID); err != nil {
+	if !a.CancelRequested {
+		if err := e.commit(ctx, e.flagged(t, ci), "set cancel flag on %s", t.ID); err != nil {
 			return false, err
 		}
 	}
@@ -255,13 +294,11 @@ func (e *Engine) cancelTree(ctx context.Context, ag *Agent, t *Task, items []Ite
 	}
 	a := t.Active
 	if !a.CancelRequested {
-		next := e.nextOf(t)
-		na := next.Active
-		na.CancelRequested, na.CanceledBy, na.CanceledAt, na.CancelReason = true, ci.by, ci.at, ci.reason
-		if err := e.write(ctx, &Write{Task: next, PrevVersion: t.Version}); err != nil {
+		w := e.flagged(t, ci)
+		if err := e.write(ctx, w); err != nil {
 			return nil, err
 		}
-		t = next
+		t = w.Task
 	}
 	confirmed := e.cancelCalls(ctx, t.Agent, open, ci, until)
 	for !e.callsEnded(ctx, open) {
@@ -389,7 +426,7 @@ func (e *Engine) endedResult(ctx context.Context, ag *Agent, taskID, rid string)
 func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items []Item, ci cancelInfo) (*RequestResult, error) {
 	next := e.nextOf(t)
 	a := next.Active
-	a.CancelRequested, a.CanceledBy, a.CanceledAt, a.CancelReason = true, ci.by, ci.at, ci.reason
+	ci.flag(a)
 	if a.Status == StatusRunning {
 		// A dead leg may have logged events past what META knows.
 		cutLeg(a, e.lastLogged(ctx, t.ID, t.Active))

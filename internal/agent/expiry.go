@@ -157,10 +157,7 @@ func (e *Engine) orphansOf(ctx context.Context, ends []ended, ci cancelInfo) ([]
 			if ca.CancelRequested {
 				continue
 			}
-			next := e.nextOf(ct)
-			na := next.Active
-			na.CancelRequested, na.CanceledBy, na.CanceledAt, na.CancelReason = true, ci.by, ci.at, ci.reason
-			flags = append(flags, &Write{Task: next, PrevVersion: ct.Version})
+			flags = append(flags, e.flagged(ct, ci))
 		}
 		if len(known) == 0 {
 			continue

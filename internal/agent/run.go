@@ -71,6 +71,10 @@ type Run struct {
 	// child still waits (a pause that could not be kept): canceled once the
 	// end is committed, as open calls are.
 	closedChildren []ChildCall
+	// endFlags flag, in the end's own transaction, the paused children
+	// its orphans name (flagOrphans): a process that dies after the end
+	// lands and before it cancels them leaves them to the reaper.
+	endFlags []*Write
 	// cancelMu guards canceled, the cancel that stopped the leg.
 	cancelMu sync.Mutex
 	canceled *cancelInfo
@@ -463,9 +467,19 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 				}
 			}
 		}
+		var with []*Write
+		if next.Active == nil {
+			with = r.endFlags
+		}
 		err := r.e.write(ctx, &Write{Task: next, PrevVersion: base.Version, Items: r.unsaved, Requests: recs, Expires: expires,
-			Outbox: slices.Clone(r.extraOutbox), Artifacts: arts, pausing: pausing})
+			Outbox: slices.Clone(r.extraOutbox), Artifacts: arts, pausing: pausing, With: with})
 		var ce *ConflictError
+		if errors.As(err, &ce) && len(with) > 0 && ce.Current != nil && ce.Current.ID != r.taskID {
+			// A child moved since it was read: the end lands without the
+			// flags, and the cancel after it reaches the child.
+			r.endFlags = nil
+			continue
+		}
 		if errors.As(err, &ce) && attempt < 3 && ce.Current != nil && ce.Current.Active != nil &&
 			ce.Current.Active.ClaimToken == r.task.Active.ClaimToken {
 			base = ce.Current
@@ -511,12 +525,13 @@ func (r *Run) finish(ctx context.Context) *RequestResult {
 	defer cancel()
 	ci := r.closeOut(cctx)
 	if len(orphans) > 0 {
+		by := cancelInfo{by: "system", reason: "its caller ended (" + r.endReason() + ")", at: r.e.now()}
+		if ci != nil {
+			by = *ci
+		}
+		r.endFlags = r.e.flagOrphans(cctx, orphans, by)
 		defer func() {
 			if r.committed {
-				by := cancelInfo{by: "system", reason: "its caller ended (" + r.endReason() + ")", at: r.e.now()}
-				if ci != nil {
-					by = *ci
-				}
 				r.e.cancelCalls(cctx, r.agent.Name, orphans, by, time.Now().Add(CancelWait))
 			}
 		}()
@@ -550,7 +565,7 @@ func (r *Run) closeOut(ctx context.Context) *cancelInfo {
 	}
 	if r.status == StatusCanceled {
 		a := r.task.Active
-		a.CancelRequested, a.CanceledBy, a.CanceledAt, a.CancelReason = true, ci.by, ci.at, ci.reason
+		ci.flag(a)
 		ev := map[string]string{"by": ci.by}
 		if ci.reason != "" {
 			ev["reason"] = ci.reason

@@ -546,6 +546,89 @@ func testGivenUpCallerFlagsItsChildren(t *testing.T, newStore func(testing.TB) a
 	}
 }
 
+// failingWrite fails, once, the first write match accepts: a store
+// error the leg sees.
+type failingWrite struct {
+	agent.Store
+	mu    sync.Mutex
+	match func(*agent.Write) bool
+}
+
+func (s *failingWrite) Write(ctx context.Context, w *agent.Write) error {
+	s.mu.Lock()
+	fail := s.match != nil && s.match(w)
+	if fail {
+		s.match = nil
+	}
+	s.mu.Unlock()
+	if fail {
+		return errTransient
+	}
+	return s.Store.Write(ctx, w)
+}
+
+// testFailedCallerFlagsItsChildren: leaf pauses below desk, and desk's
+// pause cannot be saved, so desk ends Failed internal with its call of
+// leaf closed — and the process dies before it cancels leaf (leaf's
+// writes refused once desk's end lands). leaf is flagged in desk's end's
+// own transaction: the reaper finds it at once and ends it Canceled, and
+// its append never runs below the failed root (the torture test, seed
+// 979314163, left a child Paused below a caller that ended Failed).
+func testFailedCallerFlagsItsChildren(t *testing.T, newStore func(testing.TB) agent.Store) {
+	rw := &refusingWrites{Store: newStore(t)}
+	hs := &hookStore{Store: rw}
+	fw := &failingWrite{Store: hs}
+	o := NewOrch(t, fw)
+	fw.match = func(w *agent.Write) bool {
+		return w.Task.Agent == "desk" && w.Task.Active != nil && w.Task.Active.Status == agent.StatusPaused
+	}
+	var leafID string
+	flaggedAtTheEnd := false
+	hs.match = func(w *agent.Write) bool {
+		if w.Task.Agent == "desk" && w.Task.Status == agent.StatusFailed {
+			leafID = w.Task.Children["leaf"]
+			return true
+		}
+		return false
+	}
+	hs.after = func() {
+		leaf, err := o.Store.GetTask(context.Background(), leafID)
+		flaggedAtTheEnd = err == nil && leaf.Active != nil && leaf.Active.CancelRequested
+		rw.set(leafID)
+	}
+	res, _ := o.Invoke(t, "desk", "", CallAgent("leaf", Append("failed_caller.txt", "x")))
+	rw.set("")
+	if res.Status != agent.StatusFailed || res.Error == nil || res.Error.Code != agent.CodeInternal {
+		t.Fatalf("desk, its pause refused: %+v", res)
+	}
+	if leafID == "" {
+		t.Fatal("desk's end never landed, or named no child")
+	}
+	if !flaggedAtTheEnd {
+		t.Errorf("leaf was not flagged for cancel in desk's end's own transaction")
+	}
+	ctx := context.Background()
+	due, err := o.E.DueTakeovers(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range due {
+		run, err := o.E.StartTakeover(ctx, tk.TaskID, tk.RequestID)
+		if err != nil {
+			t.Fatalf("the reaper's takeover of %s: %v", tk.TaskID, err)
+		}
+		if run != nil {
+			run.Execute(ctx, agent.Discard)
+		}
+	}
+	if lv := o.View(t, "leaf", leafID); lv.Status != agent.StatusCanceled {
+		t.Errorf("leaf below the failed desk: %s, want Canceled", lv.Status)
+	}
+	if got := o.Lines("failed_caller.txt"); len(got) != 0 {
+		t.Errorf("failed_caller.txt = %q: leaf's call ran below the failed root", got)
+	}
+}
+
 // testCallerPausesOnAnExpiredLeaf: pair's leg runs leaf and twin; twin
 // pauses first (its approval expires within a second), and before pair's
 // leg pauses on both, twin's round expires and its expiry is applied (a
