@@ -857,6 +857,71 @@ func testRemoteNotSentAfterItLanded(t *testing.T, viaBoss bool) {
 	}
 }
 
+// TestCanceledWhileTheRemoteIsSilent: front's message reached the remote
+// (a task is made there, paused on its approval) but the answer was lost,
+// and the remote stays unreachable. front is canceled meanwhile: its end
+// writes a remote-cancel item for the call's message id, though no task
+// was learned — once the remote is back, the message is sent again to
+// learn its task, which is canceled. Before, only calls whose task was
+// known got one, and the remote's task waited there for ever (the
+// torture test: a remote gone for good, its caller given up).
+func TestCanceledWhileTheRemoteIsSilent(t *testing.T) {
+	onBothStores(t, testCanceledWhileTheRemoteIsSilent)
+}
+
+func testCanceledWhileTheRemoteIsSilent(t *testing.T) {
+	var p *pair
+	var addr string
+	relay := &a2atest.Relay{Hold: func(_ context.Context, n int) bool {
+		if n == 1 {
+			addr = p.relay.Listener.Addr().String()
+			p.relay.Listener.Close()
+			go p.relay.CloseClientConnections()
+			return false
+		}
+		return true
+	}}
+	p = startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, relay: relay})
+	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("silent.txt")))
+	if code != 202 || out["status"] != "Running" {
+		t.Fatalf("front, the remote's answer lost: %d %v", code, out)
+	}
+	taskID := out["task_id"].(string)
+	code, canceled := httpCall(t, "POST", p.url+"/agents/front/tasks/"+taskID+"/cancel", "alice", `{"reason":"not now"}`)
+	if code != 200 && code != 202 {
+		t.Fatalf("cancel of front: %d %v", code, canceled)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if v := getTask(t, p.url, "front", taskID); v["status"] == "Canceled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("front never ended Canceled")
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the relay's address %s could not be taken again: %v", addr, err)
+	}
+	back := &http.Server{Handler: relay}
+	go func() { _ = back.Serve(ln) }()
+	t.Cleanup(func() { _ = back.Close() })
+	var remote []any
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, list := httpCall(t, "GET", p.remote.url+"/agents/assistant/tasks", "bob", "")
+		remote, _ = list["tasks"].([]any)
+		if len(remote) == 1 && remote[0].(map[string]any)["status"] == "Canceled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the remote's tasks: %v; want the one front's message made, Canceled", remote)
+		}
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "silent.txt")); got != 0 {
+		t.Errorf("append_file ran %d times on the remote", got)
+	}
+}
+
 func TestRemoteAgentSendAgain(t *testing.T) { onBothStores(t, testRemoteAgentSendAgain) }
 
 func testRemoteAgentSendAgain(t *testing.T) {
@@ -1192,6 +1257,103 @@ func testDecisionAtARootAboveARemote(t *testing.T) {
 	if got := lines(t, filepath.Join(p.remote.sandbox, "root.txt")); got != 1 {
 		t.Errorf("append_file ran %d times on the remote, want 1", got)
 	}
+}
+
+// TestDecisionsRaceAboveARemote: boss → front → the remote's assistant,
+// paused. A reject at front's own URL reaches the remote first; while its
+// answer is on the way back to front, an approve sent to boss names the
+// same call. boss's leaves are all remote (through front), so its part
+// goes first, before any claim: the remote refuses it (decided there),
+// boss answers that refusal and changes nothing, and front records the
+// reject its leaf took. Before, boss claimed boss and front with the
+// approve and sent the part after: both callers recorded an approve the
+// remote never took, and the reject, sent again, was a 409 (the torture
+// test, xtop → rmid → a remote leaf).
+func TestDecisionsRaceAboveARemote(t *testing.T) { onBothStores(t, testDecisionsRaceAboveARemote) }
+
+func testDecisionsRaceAboveARemote(t *testing.T) {
+	var p *pair
+	var bossCode int
+	var bossOut map[string]any
+	var bossResume, approve string
+	relay := &a2atest.Relay{Hold: func(_ context.Context, n int) bool {
+		if n == 2 { // front's reject, taken by the remote
+			bossCode, bossOut = httpCall(t, "POST", p.url+bossResume, "alice", approve)
+		}
+		return true
+	}}
+	p = startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, relay: relay, extra: map[string]string{"boss.yaml": bossYAML}})
+	inner, _ := json.Marshal(map[string]string{"message": appendLine("raced.txt")})
+	msg, _ := json.Marshal(map[string]string{"message": "/call billing " + string(inner)})
+	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call front " + string(msg)}}})
+	code, paused := httpCall(t, "POST", p.url+"/agents/boss/invoke", "alice", string(body))
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("boss: %d %v", code, paused)
+	}
+	bossResume = paused["resume_url"].(string)
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	call := pc["tool_call_id"].(string)
+	approve = `{"decisions":[{"tool_call_id":"` + call + `","action":"approve"}]}`
+	_, list := httpCall(t, "GET", p.url+"/agents/front/tasks", "alice", "")
+	frontID := list["tasks"].([]any)[0].(map[string]any)["task_id"].(string)
+	fv := getTask(t, p.url, "front", frontID)
+	frontURL := "/agents/front/tasks/" + frontID + "/requests/" + fv["requests"].([]any)[0].(map[string]any)["request_id"].(string) + "/resume"
+	reject := `{"decisions":[{"tool_call_id":"` + call + `","action":"reject","reason":"no"}]}`
+	code, out := httpCall(t, "POST", p.url+frontURL, "alice", reject)
+	if code != 200 || out["status"] != "Completed" {
+		t.Fatalf("the reject at front: %d %v", code, out)
+	}
+	if bossCode != 409 {
+		t.Errorf("the approve at boss, the remote decided otherwise first: %d %v; want 409, nothing changed", bossCode, bossOut)
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "raced.txt")); got != 0 {
+		t.Errorf("append_file ran %d times on the remote; the reject was taken there first", got)
+	}
+	fv = getTask(t, p.url, "front", frontID)
+	if got := recordedActions(fv); got != "reject" {
+		t.Errorf("front records %q, want the reject its leaf took", got)
+	}
+	if code, again := httpCall(t, "POST", p.url+frontURL, "alice", reject); code != 200 {
+		t.Errorf("the same reject sent again to front: %d %v, want 200 (a duplicate)", code, again)
+	}
+	var bossFinal map[string]any
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if bossFinal = getTask(t, p.url, "boss", paused["task_id"].(string)); bossFinal["status"] != "Paused" && bossFinal["status"] != "Running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("boss is %v, want it ended: %v", bossFinal["status"], bossFinal)
+		}
+	}
+	if got := recordedActions(bossFinal); strings.Contains(got, "approve") {
+		t.Errorf("boss records %q: an approve its leaf never took", got)
+	}
+}
+
+func getTask(t *testing.T, base, agentName, taskID string) map[string]any {
+	t.Helper()
+	code, v := httpCall(t, "GET", base+"/agents/"+agentName+"/tasks/"+taskID, "alice", "")
+	if code != 200 {
+		t.Fatalf("GET %s %s: %d %v", agentName, taskID, code, v)
+	}
+	return v
+}
+
+// recordedActions lists the actions a task view's requests record, by
+// call: "reject", or "approve,reject".
+func recordedActions(v map[string]any) string {
+	var out []string
+	reqs, _ := v["requests"].([]any)
+	for _, r := range reqs {
+		decs, _ := r.(map[string]any)["decisions"].([]any)
+		for _, d := range decs {
+			calls, _ := d.(map[string]any)["calls"].([]any)
+			for _, c := range calls {
+				out = append(out, fmt.Sprint(c.(map[string]any)["action"]))
+			}
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // quickYAML keeps files here; its approvals expire within a second.

@@ -39,6 +39,9 @@ type leafRun struct {
 	follow RemoteFollow
 	// answer: follow sends an answer first (remoteDecided).
 	answer bool
+	// send sends a part kept for after the claims before them
+	// (remoteDecided.send).
+	send func(context.Context) error
 }
 
 // claimSet gathers the claims of a decision at a caller: each local
@@ -49,6 +52,9 @@ type leafRun struct {
 type claimSet struct {
 	writes []*Write
 	landed []func() // what follows each claim once the transaction landed
+	// leafClaims counts the claims of local leaves (the others are of
+	// callers between the one decided and remote leaves).
+	leafClaims int
 }
 
 func (c *claimSet) add(w *Write, landed func()) {
@@ -95,15 +101,27 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 		return nil, err
 	}
 	// With a local leaf (or below one), remote parts are sent once the
-	// claims landed.
-	after := nested || len(claims.writes) > 0
-	took, err := e.decideRemotes(ctx, t, byCall, in.Body.Reason, after)
+	// claims landed. With none — every leaf on another system, some
+	// reached through local callers — the parts those callers keep go
+	// first, before any claim, and the first refusal is the answer: a
+	// decision taken there meanwhile refuses this one whole, never leaves
+	// the callers recording a decision their leaf did not take.
+	sentFirst := false
+	if !nested && claims.leafClaims == 0 && len(claims.writes) > 0 {
+		n, err := sendPartsFirst(ctx, leaves)
+		if err != nil {
+			return nil, err
+		}
+		sentFirst = n > 0
+	}
+	after := nested || claims.leafClaims > 0
+	took, err := e.decideRemotes(ctx, t, byCall, in.Body.Reason, after, sentFirst)
 	if err != nil {
 		return nil, err
 	}
 	for _, d := range took {
 		cc := d.call
-		leaves = append(leaves, leafRun{remote: e.remoteOf(t.Agent, cc), call: cc, follow: d.follow, answer: d.answer,
+		leaves = append(leaves, leafRun{remote: e.remoteOf(t.Agent, cc), call: cc, follow: d.follow, answer: d.answer, send: d.send,
 			leaf: LeafRef{Agent: cc.Agent, TaskID: cc.TaskID, RequestID: cc.RequestID}, depth: 1, via: cc.ToolCallID})
 	}
 	next := e.nextOf(t)
@@ -188,6 +206,35 @@ func (e *Engine) checkLocalLeaves(ctx context.Context, t *Task, awaits []Await, 
 		leaves = append(leaves, leafRun{run: run, leaf: LeafRef{Agent: w.Agent, TaskID: w.TaskID, RequestID: w.RequestID}, depth: depthBelow(run, t.ID), via: w.Via})
 	}
 	return leaves, nil
+}
+
+// sendPartsFirst sends, before any claim, the remote parts the callers
+// below keep for after their claims (a decision whose leaves are all
+// remote): the first refusal, before any part was taken, is the answer.
+// A refusal after one was taken leaves that part to its caller's leg,
+// which sends it again after the claims and pauses on its call again if
+// it is refused there. It returns how many parts were taken.
+func sendPartsFirst(ctx context.Context, leaves []leafRun) (int, error) {
+	n := 0
+	for _, l := range leaves {
+		if l.send != nil {
+			if err := l.send(ctx); err != nil {
+				if n == 0 {
+					return 0, err
+				}
+				continue
+			}
+			n++
+		}
+		if l.run != nil {
+			m, err := sendPartsFirst(ctx, l.run.leafRuns)
+			n += m
+			if err != nil && n == 0 {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
 }
 
 // followMovedCaller: the caller's claim lost to another call that moved

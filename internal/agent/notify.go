@@ -394,16 +394,18 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 }
 
 // remoteCancels are the remote-cancel items of a request that ended
-// Failed or Canceled: one for each remote agent call whose task is known
-// (a Completed request has every call's result). A call whose result came
-// costs a cancel the remote refuses (its task ended), never a wrong one.
+// Failed or Canceled: one for each remote agent call whose task is known,
+// or whose message was sent and may have made one (its task is learned
+// by sending the message again, CancelRemote). A Completed request has
+// every call's result. A call whose result came costs a cancel the remote
+// refuses (its task ended), never a wrong one.
 func remoteCancels(base OutboxItem, r RequestRecord) []OutboxItem {
 	if r.Status != StatusFailed && r.Status != StatusCanceled {
 		return nil
 	}
 	var out []OutboxItem
 	for _, c := range r.Calls {
-		if c.Remote == "" || c.RequestID == "" {
+		if c.Remote == "" || c.RequestID == "" && (c.SentAt.IsZero() || c.MessageID == "") {
 			continue
 		}
 		it := base
@@ -429,7 +431,11 @@ func (e *Engine) CancelRemote(ctx context.Context, o OutboxItem) error {
 	}
 	var err error
 	if o.Call.RequestID == "" {
-		err = ra.CancelMessage(ctx, o.Call.TaskID, o.Call.MessageID, o.Message)
+		text := o.Message
+		if text == "" {
+			text = e.sentText(ctx, o.TaskID, o.Call.ToolCallID)
+		}
+		err = ra.CancelMessage(ctx, o.Call.TaskID, o.Call.MessageID, text)
 	} else {
 		err = ra.Cancel(ctx, o.Call.TaskID, o.Call.RequestID)
 	}
@@ -437,6 +443,26 @@ func (e *Engine) CancelRemote(ctx context.Context, o OutboxItem) error {
 		return err
 	}
 	return nil
+}
+
+// sentText is the message a remote agent call of the task sent, read
+// from the call in its history ("" when it cannot be read: a remote that
+// never had the message then makes a task of nothing, canceled at once).
+func (e *Engine) sentText(ctx context.Context, taskID, toolCallID string) string {
+	_, items, err := e.Store.LoadTask(ctx, taskID)
+	if err != nil {
+		return ""
+	}
+	for _, it := range items {
+		for _, b := range it.Content {
+			if b.Type == BlockToolUse && b.ID == toolCallID {
+				if in, err := parseAgentInput(b.Input); err == nil {
+					return in.Message
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // OutboxResult resolves what an outbox item tells its recipient

@@ -727,6 +727,10 @@ type remoteDecided struct {
 	answer bool
 	// part: what the caller's claim keeps on the call (ChildCall.Part).
 	part *RemotePart
+	// send, on a part kept for after the claim, sends it now: a decision
+	// whose leaves are all remote sends every part before any claim
+	// (sendPartsFirst). nil: an answer to another system's question.
+	send func(context.Context) error
 }
 
 // errPartNotSent: a caller's decision's part did not reach the remote
@@ -742,7 +746,7 @@ var errPartNotSent = errors.New("the decision's part did not reach the remote ag
 // the caller's claim lands with its local leaves' first, and each message
 // is sent by the caller's leg (follow); a refusal then pauses the caller
 // again on that remote.
-func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]CallDecision, reason string, after bool) ([]remoteDecided, error) {
+func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]CallDecision, reason string, after, sentBefore bool) ([]remoteDecided, error) {
 	a := t.Active
 	var order []string
 	groups := map[string]*remoteDecision{}
@@ -779,7 +783,23 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 				leafRound = *g.body.Round
 			}
 			part := &RemotePart{Round: a.Round, LeafRound: leafRound, Body: g.body, DecidedAt: e.now()}
-			took = append(took, remoteDecided{call: g.call, answer: true, part: part, follow: func(ctx context.Context, events RemoteEvents) error {
+			var send func(context.Context) error
+			if !questionOnly(g.body) {
+				send = func(ctx context.Context) error {
+					follow, err := g.ra.Decide(ctx, g.call.TaskID, g.call.RequestID, key, g.body)
+					if err != nil {
+						return e.partRefused(t, g.call, err)
+					}
+					// Taken: the leg sends it again after the claim (the
+					// same message id: the remote's duplicate) and follows
+					// that; this stream is let go of.
+					done, cancel := context.WithCancel(ctx)
+					cancel()
+					_ = follow(done, nil)
+					return nil
+				}
+			}
+			took = append(took, remoteDecided{call: g.call, answer: true, part: part, send: send, follow: func(ctx context.Context, events RemoteEvents) error {
 				follow, err := g.ra.Decide(ctx, g.call.TaskID, g.call.RequestID, key, g.body)
 				if ae := (*Error)(nil); err != nil && !errors.As(err, &ae) {
 					// Not delivered (no answer of the remote's): not a
@@ -799,12 +819,8 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 		}
 		follow, err := g.ra.Decide(ctx, g.call.TaskID, g.call.RequestID, DecisionKey{RequestID: a.ID, Round: a.Round, ToolCallID: via}, g.body)
 		if err != nil {
-			var ae *Error
-			if !errors.As(err, &ae) {
-				e.log().Warn("a decision could not reach a remote agent", "task_id", t.ID, "agent", g.call.Agent, "url", g.call.Remote, "err", err)
-				err = Errorf(CodeRemoteUnavailable, "the agent %s at %s could not be reached; nothing changed: try again", g.call.Agent, g.call.Remote)
-			}
-			if len(took) == 0 {
+			err = e.partRefused(t, g.call, err)
+			if len(took) == 0 && !sentBefore {
 				return nil, err
 			}
 			e.log().Warn("a remote agent refused its part of a caller's decision", "task_id", t.ID, "agent", g.call.Agent, "url", g.call.Remote, "err", err)
@@ -813,6 +829,18 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 		took = append(took, remoteDecided{call: g.call, follow: follow})
 	}
 	return took, nil
+}
+
+// partRefused is the answer a remote's refusal of a decision's part sent
+// before any claim gives: the remote's own error, or remote_unavailable
+// when it could not be reached (nothing changed).
+func (e *Engine) partRefused(t *Task, cc ChildCall, err error) error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	e.log().Warn("a decision could not reach a remote agent", "task_id", t.ID, "agent", cc.Agent, "url", cc.Remote, "err", err)
+	return Errorf(CodeRemoteUnavailable, "the agent %s at %s could not be reached; nothing changed: try again", cc.Agent, cc.Remote)
 }
 
 // questionOnly tells whether a remote decision answers another system's

@@ -830,6 +830,7 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	observe := func() { e.observeDecision(ag.Name, d, now.Sub(t.UpdatedAt)) }
 	if in.claims != nil {
 		in.claims.add(w, observe) // it lands with its caller's claim
+		in.claims.leafClaims++
 	} else if err := e.commit(ctx, w, "claim resume of %s", t.ID); err != nil {
 		return nil, err
 	} else {

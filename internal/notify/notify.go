@@ -99,7 +99,7 @@ func (c continueHere) Continue(ctx context.Context, o agent.OutboxItem) error {
 	// transaction; with nothing to do, the dispatcher deletes it.
 	run, err := c.e.ConsumeContinue(ctx, o.TaskID, o.RequestID, o.SK())
 	if err != nil {
-		return fmt.Errorf("%w: continue %s: %v", ErrRetry, o.RequestID, err)
+		return fmt.Errorf("%w: continue %s: %w", ErrRetry, o.RequestID, err)
 	}
 	if run == nil {
 		return nil

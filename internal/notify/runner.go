@@ -202,14 +202,22 @@ func (r *Runner) try(ctx context.Context, o agent.OutboxItem, attempt, waits int
 		backoff = Backoff
 	}
 	wait := backoff(attempt)
-	level := slog.LevelInfo
 	if o.Event == agent.EventPoll {
 		// A poll of a caller a leg holds: its lease ends within 15 s; a
 		// leg that died is taken over soon after.
 		wait = min(wait, agent.LeaseDuration/3)
-		level = slog.LevelDebug
 	}
-	r.D.log().Log(ctx, level, "a delivery failed; retrying", "task_id", o.TaskID, "request_id", o.RequestID, "kind", o.Kind,
+	r.D.log().Log(ctx, retryLevel(o, err), "a delivery failed; retrying", "task_id", o.TaskID, "request_id", o.RequestID, "kind", o.Kind,
 		"event", o.Event, "delivery_id", o.DeliveryID(), "attempt", attempt+1, "in", wait, "err", err)
 	return retryIn{d: wait}, false
+}
+
+// retryLevel is the level a delivery tried again is logged at: debug for
+// a poll and for a continuation of a caller whose leg still runs (the
+// usual case: the leg hears of its child itself), info for a failure.
+func retryLevel(o agent.OutboxItem, err error) slog.Level {
+	if o.Event == agent.EventPoll || errors.Is(err, agent.ErrBusy) {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }
