@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -173,9 +174,10 @@ func (e *Engine) viewRequests(ctx context.Context, t *Task) ([]RequestRecord, er
 	if err != nil {
 		return nil, fmt.Errorf("list requests of %s: %w", t.ID, err)
 	}
-	if t.Active != nil {
-		rec := recordOf(t.Active, t.Active.Status, t.UpdatedAt)
-		recs = append(recs, rec)
+	// The active request ended between the two reads (its record is
+	// listed): it is shown once, as its record says.
+	if a := t.Active; a != nil && !slices.ContainsFunc(recs, func(r RequestRecord) bool { return r.RequestID == a.ID }) {
+		recs = append(recs, recordOf(a, a.Status, t.UpdatedAt))
 	}
 	decs, err := e.Store.ListDecisions(ctx, t.ID, "")
 	if err != nil {

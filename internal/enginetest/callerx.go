@@ -629,6 +629,53 @@ func testFailedCallerFlagsItsChildren(t *testing.T, newStore func(testing.TB) ag
 	}
 }
 
+// beforeList runs before, once, before the next ListRequests.
+type beforeList struct {
+	agent.Store
+	mu     sync.Mutex
+	before func()
+}
+
+func (s *beforeList) ListRequests(ctx context.Context, taskID string) ([]agent.RequestRecord, error) {
+	s.mu.Lock()
+	run := s.before
+	s.before = nil
+	s.mu.Unlock()
+	if run != nil {
+		run()
+	}
+	return s.Store.ListRequests(ctx, taskID)
+}
+
+// testViewWhileTheRequestEnds: GET task reads META (the request paused),
+// then the approval ends the request before its records are listed. The
+// request is shown once, with its one decision — before, it was shown
+// twice (the record and the META's copy), its decision with it (the
+// torture test read two decisions, then one, and took it for a refused
+// body that changed them).
+func testViewWhileTheRequestEnds(t *testing.T, newStore func(testing.TB) agent.Store) {
+	bl := &beforeList{Store: newStore(t)}
+	o := NewOrch(t, bl)
+	res, _ := o.Invoke(t, "leaf", "", Append("viewed.txt", "x"))
+	if res.Status != agent.StatusPaused {
+		t.Fatalf("leaf: %+v", res)
+	}
+	bl.mu.Lock()
+	bl.before = func() {
+		if done, _, err := o.Resume("leaf", res.TaskID, res.RequestID, Approve()); err != nil || done.Status != agent.StatusCompleted {
+			t.Errorf("the approval: %+v %v", done, err)
+		}
+	}
+	bl.mu.Unlock()
+	v := o.View(t, "leaf", res.TaskID)
+	if len(v.Requests) != 1 {
+		t.Fatalf("GET task as the request ended: %d requests, want 1: %+v", len(v.Requests), v.Requests)
+	}
+	if n := len(v.Requests[0].Decisions); n != 1 {
+		t.Errorf("the request shows %d decisions, want 1", n)
+	}
+}
+
 // testCallerPausesOnAnExpiredLeaf: pair's leg runs leaf and twin; twin
 // pauses first (its approval expires within a second), and before pair's
 // leg pauses on both, twin's round expires and its expiry is applied (a

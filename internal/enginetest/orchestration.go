@@ -208,6 +208,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 	t.Run("CallerPausesOnAnExpiredLeaf", func(t *testing.T) { testCallerPausesOnAnExpiredLeaf(t, newStore) })
 	t.Run("GivenUpCallerFlagsItsChildren", func(t *testing.T) { testGivenUpCallerFlagsItsChildren(t, newStore) })
 	t.Run("FailedCallerFlagsItsChildren", func(t *testing.T) { testFailedCallerFlagsItsChildren(t, newStore) })
+	t.Run("ViewWhileTheRequestEnds", func(t *testing.T) { testViewWhileTheRequestEnds(t, newStore) })
 	t.Run("CancelRacesADecisionAtTheCaller", func(t *testing.T) {
 		bs := &beforeStore{Store: newStore(t)}
 		testCancelRacesDecision(t, NewOrch(t, bs), bs)

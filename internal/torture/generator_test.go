@@ -46,8 +46,10 @@ type flow struct {
 	elicited []Op
 	lastKey  string
 	// unsure is when a decision or cancel of the flow last went
-	// unanswered: it may still land, so for a while nothing is compared
-	// before and after a refused body.
+	// unanswered (it may still land), or a decision below the root was
+	// taken (its callers record their copies of it when their
+	// continuations run): for a while nothing is compared before and
+	// after a refused body.
 	unsure time.Time
 }
 
@@ -93,7 +95,8 @@ func (g *generator) run(workers int) {
 func (w *worker) op(f *flow, op Op) *Op {
 	op.Worker, op.Flow = w.id, f.id
 	done := w.g.c.do(op)
-	if done.Status == 0 && done.Method == "POST" {
+	if done.Status == 0 && done.Method == "POST" ||
+		done.Kind == OpResume && done.Status < 300 && !strings.Contains(done.Path, "/"+f.taskID+"/") {
 		f.unsure = time.Now()
 	}
 	return done
