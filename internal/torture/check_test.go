@@ -227,6 +227,13 @@ func refusedOp(id, status int, before, after string) Op {
 		Status: status, Resp: resp, Note: "leaf refused: action+decisions", Refuse: true, Before: before, After: after}
 }
 
+// deleteOp is a delete of clean's leaf task at 2, answered 204, with the
+// read before it and a 404 after it.
+func deleteOp(id int, before string) Op {
+	return Op{ID: id, Kind: OpDelete, Proc: ProcA, Method: "DELETE", Path: "/agents/leaf/tasks/" + tLeaf,
+		Start: at(2), End: at(2.1), Status: 204, Note: "leaf delete", Before: before, After: `{"code":404}`}
+}
+
 // replayOp is a replay of clean's leaf request, with what its reader found.
 func replayOp(id int, problem string) Op {
 	return Op{ID: id, Kind: OpReplay, Proc: ProcA, Method: "GET", Path: "/agents/leaf/tasks/" + tLeaf + "/requests/" + rLeaf + "/events",
@@ -307,6 +314,24 @@ func TestCheck(t *testing.T) {
 		}},
 		{name: "a body answered 400 recorded a decision", base: clean, want: []int{5}, mutate: func(in *Input) {
 			in.Ops = append(in.Ops, refusedOp(3, 400, "0 decisions: ", "1 decisions: …b001 r1 tort approve: c1=approve"))
+		}},
+		{name: "a delete answered 204 while the task was paused", base: clean, want: []int{5}, mutate: func(in *Input) {
+			in.Tasks, in.Deliveries = nil, in.Deliveries[:1]
+			in.Ops = append(in.Ops, deleteOp(3, `{"code":200,"status":"Paused","requests":[{"id":"`+rLeaf+`","status":"Paused"}],"pending_expiries":["2026-01-02T04:00:00Z"]}`))
+		}},
+		{name: "a delete after a read its request's end made stale", base: clean, mutate: func(in *Input) {
+			// The webhook of the end tells it: the read was before it.
+			in.Tasks = nil
+			in.Ops = append(in.Ops, deleteOp(3, `{"code":200,"status":"Paused","requests":[{"id":"`+rLeaf+`","status":"Paused"}],"pending_expiries":["2026-01-02T04:00:00Z"]}`))
+		}},
+		{name: "a deleted task its caller made again", base: clean, mutate: func(in *Input) {
+			// Its next call of the sub-agent: only requests after the delete.
+			leafTask(in).Requests[0].CreatedAt = at(2.5)
+			in.Ops = append(in.Ops, deleteOp(3, `{"code":200,"status":"Completed","requests":[{"id":"`+rLeaf+`","status":"Completed"}]}`))
+		}},
+		{name: "a deleted task still in the final state", base: clean, want: []int{5}, mutate: func(in *Input) {
+			leafTask(in).Requests[0].CreatedAt = at(0)
+			in.Ops = append(in.Ops, deleteOp(3, `{"code":200,"status":"Completed","requests":[{"id":"`+rLeaf+`","status":"Completed"}]}`))
 		}},
 		{name: "a caller says its agent call did not run, though the child ran", base: chain, want: []int{4}, mutate: func(in *Input) {
 			// A cancel of the caller that met the child's run (§10 Cancel).

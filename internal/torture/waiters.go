@@ -237,13 +237,13 @@ func (c *checker) deletes() {
 			rids = append(rids, r.ID)
 		}
 		if op.Status >= 200 && op.Status < 300 {
-			if t := c.w.Tasks[tid]; t != nil && t.Proc == op.Proc {
+			if t := c.w.Tasks[tid]; t != nil && t.Proc == op.Proc && survived(t, op.End) {
 				c.add(5, rids, []int{op.ID}, nil, "a delete of %s %s answered %d, but the final state shows the task", op.Proc, short(tid), op.Status)
 			}
 			if okA && after.Code != 404 {
 				c.add(5, rids, []int{op.ID}, nil, "a delete of %s %s answered %d, but the read after it answered %d", op.Proc, short(tid), op.Status, after.Code)
 			}
-			if okB && busy(before, op.End) {
+			if okB && busy(before, op.End) && !c.endedAfterRead(op.Proc, before) {
 				c.add(5, rids, []int{op.ID}, nil, "a delete of %s %s answered %d, but the task was %s just before it", op.Proc, short(tid), op.Status, before.Status)
 			}
 			continue
@@ -266,6 +266,35 @@ func (c *checker) deletes() {
 				op.Proc, short(tid), op.Status, op.ErrorCode(), missing, before.Items, after.Items)
 		}
 	}
+}
+
+// survived is whether a task in the final state holds a request from
+// before the delete that ended at end: a task its caller made again
+// under the same id after the delete (its next call of that sub-agent)
+// holds only later ones.
+func survived(t *Task, end time.Time) bool {
+	if len(t.Requests) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(t.Requests, func(r Request) bool { return r.CreatedAt.Before(end) })
+}
+
+// endedAfterRead is whether a request the read before a delete showed
+// Running or Paused ended after that read: a webhook told its end. A
+// delete that was accepted came after that end (a deleted task's request
+// ends no more), so the read was stale, not the answer wrong.
+func (c *checker) endedAfterRead(proc string, before taskSnapshot) bool {
+	for _, r := range before.Requests {
+		if r.Status != "Running" && r.Status != "Paused" {
+			continue
+		}
+		for _, d := range c.in.Deliveries {
+			if _, end := webhookStatus[d.Type]; end && d.Proc == proc && d.RequestID == r.ID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // busy is whether a task read before a delete that ended at end was
