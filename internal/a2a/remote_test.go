@@ -1818,13 +1818,14 @@ func testRemotePendingTooLargeToKeep(t *testing.T) {
 
 // TestRemotePartNotDelivered: boss → front → the remote's assistant,
 // which pauses. The remote's system is down when the decision at boss is
-// sent: boss's claim landed, and the remote's part of it is not refused
-// but not delivered — a transport failure. The caller must not pause
-// again asking for a decision it already took (its copy and the leaf's
-// would disagree once decided again; the torture test's seed 637021813):
-// its legs send the part again, with the same message id, and once the
-// remote is back it runs the call once, as decided (docs/api.md, Agents
-// as tools).
+// sent. Every leaf of the decision is remote, so its part goes before any
+// claim: not delivered (a transport failure), the decision is 502
+// remote_unavailable and nothing changed — boss and front still show the
+// round, never a claim whose part the remote does not hold (before, boss
+// claimed first and its legs sent the part again; the torture test's
+// seed 637021813 found a caller asking again for a decision it took).
+// Once the remote is back, the same decision is taken and the call runs
+// once, as decided (docs/api.md, Agents as tools).
 func TestRemotePartNotDelivered(t *testing.T) { onBothStores(t, testRemotePartNotDelivered) }
 
 func testRemotePartNotDelivered(t *testing.T) {
@@ -1843,14 +1844,17 @@ func testRemotePartNotDelivered(t *testing.T) {
 	decision := `{"decisions":[{"tool_call_id":"` + pc["tool_call_id"].(string) + `","action":"approve"}]}`
 	down.Store(true)
 	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", decision)
-	if code/100 != 2 || out["status"] == "Paused" || out["status"] == "Failed" {
-		t.Fatalf("the decision at boss while the remote is down: %d %v (want it taken, not asked again)", code, out)
+	if e, _ := out["error"].(map[string]any); code != 502 || e["code"] != "remote_unavailable" {
+		t.Fatalf("the decision at boss while the remote is down: %d %v (want 502 remote_unavailable, nothing changed)", code, out)
 	}
 	task := p.url + "/agents/boss/tasks/" + paused["task_id"].(string)
-	if _, v := httpCall(t, "GET", task, "alice", ""); v["status"] == "Paused" {
-		t.Fatalf("boss asks again for a decision it took: %v", v)
+	if _, v := httpCall(t, "GET", task, "alice", ""); v["status"] != "Paused" || len(recordedActions(v)) != 0 {
+		t.Fatalf("boss after a decision that reached nothing: %v %q, want it Paused, no decision recorded", v["status"], recordedActions(v))
 	}
 	down.Store(false)
+	if code, out = httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", decision); code != 200 {
+		t.Fatalf("the decision at boss once the remote is back: %d %v", code, out)
+	}
 	var done map[string]any
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		_, done = httpCall(t, "GET", task, "alice", "")

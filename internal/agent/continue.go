@@ -234,8 +234,13 @@ func (e *Engine) copiedDecision(ctx context.Context, t *Task) (*Decision, error)
 			continue // decided on the remote system: recorded there
 		}
 		if cc := findCall(a, w.Via); cc != nil {
-			// The child's end carried the decision it took or copied.
-			if j := findJoin(t.Joins, a.ID, *cc); j != nil && j.Decision != nil && coversCalls(j.Decision, w.ToolCallIDs) {
+			// The child's end carried the decision it took or copied: its
+			// last one, which is the awaited round's only when the child
+			// is the leaf and the rounds agree (a call asked again under
+			// its id in a later round is decided again there; the leaf's
+			// DEC# items hold each round's, read below).
+			if j := findJoin(t.Joins, a.ID, *cc); j != nil && j.Decision != nil && coversCalls(j.Decision, w.ToolCallIDs) &&
+				cc.RequestID == w.RequestID && j.Decision.Round == w.Round {
 				d := *j.Decision
 				d.Round = w.Round
 				ds = []Decision{d}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -247,6 +248,65 @@ func testElicitAgainAtRoot(t *testing.T, o *Orch) {
 	}
 	if runs := o.Booker.Runs(); len(runs) != 3 || runs[2].Reply == nil || runs[2].Reply.Responses[0].Key != "pay" {
 		t.Errorf("the tool's runs: %+v", runs)
+	}
+}
+
+// testLeafRoundsCopiedByRound: front waits on asker's round 1 (its call
+// asks to log in); asker is answered at its own URL, asks again under the
+// same call id (round 2: confirm paying) and is refused there, before
+// front's continuation runs. front copies, for its round, the decision of
+// the asker round it waited on — the answer — never asker's last one:
+// before, the refusal of round 2 (which front never showed) was recorded
+// as front's round 1, and a refusal sent to front for that round was a
+// duplicate answered 200 (the torture test: mid and a leaf's form call).
+func testLeafRoundsCopiedByRound(t *testing.T, o *Orch) {
+	login := agent.Elicitation{Key: "login", Mode: agent.ElicitURL, Message: "Log in", URL: "https://pay.example.com/login"}
+	pay := agent.Elicitation{Key: "pay", Mode: agent.ElicitURL, Message: "Confirm paying $5000", URL: "https://pay.example.com/confirm"}
+	o.Booker.Asks = [][]agent.Elicitation{{login}, {pay}}
+	res, _ := o.Invoke(t, "front", "", CallAgent("asker", `/call book_table {"day":"friday"}`))
+	if res.Status != agent.StatusPaused || len(res.PendingInputs) != 1 {
+		t.Fatalf("front: %+v", res)
+	}
+	p := res.PendingInputs[0]
+	accept := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer(p.ToolCallID, `{"action":"accept"}`)}}
+	if out, _, err := o.Resume("asker", p.TaskID, p.RequestID, accept); err != nil || out.Status != agent.StatusPaused {
+		t.Fatalf("asker's round 1 answered at its URL: %+v %v", out, err)
+	}
+	refuse := agent.ResumeRequest{Round: Round(2), Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionReject, Reason: "no"}}}
+	if out, _, err := o.Resume("asker", p.TaskID, p.RequestID, refuse); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("asker's round 2 refused at its URL: %+v %v", out, err)
+	}
+	ctx := context.Background()
+	items, err := o.Store.ListOutbox(ctx, time.Now().Add(time.Hour), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		if it.Kind != agent.OutboxContinue || it.TaskID != res.TaskID {
+			continue
+		}
+		run, err := o.E.ConsumeContinue(ctx, it.TaskID, it.RequestID, it.SK())
+		if err != nil {
+			t.Fatalf("front's continuation: %v", err)
+		}
+		if run != nil {
+			run.Execute(ctx, agent.Discard)
+		}
+	}
+	fv := o.View(t, "front", res.TaskID)
+	if fv.Status != agent.StatusCompleted {
+		t.Fatalf("front after its continuations: %s", fv.Status)
+	}
+	var got []string
+	for _, d := range fv.Requests[0].Decisions {
+		got = append(got, fmt.Sprintf("r%d %s", d.Round, d.Action))
+	}
+	if want := []string{"r1 answer"}; !slices.Equal(got, want) {
+		t.Errorf("front records %v, want %v (the asker round it waited on)", got, want)
+	}
+	if _, _, err := o.Resume("front", res.TaskID, res.RequestID, agent.ResumeRequest{Round: Round(1),
+		Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionReject, Reason: "no"}}}); Code(err) != agent.CodeDecisionConflict {
+		t.Errorf("a refusal of front's round 1, answered otherwise: %v, want decision_conflict", err)
 	}
 }
 

@@ -188,6 +188,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ElicitationsBeyondMETACanceled", testElicitBeyondMETACanceled},
 		{"DeadRootDecisionTwice", testDeadRootDecisionTwice},
 		{"DeadCallerAnswerTakenOver", testDeadCallerAnswerTakenOver},
+		{"LeafRoundsCopiedByRound", testLeafRoundsCopiedByRound},
 		{"CancelAfterTheLeafEnded", testCancelAfterTheLeafEnded},
 		{"CancelWhileTheLeafRuns", testCancelWhileTheLeafRuns},
 		{"CancelOwesOnlyItsOwn", testCancelOwesOnlyItsOwn},
