@@ -271,6 +271,14 @@ func (e *Engine) copiedDecision(ctx context.Context, t *Task) (*Decision, error)
 			out.Action = "mixed"
 		}
 	}
+	if out != nil {
+		for _, p := range a.Pending {
+			if !slices.ContainsFunc(out.Calls, func(c CallDecision) bool { return c.ToolCallID == p.ToolCallID }) {
+				out.Partial = true
+				break
+			}
+		}
+	}
 	return out, nil
 }
 

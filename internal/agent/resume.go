@@ -337,7 +337,7 @@ func (e *Engine) awaitDecided(ctx context.Context, w Await) (bool, error) {
 // round's leg; another is not_paused.
 func (e *Engine) resumePastRound(ag *Agent, t *Task, in ResumeInput, now time.Time) (*Run, error) {
 	a := t.Active
-	if past := decisionOf(a.Decisions, *in.Body.Round); past != nil {
+	if past := decisionOf(a.Decisions, *in.Body.Round); past != nil && !wholeRoundOfPart(past, in.Body) {
 		if d, err := e.decide(ag, in, pendingOf(past), past.Round, now); err == nil && sameDecision(past, d) {
 			return e.pastLeg(e.follower(ag, t.ID, a.ID, past.Round, in.Deadline)), nil
 		}
@@ -362,7 +362,7 @@ func (e *Engine) resumeRunning(ctx context.Context, ag *Agent, t *Task, items []
 	if ae := (*Error)(nil); errors.As(err, &ae) && ae.Code == CodeRoundRequired {
 		return nil, err // a stale approve-all is refused as such, whatever the state
 	}
-	if err != nil || !sameDecision(last, d) {
+	if err != nil || !sameDecision(last, d) || wholeRoundOfPart(last, in.Body) {
 		return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, a.ID)
 	}
 	if now.Before(a.LeaseUntil) {
@@ -410,7 +410,7 @@ func (e *Engine) resumeEnded(ag *Agent, t *Task, rec *RequestRecord, in ResumeIn
 		return nil, Errorf(CodeNotPaused, "request %s is not paused", in.RequestID)
 	}
 	d, err := e.decide(ag, in, pendingOf(last), last.Round, e.now())
-	if err != nil || !sameDecision(last, d) {
+	if err != nil || !sameDecision(last, d) || wholeRoundOfPart(last, in.Body) {
 		if last.Round < final {
 			return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise, and the request has ended", last.Round, in.RequestID)
 		}
@@ -726,6 +726,13 @@ func pendingOf(d *Decision) []PendingCall {
 		out = append(out, PendingCall{ToolCallID: c.ToolCallID, Input: in, InputHash: hash, Round: d.Round, Rule: c.Rule, Kind: c.Kind, Elicit: c.Elicit})
 	}
 	return out
+}
+
+// wholeRoundOfPart tells whether b decides a whole round (an action and
+// no decisions) that past decided only in part (a caller's copy of one
+// leaf's decision while another waited): never the same decision.
+func wholeRoundOfPart(past *Decision, b ResumeRequest) bool {
+	return past.Partial && len(b.Decisions) == 0
 }
 
 // sameDecision compares what was decided: each call's action and input.

@@ -218,6 +218,11 @@ type Decision struct {
 	Action    string         `json:"action"`
 	Reason    *string        `json:"reason"`
 	Calls     []CallDecision `json:"calls"`
+	// Partial, on a caller's copy of its leaves' decision, says the round
+	// showed calls it does not decide (a leaf decided at its own URL while
+	// another still waited): a whole-round action (approve or reject with
+	// no decisions) naming that round is not this decision.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // CallDecision is the decision on one call; Input is the edited input.

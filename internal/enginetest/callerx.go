@@ -676,6 +676,56 @@ func testViewWhileTheRequestEnds(t *testing.T, newStore func(testing.TB) agent.S
 	}
 }
 
+// testWholeRoundAfterAPartialCopy: pair waits on leaf's and twin's
+// calls in round 1; twin is approved at its own URL, and pair's
+// continuation copies that as its round 1 — a part of the round (leaf's
+// call still waits, in pair's round 2). An approve-all naming round 1 at
+// pair names leaf's call too, which round 1 never decided: not the same
+// decision, so 409 not_paused — before, it was taken for a duplicate of
+// the copy and answered 200 with the pause that still asks for leaf's
+// call (the torture test: duo, a direct approve of a past round).
+func testWholeRoundAfterAPartialCopy(t *testing.T, o *Orch) {
+	res, _ := o.Invoke(t, "pair", "", CallAgent("leaf", Append("l.txt", "x"))+"\n"+CallAgent("twin", Append("t.txt", "x")))
+	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 2 {
+		t.Fatalf("pair: %+v", res)
+	}
+	var twin agent.PendingView
+	for _, p := range res.PendingApprovals {
+		if p.Agent == "twin" {
+			twin = p
+		}
+	}
+	if out, _, err := o.Resume("twin", twin.TaskID, twin.RequestID, Approve()); err != nil || out.Status != agent.StatusCompleted {
+		t.Fatalf("approve at twin: %+v %v", out, err)
+	}
+	ctx := context.Background()
+	items, err := o.Store.ListOutbox(ctx, time.Now().Add(time.Hour), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		if it.Kind == agent.OutboxContinue && it.TaskID == res.TaskID {
+			run, err := o.E.ConsumeContinue(ctx, it.TaskID, it.RequestID, it.SK())
+			if err != nil {
+				t.Fatalf("pair's continuation: %v", err)
+			}
+			if run != nil {
+				run.Execute(ctx, agent.Discard)
+			}
+		}
+	}
+	if v := o.View(t, "pair", res.TaskID); v.Status != agent.StatusPaused || v.Requests[0].Decisions[0].Round != 1 {
+		t.Fatalf("pair after twin's end: %s %+v, want Paused on leaf alone, its round 1 twin's copy", v.Status, v.Requests[0].Decisions)
+	}
+	whole := agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(1)}
+	if out, _, err := o.Resume("pair", res.TaskID, res.RequestID, whole); Code(err) != agent.CodeNotPaused {
+		t.Errorf("approve-all of pair's round 1, which decided twin's call alone: %+v %v, want not_paused", out, err)
+	}
+	if got := o.Lines("l.txt"); len(got) != 0 {
+		t.Errorf("l.txt = %q: leaf's call ran", got)
+	}
+}
+
 // testCallerPausesOnAnExpiredLeaf: pair's leg runs leaf and twin; twin
 // pauses first (its approval expires within a second), and before pair's
 // leg pauses on both, twin's round expires and its expiry is applied (a

@@ -189,6 +189,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"DeadRootDecisionTwice", testDeadRootDecisionTwice},
 		{"DeadCallerAnswerTakenOver", testDeadCallerAnswerTakenOver},
 		{"LeafRoundsCopiedByRound", testLeafRoundsCopiedByRound},
+		{"WholeRoundAfterAPartialCopy", testWholeRoundAfterAPartialCopy},
 		{"CancelAfterTheLeafEnded", testCancelAfterTheLeafEnded},
 		{"CancelWhileTheLeafRuns", testCancelWhileTheLeafRuns},
 		{"CancelOwesOnlyItsOwn", testCancelOwesOnlyItsOwn},
