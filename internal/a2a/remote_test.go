@@ -1921,6 +1921,63 @@ func testRemoteDecidedThereBeforeItsExpiry(t *testing.T) {
 	}
 }
 
+// TestRemoteDecidedThereBelowALocalCaller: as
+// TestRemoteDecidedThereBeforeItsExpiry, one level down: boss → front →
+// the remote (a 2 s approval), decided at the remote's own URL in time.
+// A decision at boss past its copy of the expiry reads the remote through
+// front (the leaf is no task of this system) and answers as the remote
+// does, 409 — before, boss looked for the remote's task in its own store,
+// found none, took the round for undecided and expired the whole chain,
+// its history saying the call expired though it ran (the torture test:
+// xtop → rmid → a remote leaf). With the remote down, the same decision
+// is 502 remote_unavailable and changes nothing.
+func TestRemoteDecidedThereBelowALocalCaller(t *testing.T) {
+	onBothStores(t, testRemoteDecidedThereBelowALocalCaller)
+}
+
+func testRemoteDecidedThereBelowALocalCaller(t *testing.T) {
+	var down atomic.Bool
+	relay := &a2atest.Relay{Refuse: func([]byte) bool { return down.Load() }}
+	p := startPairOpts(t, pairOpts{relay: relay, extra: map[string]string{"boss.yaml": bossYAML},
+		def: strings.Replace(agentYAML, "requires_approval: [write_file, append_file, delete_file]",
+			"requires_approval: [write_file, append_file, delete_file]\n        approval_ttl: 2s", 1)})
+	inner, _ := json.Marshal(map[string]string{"message": appendLine("below.txt")})
+	msg, _ := json.Marshal(map[string]string{"message": "/call billing " + string(inner)})
+	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call front " + string(msg)}}})
+	_, paused := httpCall(t, "POST", p.url+"/agents/boss/invoke", "alice", string(body))
+	if paused["status"] != "Paused" {
+		t.Fatalf("boss: %v", paused)
+	}
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	exp, err := time.Parse(time.RFC3339, pc["expires_at"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	remoteURL := strings.Replace(pc["resume_url"].(string), p.relay.URL, p.remote.url, 1)
+	if code, out := httpCall(t, "POST", remoteURL, "bob", `{"action":"approve"}`); code != 200 || out["status"] != "Completed" {
+		t.Fatalf("approve at the remote: %d %v", code, out)
+	}
+	time.Sleep(time.Until(exp.Add(1500 * time.Millisecond)))
+	down.Store(true)
+	if code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"action":"approve"}`); code != 502 {
+		t.Errorf("approve at boss past the copy's expiry, the remote down: %d %v, want 502 remote_unavailable", code, out)
+	}
+	if v := getTask(t, p.url, "boss", paused["task_id"].(string)); v["status"] != "Paused" {
+		t.Errorf("boss after a decision that could read nothing: %v, want Paused", v["status"])
+	}
+	down.Store(false)
+	if code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice", `{"action":"approve"}`); code != 409 {
+		t.Errorf("approve at boss past the copy's expiry, the remote decided in time: %d %v, want 409", code, out)
+	}
+	bv := getTask(t, p.url, "boss", paused["task_id"].(string))
+	if raw, _ := json.Marshal([]any{bv["items"], bv["requests"]}); bv["status"] != "Paused" || strings.Contains(string(raw), "expired") {
+		t.Errorf("boss after the remote was decided in time: %v, its history %s; want it waiting on front's news, nothing expired", bv["status"], raw)
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "below.txt")); got != 1 {
+		t.Errorf("append_file ran %d times, want 1", got)
+	}
+}
+
 // TestRemoteEditCheckedWholeAtTheCaller: duo waits on a local leaf and a
 // remote one. A decision at duo approving the local call and editing the
 // remote's with an input its tool's schema refuses is refused whole,
@@ -1971,10 +2028,19 @@ func testRemoteEditCheckedWholeAtTheCaller(t *testing.T) {
 // must not say its call of the remote "approval expired": that leaf ran.
 // It gets outcome_unknown (the torture test's hour, seed 390242616).
 func TestExpiryKeepsARemoteLeafDecidedThere(t *testing.T) {
-	onBothStores(t, testExpiryKeepsARemoteLeafDecidedThere)
+	onBothStores(t, func(t *testing.T) { testExpiryKeepsARemoteLeafDecidedThere(t, false) })
 }
 
-func testExpiryKeepsARemoteLeafDecidedThere(t *testing.T) {
+// TestExpiryWithTheRemoteDown: as TestExpiryKeepsARemoteLeafDecidedThere,
+// but the remote's system is down when the chain expires: whether its
+// call ran there cannot be read, so duo's history says outcome_unknown,
+// never "approval expired" (before, an unread remote kept the expiry's
+// text; the torture test found it true of a remote decided in time).
+func TestExpiryWithTheRemoteDown(t *testing.T) {
+	onBothStores(t, func(t *testing.T) { testExpiryKeepsARemoteLeafDecidedThere(t, true) })
+}
+
+func testExpiryKeepsARemoteLeafDecidedThere(t *testing.T, down bool) {
 	remote, srv, _, paused := duoPaused(t, "1s")
 	for _, p := range paused["pending_approvals"].([]any) {
 		if pc := p.(map[string]any); pc["agent"] == "billing" {
@@ -1982,6 +2048,9 @@ func testExpiryKeepsARemoteLeafDecidedThere(t *testing.T) {
 				t.Fatalf("approve at the remote: %d %v", code, out)
 			}
 		}
+	}
+	if down {
+		remote.srv.Close()
 	}
 	time.Sleep(1100 * time.Millisecond) // quick's round expires
 	if code, out := httpCall(t, "POST", srv.URL+paused["resume_url"].(string), "alice", `{"action":"approve"}`); code != 410 {

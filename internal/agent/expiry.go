@@ -120,9 +120,10 @@ func (e *Engine) orphansOf(ctx context.Context, ends []ended, ci cancelInfo) ([]
 				// A remote leaf decided on its own system while the chain
 				// expired ran: outcome_unknown (its remote-cancel follows),
 				// never the expiry's did-not-run text. One that cannot be
-				// read keeps the expiry's: its round expired as far as
-				// this system knows.
-				if decided, err := e.remoteCallDecided(ctx, x, cc); err == nil && decided {
+				// read (its system down) may have been decided there too:
+				// outcome_unknown as well — only a remote read in the
+				// expired round gets the expiry's text.
+				if decided, err := e.remoteCallDecided(ctx, x, cc); err != nil || decided {
 					known[cc.ToolCallID] = ErrorResult(cc.ToolCallID, childUnknownMessage(cc.Agent))
 				}
 				continue

@@ -267,17 +267,52 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 func (e *Engine) leafDecided(ctx context.Context, t *Task) (bool, error) {
 	a := t.Active
 	for _, w := range a.Awaits {
-		if cc := remoteVia(a, w); cc != nil {
-			if ok, err := e.remoteRoundDecided(ctx, t, *cc, w); !ok || err != nil {
-				return false, err
-			}
-			continue
-		}
-		if ok, err := e.awaitDecided(ctx, w); !ok || err != nil {
+		if ok, err := e.roundDecidedAt(ctx, t, w); !ok || err != nil {
 			return false, err
 		}
 	}
 	return len(a.Awaits) > 0, nil
+}
+
+// roundDecidedAt tells whether the leaf round w that the caller t awaits
+// was decided at the leaf's own URL. A leaf reached through a local
+// caller below t is read through that caller, which knows where it is (a
+// remote leaf is no task of this system): the caller moved past the
+// request t shows, or its own await of the leaf was decided.
+func (e *Engine) roundDecidedAt(ctx context.Context, t *Task, w Await) (bool, error) {
+	a := t.Active
+	if cc := remoteVia(a, w); cc != nil {
+		return e.remoteRoundDecided(ctx, t, *cc, w)
+	}
+	cc := findCall(a, w.Via)
+	if cc == nil || cc.TaskID == w.TaskID {
+		return e.awaitDecided(ctx, w)
+	}
+	ct, err := e.Store.GetTask(ctx, cc.TaskID)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read caller %s: %w", cc.TaskID, err)
+	}
+	ca := ct.Active
+	if ca == nil || ca.ID != cc.RequestID || ca.Status != StatusPaused {
+		// It ran on or ended: the leaf's round moved it. An expiry
+		// ending it ends this chain as its continuation does.
+		return ca != nil || !e.endedByExpiry(ctx, ct.ID, cc.RequestID), nil
+	}
+	for _, cw := range ca.Awaits {
+		if cw.RequestID == w.RequestID {
+			return e.roundDecidedAt(ctx, ct, cw)
+		}
+	}
+	return true, nil // it waits on that leaf no more: a later round
+}
+
+// endedByExpiry tells whether a request ended Failed by an expiry.
+func (e *Engine) endedByExpiry(ctx context.Context, taskID, rid string) bool {
+	rec, err := e.findRecord(ctx, taskID, rid)
+	return err == nil && rec != nil && rec.Status == StatusFailed && rec.Error != nil && IsExpiry(rec.Error.Code)
 }
 
 // remoteRoundDecided tells whether the remote leaf round w was decided on its
@@ -294,7 +329,10 @@ func (e *Engine) remoteRoundDecided(ctx context.Context, t *Task, cc ChildCall, 
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read the remote task %s at %s: %w", cc.RequestID, cc.Remote, err)
+		// Not read (its system down): an answer that says so, to retry —
+		// never an expiry, nor a 500.
+		e.log().Warn("reading a remote leaf's round failed", "task_id", t.ID, "agent", cc.Agent, "url", cc.Remote, "remote_task_id", cc.RequestID, "err", err)
+		return false, Errorf(CodeRemoteUnavailable, "the agent %s at %s could not be reached to read the round its task %s is in; nothing changed: try again", cc.Agent, cc.Remote, cc.RequestID)
 	}
 	switch rt.Status {
 	case StatusPaused:
