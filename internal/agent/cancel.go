@@ -9,6 +9,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -28,6 +29,17 @@ type cancelInfo struct {
 	at         time.Time
 	// cascade: the request is canceled because its caller was (docs/architecture.md, "Orchestration").
 	cascade bool
+}
+
+// flagOf is the cancel a request's flag records.
+func flagOf(a *ActiveRequest) cancelInfo {
+	return cancelInfo{by: a.CanceledBy, reason: a.CancelReason, at: a.CanceledAt}
+}
+
+// cascading is ci as a caller's cancel that reaches its children.
+func (ci cancelInfo) cascading() cancelInfo {
+	ci.cascade = true
+	return ci
 }
 
 // flag marks a request canceled by ci: every claim of it then finalises
@@ -139,7 +151,7 @@ func (r *Run) watchCancel(ctx context.Context) (context.Context, func()) {
 				continue
 			}
 			if a := meta.Active; a != nil && a.ID == r.reqID && a.CancelRequested {
-				stop(cancelInfo{by: a.CanceledBy, reason: a.CancelReason, at: a.CanceledAt})
+				stop(flagOf(a))
 			}
 		}
 	}()
@@ -301,8 +313,14 @@ func (e *Engine) cancelTree(ctx context.Context, ag *Agent, t *Task, items []Ite
 		t = w.Task
 	}
 	confirmed := e.cancelCalls(ctx, t.Agent, open, ci, until)
-	for !e.callsEnded(ctx, open) {
+	for {
+		ended, err := e.callsEnded(ctx, open)
+		if err == nil && ended {
+			break
+		}
 		if !time.Now().Before(until) {
+			// Still running below (or not read): flagged, whoever claims
+			// it next finalises it.
 			return nil, nil
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -324,7 +342,7 @@ func (e *Engine) cancelTree(ctx context.Context, ag *Agent, t *Task, items []Ite
 // callsEnded tells whether the child requests of the local calls have all
 // ended (a remote one's cancel is confirmed by cancelCalls; a child of an
 // agent no longer deployed here can run nothing).
-func (e *Engine) callsEnded(ctx context.Context, calls []ChildCall) bool {
+func (e *Engine) callsEnded(ctx context.Context, calls []ChildCall) (bool, error) {
 	for _, cc := range calls {
 		if cc.Remote != "" || cc.RequestID == "" {
 			continue
@@ -336,11 +354,14 @@ func (e *Engine) callsEnded(ctx context.Context, calls []ChildCall) bool {
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
-		if err != nil || (ct.Active != nil && ct.Active.ID == cc.RequestID) {
-			return false
+		if err != nil {
+			return false, fmt.Errorf("read child %s: %w", cc.TaskID, err)
+		}
+		if ct.Active != nil && ct.Active.ID == cc.RequestID {
+			return false, nil
 		}
 	}
-	return true
+	return true, nil
 }
 
 // cancelBelow cancels the child requests of the request's open sub-agent
@@ -356,7 +377,7 @@ func (e *Engine) cancelBelow(ctx context.Context, t *Task, items []Item, ci canc
 // its own tree (by until); a remote agent's task is canceled there. It
 // tells whether every remote cancel was confirmed.
 func (e *Engine) cancelCalls(ctx context.Context, callerAgent string, calls []ChildCall, ci cancelInfo, until time.Time) bool {
-	ci.cascade = true
+	ci = ci.cascading()
 	confirmed := true
 	for _, cc := range calls {
 		if cc.Remote != "" {

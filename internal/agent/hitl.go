@@ -125,7 +125,8 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 		// A cancel landed while the pause was written (the write rebased on
 		// its flag): the request ends Canceled now instead of waiting.
 		r.cancelMu.Lock()
-		r.canceled = &cancelInfo{by: na.CanceledBy, reason: na.CancelReason, at: na.CanceledAt}
+		ci := flagOf(na)
+		r.canceled = &ci
 		r.cancelMu.Unlock()
 		na.Status, na.Pending, na.Awaits = StatusRunning, nil, nil
 		r.task.Status = StatusRunning

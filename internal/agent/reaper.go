@@ -154,16 +154,19 @@ func (e *Engine) dueOf(ctx context.Context, batch []DueTask, now time.Time) (map
 
 // callerRuns tells whether the request's caller is running: then its leg
 // (or the takeover of its leg) drives this child, never the reaper beside it.
-func (e *Engine) callerRuns(ctx context.Context, a *ActiveRequest) bool {
+func (e *Engine) callerRuns(ctx context.Context, a *ActiveRequest) (bool, error) {
 	if a.Parent == nil {
-		return false
+		return false, nil
 	}
 	pt, err := e.Store.GetTask(ctx, a.Parent.TaskID)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
 	if err != nil {
-		return false
+		return false, fmt.Errorf("read caller %s: %w", a.Parent.TaskID, err)
 	}
 	pa := pt.Active
-	return pa != nil && pa.ID == a.Parent.RequestID && pa.Status == StatusRunning
+	return pa != nil && pa.ID == a.Parent.RequestID && pa.Status == StatusRunning, nil
 }
 
 // StartTakeover acts on a request the reaper found (the resume function's
@@ -193,7 +196,7 @@ func (e *Engine) tryTakeover(ctx context.Context, taskID, rid string) (*Run, err
 	case a.Status == StatusPaused && a.CancelRequested:
 		// Flagged and left paused (the cancel that flagged it died, or
 		// waits on what runs below it): canceled with its tree.
-		ci := cancelInfo{by: a.CanceledBy, reason: a.CancelReason, at: a.CanceledAt}
+		ci := flagOf(a)
 		_, err := e.cancelTree(ctx, ag, t, items, ci, time.Now().Add(CancelWait))
 		return nil, err
 	case a.Status == StatusPaused:
@@ -206,10 +209,15 @@ func (e *Engine) tryTakeover(ctx context.Context, taskID, rid string) (*Run, err
 		return nil, nil
 	case now.Before(a.LeaseUntil):
 		return nil, ErrBusy
-	case e.callerRuns(ctx, a):
-		return nil, nil
+	}
+	// A read of the caller that fails takes nothing over: the next sweep
+	// tries again (never a takeover beside a caller that runs).
+	if runs, err := e.callerRuns(ctx, a); err != nil || runs {
+		return nil, err
+	}
+	switch {
 	case a.CancelRequested:
-		_, err := e.finaliseCanceled(ctx, ag, t, items, cancelInfo{by: a.CanceledBy, reason: a.CancelReason, at: a.CanceledAt})
+		_, err := e.finaliseCanceled(ctx, ag, t, items, flagOf(a))
 		return nil, err
 	case a.Takeovers >= MaxTakeovers:
 		return nil, e.endLost(ctx, ag, t, items, now)

@@ -299,7 +299,11 @@ func (e *Engine) roundDecidedAt(ctx context.Context, t *Task, w Await) (bool, er
 	if ca == nil || ca.ID != cc.RequestID || ca.Status != StatusPaused {
 		// It ran on or ended: the leaf's round moved it. An expiry
 		// ending it ends this chain as its continuation does.
-		return ca != nil || !e.endedByExpiry(ctx, ct.ID, cc.RequestID), nil
+		if ca != nil {
+			return true, nil
+		}
+		expired, err := e.endedByExpiry(ctx, ct.ID, cc.RequestID)
+		return !expired, err
 	}
 	for _, cw := range ca.Awaits {
 		if cw.RequestID == w.RequestID {
@@ -310,9 +314,12 @@ func (e *Engine) roundDecidedAt(ctx context.Context, t *Task, w Await) (bool, er
 }
 
 // endedByExpiry tells whether a request ended Failed by an expiry.
-func (e *Engine) endedByExpiry(ctx context.Context, taskID, rid string) bool {
+func (e *Engine) endedByExpiry(ctx context.Context, taskID, rid string) (bool, error) {
 	rec, err := e.findRecord(ctx, taskID, rid)
-	return err == nil && rec != nil && rec.Status == StatusFailed && rec.Error != nil && IsExpiry(rec.Error.Code)
+	if err != nil {
+		return false, err
+	}
+	return rec != nil && rec.Status == StatusFailed && rec.Error != nil && IsExpiry(rec.Error.Code), nil
 }
 
 // remoteRoundDecided tells whether the remote leaf round w was decided on its

@@ -207,7 +207,7 @@ func (r *Run) execute(ctx context.Context, sink Sink) *RequestResult {
 		// have flagged since: a claim of a flagged request runs nothing.
 		if meta, err := r.e.Store.GetTask(legCtx, r.taskID); err == nil && meta.Active != nil && meta.Active.ID == r.reqID && meta.Active.CancelRequested {
 			ma := meta.Active
-			r.e.legs.cancel(r.reqID, cancelInfo{by: ma.CanceledBy, reason: ma.CancelReason, at: ma.CanceledAt, cascade: true})
+			r.e.legs.cancel(r.reqID, flagOf(ma).cascading())
 		}
 		if r.interrupted(legCtx) {
 			return r.finish(ctx)

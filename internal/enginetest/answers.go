@@ -399,7 +399,9 @@ func testRunningRoundNeedsRound(t *testing.T, env *Env) {
 func testDeadCallerAnswerTakenOver(t *testing.T, o *Orch) {
 	res, p := pausedOnQuestion(t, o)
 	defer func(d time.Duration) { agent.LeaseDuration = d }(agent.LeaseDuration)
-	agent.LeaseDuration = time.Second
+	// Long enough that the takeover's own leg keeps it on a loaded
+	// machine (at 1 s it lost its lease there now and then).
+	agent.LeaseDuration = 3 * time.Second
 	ctx := context.Background()
 	answer := agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionAnswer, Result: json.RawMessage(`"blue"`)}}}
 	if _, err := o.E.StartResume(ctx, agent.ResumeInput{Agent: "chief", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: answer}); err != nil {
