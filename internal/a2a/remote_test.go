@@ -1339,6 +1339,51 @@ func getTask(t *testing.T, base, agentName, taskID string) map[string]any {
 	return v
 }
 
+// TestPartTakenThenTheClaimLost: boss → front → the remote. The decision
+// at boss sends its part first (every leaf is remote) and the remote takes
+// it and runs it; before boss's claim lands, front hears of the remote's
+// end (its poll) and moves on. The claim is a conflict, but the part ran:
+// boss follows its chain and answers its outcome, never a refusal of a
+// decision the remote took (before, read again, boss found front moved
+// and answered 409).
+func TestPartTakenThenTheClaimLost(t *testing.T) { onBothStores(t, testPartTakenThenTheClaimLost) }
+
+func testPartTakenThenTheClaimLost(t *testing.T) {
+	var p *pair
+	var frontTask, frontReq string
+	relay := &a2atest.Relay{Hold: func(_ context.Context, n int) bool {
+		if n == 2 { // boss's part, taken: front's poll moves it on first
+			// (Busy: the dispatcher's own poll of front moves it.)
+			if run, err := p.engine.StartPoll(context.Background(), frontTask, frontReq); err != nil && !errors.Is(err, agent.ErrBusy) {
+				t.Errorf("front's poll: %v", err)
+			} else if run != nil {
+				run.Execute(context.Background(), nil)
+			}
+		}
+		return true
+	}}
+	p = startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, relay: relay, extra: map[string]string{"boss.yaml": bossYAML}})
+	inner, _ := json.Marshal(map[string]string{"message": appendLine("lost.txt")})
+	msg, _ := json.Marshal(map[string]string{"message": "/call billing " + string(inner)})
+	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call front " + string(msg)}}})
+	code, paused := httpCall(t, "POST", p.url+"/agents/boss/invoke", "alice", string(body))
+	if code != 200 || paused["status"] != "Paused" {
+		t.Fatalf("boss: %d %v", code, paused)
+	}
+	_, list := httpCall(t, "GET", p.url+"/agents/front/tasks", "alice", "")
+	frontTask = list["tasks"].([]any)[0].(map[string]any)["task_id"].(string)
+	frontReq = getTask(t, p.url, "front", frontTask)["requests"].([]any)[0].(map[string]any)["request_id"].(string)
+	pc := paused["pending_approvals"].([]any)[0].(map[string]any)
+	code, out := httpCall(t, "POST", p.url+paused["resume_url"].(string), "alice",
+		`{"decisions":[{"tool_call_id":"`+pc["tool_call_id"].(string)+`","action":"approve"}]}`)
+	if code != 200 || out["status"] != "Completed" {
+		t.Errorf("the decision at boss, its part taken and its claim lost: %d %v, want 200 Completed (the chain's outcome)", code, out)
+	}
+	if got := lines(t, filepath.Join(p.remote.sandbox, "lost.txt")); got != 1 {
+		t.Errorf("append_file ran %d times on the remote, want 1", got)
+	}
+}
+
 // recordedActions lists the actions a task view's requests record, by
 // call: "reject", or "approve,reject".
 func recordedActions(v map[string]any) string {

@@ -164,6 +164,15 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 		if errors.Is(err, ErrTooLarge) {
 			return nil, Errorf(CodeInvalidDecisions, "this decision claims %d requests, more than one transaction holds: decide at the leaves' own URLs (each pending call's resume_url)", len(claims.writes)+1)
 		}
+		if sentFirst && errors.Is(err, ErrConflict) {
+			// The remote leaves took their parts, sent first; the claims
+			// lost to a call that moved the chain meanwhile (a caller's
+			// continuation that heard of them). Nothing was claimed, so no
+			// leg runs here: the caller's outcome is followed — never a
+			// refusal of a decision that was taken.
+			e.log().Warn("a chain moved on while its remote leaves took a decision's parts", "task_id", t.ID, "err", err)
+			return e.followMovedCaller(ag, t, in, nil), nil
+		}
 		if len(claims.writes) > 0 || len(took) == 0 {
 			// Nothing landed: read again, and the answer table decides.
 			return nil, err
