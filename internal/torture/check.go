@@ -286,11 +286,75 @@ func (c *checker) refusalsChangeNothing() {
 			c.add(5, rids, []int{op.ID}, nil, "a body the API must refuse (%s) was answered %d: %s", op.Note, op.Status, clip(op.Resp, 300))
 			continue
 		}
-		if op.Before != "" && op.After != "" && op.Before != op.After {
+		if op.Before != "" && op.After != "" && op.Before != op.After && !c.copiedMeanwhile(op) {
 			c.add(5, rids, []int{op.ID}, nil, "a body answered %d %s (%s) changed the decisions recorded at its level: before %s; after %s",
 				op.Status, op.ErrorCode(), op.Note, op.Before, op.After)
 		}
 	}
+}
+
+// copiedMeanwhile is whether what changed at a refused body's level
+// between the reads around it is only copies of decisions taken at other
+// levels' own URLs before the read after it (a caller records its copy of
+// a leaf's decision when its continuation runs): every decision added
+// names only calls another accepted resume of another task decided the
+// same way, and none was removed.
+func (c *checker) copiedMeanwhile(op Op) bool {
+	before, after := decisionLines(op.Before), decisionLines(op.After)
+	for l := range before {
+		if !after[l] {
+			return false
+		}
+	}
+	task := ""
+	if m := taskInPath.FindStringSubmatch(op.Path); m != nil {
+		task = m[1]
+	}
+	for l := range after {
+		if before[l] {
+			continue
+		}
+		_, calls, ok := strings.Cut(l, ":")
+		if !ok {
+			return false
+		}
+		for _, call := range strings.Fields(calls) {
+			id, action, _ := strings.Cut(call, "=")
+			if !c.decidedElsewhere(task, id, action, op.End.Add(time.Second)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// decidedElsewhere is whether an accepted resume of a task other than
+// task, started before by, decided call id with action.
+func (c *checker) decidedElsewhere(task, id, action string, by time.Time) bool {
+	for _, o := range c.in.Ops {
+		if o.Kind != OpResume || o.Status < 200 || o.Status >= 300 || !o.Start.Before(by) || strings.Contains(o.Path, "/"+task+"/") {
+			continue
+		}
+		for _, d := range o.Decides {
+			if d.ToolCallID == id && d.Action == action {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// decisionLines are the lines of a level's decisions as userDecisions
+// writes them ("N decisions: a; b").
+func decisionLines(s string) map[string]bool {
+	out := map[string]bool{}
+	_, rest, _ := strings.Cut(s, ": ")
+	for _, l := range strings.Split(rest, "; ") {
+		if l != "" {
+			out[l] = true
+		}
+	}
+	return out
 }
 
 // 7, for event streams: a replay holds every event after its id once, in

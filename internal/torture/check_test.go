@@ -333,6 +333,15 @@ func TestCheck(t *testing.T) {
 			leafTask(in).Requests[0].CreatedAt = at(0)
 			in.Ops = append(in.Ops, deleteOp(3, `{"code":200,"status":"Completed","requests":[{"id":"`+rLeaf+`","status":"Completed"}]}`))
 		}},
+		{name: "a refused body while a leaf's decision is copied at its level", base: chain, mutate: func(in *Input) {
+			// The caller's continuation records its copy of the leaf's
+			// decision, taken at the leaf's own URL, between the reads.
+			in.Ops = append(in.Ops, Op{ID: 9, Kind: OpResume, Proc: ProcA, Method: "POST",
+				Path: "/agents/rmid/tasks/" + tTop + "/requests/" + rTop + "/resume", Body: `{"action":"bogus"}`, Start: at(2), End: at(2.1),
+				Status: 400, Resp: `{"error":{"code":"invalid_decisions","message":"…"}}`, Note: "root refused: bad-action", Refuse: true,
+				Before: "0 decisions: ", After: "1 decisions: …" + rTop[len(rTop)-8:] + " r1 tort approve: c9=approve"})
+			in.Ops[1].Path = "/agents/leaf/tasks/" + tRem + "/requests/" + rRem + "/resume"
+		}},
 		{name: "a caller says its agent call did not run, though the child ran", base: chain, want: []int{4}, mutate: func(in *Input) {
 			// A cancel of the caller that met the child's run (§10 Cancel).
 			in.Tasks[0].Items[2].Content[0] = result("k1", "error", "not run: the request was canceled by tort")

@@ -46,10 +46,10 @@ type flow struct {
 	elicited []Op
 	lastKey  string
 	// unsure is when a decision or cancel of the flow last went
-	// unanswered (it may still land), or a decision below the root was
-	// taken (its callers record their copies of it when their
-	// continuations run): for a while nothing is compared before and
-	// after a refused body.
+	// unanswered: it may still land, so for a while nothing is compared
+	// before and after a refused body. (A decision below the root, which
+	// its callers copy when their continuations run, is told apart by the
+	// checker: copiedMeanwhile.)
 	unsure time.Time
 }
 
@@ -95,8 +95,7 @@ func (g *generator) run(workers int) {
 func (w *worker) op(f *flow, op Op) *Op {
 	op.Worker, op.Flow = w.id, f.id
 	done := w.g.c.do(op)
-	if done.Status == 0 && done.Method == "POST" ||
-		done.Kind == OpResume && done.Status < 300 && !strings.Contains(done.Path, "/"+f.taskID+"/") {
+	if done.Status == 0 && done.Method == "POST" {
 		f.unsure = time.Now()
 	}
 	return done
