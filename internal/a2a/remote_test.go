@@ -1441,7 +1441,15 @@ spec:
 // server, its directory (quick's sandbox is there) and the pause.
 func duoPaused(t *testing.T, ttl string) (*stack, *httptest.Server, string, map[string]any) {
 	t.Helper()
-	remote := startStackYAML(t, agentYAML, false)
+	return duoPausedOn(t, ttl, agentYAML, appendLine("b.txt"), 2)
+}
+
+// duoPausedOn is duoPaused with the remote's definition, the message
+// billing is sent and how many pending calls (approvals and inputs) duo
+// shows.
+func duoPausedOn(t *testing.T, ttl, remoteDef, billing string, pending int) (*stack, *httptest.Server, string, map[string]any) {
+	t.Helper()
+	remote := startStackYAML(t, remoteDef, false)
 	t.Setenv("HITCH_TEST_REMOTE_AUTH", "Bearer bob")
 	dir := t.TempDir()
 	quick := strings.Replace(quickYAML, "approval_ttl: 1s", "approval_ttl: "+ttl, 1)
@@ -1452,13 +1460,49 @@ func duoPaused(t *testing.T, ttl string) (*stack, *httptest.Server, string, map[
 	}
 	_, _, _, srv := serveDir(t, dir, time.Minute, false)
 	q, _ := json.Marshal(map[string]string{"message": appendLine("q.txt")})
-	b, _ := json.Marshal(map[string]string{"message": appendLine("b.txt")})
+	b, _ := json.Marshal(map[string]string{"message": billing})
 	body, _ := json.Marshal(map[string]any{"items": []map[string]string{{"content": "/call quick " + string(q) + "\n/call billing " + string(b)}}})
 	code, paused := httpCall(t, "POST", srv.URL+"/agents/duo/invoke", "alice", string(body))
-	if code != 200 || paused["status"] != "Paused" || len(paused["pending_approvals"].([]any)) != 2 {
+	approvals, _ := paused["pending_approvals"].([]any)
+	inputs, _ := paused["pending_inputs"].([]any)
+	if code != 200 || paused["status"] != "Paused" || len(approvals)+len(inputs) != pending {
 		t.Fatalf("duo: %d %v", code, paused)
 	}
 	return remote, srv, dir, paused
+}
+
+// TestRemoteChoiceCheckedAtAMixedCaller: duo waits on quick's approval
+// (here) and the remote's question with choices. A decision approving
+// quick's call and answering the remote with a word outside its choices
+// is 400 invalid_input before anything is claimed: the remote's part is
+// sent only after the local claims, so its choices are checked against
+// duo's copy. Before, quick's call ran, duo answered 200 Paused (the
+// remote refused later) and recorded an answer the remote never took
+// (the torture test's hour, seed 604880427: rduo).
+func TestRemoteChoiceCheckedAtAMixedCaller(t *testing.T) {
+	onBothStores(t, testRemoteChoiceCheckedAtAMixedCaller)
+}
+
+func testRemoteChoiceCheckedAtAMixedCaller(t *testing.T) {
+	asker := strings.Replace(askerYAML, "      - builtin: ask_user", "      - builtin: ask_user\n      - builtin: files\n        config: {root: ./sandbox}\n        requires_approval: [append_file]", 1)
+	_, srv, dir, paused := duoPausedOn(t, "1h", asker, `/call ask_user {"question": "Which colour?", "choices": ["red", "blue"]}`, 2)
+	var ds []string
+	for _, p := range paused["pending_approvals"].([]any) {
+		ds = append(ds, `{"tool_call_id":"`+p.(map[string]any)["tool_call_id"].(string)+`","action":"approve"}`)
+	}
+	for _, p := range paused["pending_inputs"].([]any) {
+		ds = append(ds, `{"tool_call_id":"`+p.(map[string]any)["tool_call_id"].(string)+`","action":"answer","result":"green"}`)
+	}
+	code, out := httpCall(t, "POST", srv.URL+paused["resume_url"].(string), "alice", `{"decisions":[`+strings.Join(ds, ",")+`]}`)
+	if e, _ := out["error"].(map[string]any); code != 400 || e["code"] != "invalid_input" {
+		t.Errorf("a decision answering the remote outside its choices: %d %v, want 400 invalid_input", code, out)
+	}
+	if got := lines(t, filepath.Join(dir, "sandbox", "q.txt")); got != 0 {
+		t.Errorf("quick's append ran %d times: a refused decision was half applied", got)
+	}
+	if _, v := httpCall(t, "GET", srv.URL+"/agents/duo/tasks/"+paused["task_id"].(string), "alice", ""); v["status"] != "Paused" || len(recordedActions(v)) != 0 {
+		t.Errorf("duo after the refused decision: %v %q, want Paused, nothing recorded", v["status"], recordedActions(v))
+	}
 }
 
 // TestExpiryCancelsTheRemoteLeaf: duo waits on quick (here, expiring in a

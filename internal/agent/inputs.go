@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -182,6 +183,9 @@ func answerOf(ag *Agent, i int, p PendingCall, di DecisionInput, c *CallDecision
 			return Errorf(CodeInvalidInput, "decisions[%d]: the answer to %s must be a non-empty string (the agent %s's question)", i, p.ToolCallID, p.Name)
 		}
 	}
+	if err := checkRemoteChoice(p, di.Result); err != nil {
+		return Errorf(CodeInvalidInput, "decisions[%d]: the answer to %s does not fit what it asked: %s", i, p.ToolCallID, err.Error())
+	}
 	if it, ok := inputTool(ag, p.Name); ok && p.Leaf == nil {
 		if err := it.CheckResult(p.Input, di.Result); err != nil {
 			msg := err.Error()
@@ -332,4 +336,37 @@ func expiredError(a *ActiveRequest, at time.Time) error {
 		what = "the input"
 	}
 	return Errorf(code, "%s of round %d expired at %s", what, a.Round, at.UTC().Format(time.RFC3339))
+}
+
+// checkRemoteChoice checks an answer to a leaf's question that offers
+// choices against the caller's copy of them, before anything is claimed:
+// a decision at a caller that also decides local leaves sends a remote
+// leaf's part only after their claims, so a word outside the choices must
+// be refused here, never half-applied (a local leaf checks it again at its
+// claim; a remote one checks the rest, its schema, when parts go first).
+func checkRemoteChoice(p PendingCall, result json.RawMessage) error {
+	if p.Leaf == nil || p.Kind != InputQuestion {
+		return nil // the caller's own question: its tool checks it below
+	}
+	var ask InputAsk
+	in := p.Input
+	if in == nil {
+		in = p.RemoteInput // a remote leaf's, as its system sent it
+	}
+	if p.Asked != nil {
+		ask = *p.Asked
+	} else if json.Unmarshal(in, &ask) != nil {
+		return nil
+	}
+	if len(ask.Choices) == 0 {
+		return nil
+	}
+	var answer string
+	if err := json.Unmarshal(result, &answer); err != nil {
+		return fmt.Errorf("it must be one of the choices %q", ask.Choices)
+	}
+	if !slices.Contains(ask.Choices, answer) {
+		return fmt.Errorf("it must be one of the choices %q, got %q", ask.Choices, answer)
+	}
+	return nil
 }
