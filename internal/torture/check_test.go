@@ -324,6 +324,11 @@ func TestCheck(t *testing.T) {
 			in.Tasks = nil
 			in.Ops = append(in.Ops, deleteOp(3, `{"code":200,"status":"Paused","requests":[{"id":"`+rLeaf+`","status":"Paused"}],"pending_expiries":["2026-01-02T04:00:00Z"]}`))
 		}},
+		{name: "a delete after a read whose request had ended", base: clean, mutate: func(in *Input) {
+			// GET task read META (Paused), then the request's record.
+			in.Tasks = nil
+			in.Ops = append(in.Ops, deleteOp(3, `{"code":200,"status":"Paused","requests":[{"id":"`+rLeaf+`","status":"Completed"}],"pending_expiries":["2026-01-02T04:00:00Z"]}`))
+		}},
 		{name: "a deleted task its caller made again", base: clean, mutate: func(in *Input) {
 			// Its next call of the sub-agent: only requests after the delete.
 			leafTask(in).Requests[0].CreatedAt = at(2.5)

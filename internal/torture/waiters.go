@@ -298,8 +298,13 @@ func (c *checker) endedAfterRead(proc string, before taskSnapshot) bool {
 }
 
 // busy is whether a task read before a delete that ended at end was
-// Running, or Paused on a call that had not expired by then.
+// Running, or Paused on a call that had not expired by then. A read whose
+// requests had all ended (its request ended between the task's read and
+// its records': GET task shows the record) was not busy.
 func busy(s taskSnapshot, end time.Time) bool {
+	if len(s.Requests) > 0 && !slices.ContainsFunc(s.Requests, func(r snapshotReq) bool { return r.Status == "Running" || r.Status == "Paused" }) {
+		return false
+	}
 	switch s.Status {
 	case "Running":
 		return true
