@@ -174,6 +174,10 @@ func (e *Engine) viewRequests(ctx context.Context, t *Task) ([]RequestRecord, er
 	if err != nil {
 		return nil, fmt.Errorf("list requests of %s: %w", t.ID, err)
 	}
+	// A record older than the task is one a delete kept for what its
+	// outbox still owes, of the task deleted before a caller made this one
+	// again under the same id: not this task's history.
+	recs = slices.DeleteFunc(recs, func(r RequestRecord) bool { return r.CreatedAt.Before(t.CreatedAt) })
 	// The active request ended between the two reads (its record is
 	// listed): it is shown once, as its record says.
 	if a := t.Active; a != nil && !slices.ContainsFunc(recs, func(r RequestRecord) bool { return r.RequestID == a.ID }) {

@@ -726,6 +726,36 @@ func testWholeRoundAfterAPartialCopy(t *testing.T, o *Orch) {
 	}
 }
 
+// testChildMadeAgainAfterItsDelete: desk's child task of leaf is deleted
+// while its end's webhook is still owed (the delete keeps that request's
+// record for it), and desk's next message calls leaf again: the child
+// task is made again under the same id. Its history holds only the new
+// request — before, the record kept for the webhook showed in it, as if
+// the deleted request had survived (the torture test's hour).
+func testChildMadeAgainAfterItsDelete(t *testing.T, o *Orch) {
+	res, _ := o.Invoke(t, "desk", "", CallAgent("leaf", "hello"))
+	if res.Status != agent.StatusCompleted {
+		t.Fatalf("desk: %+v", res)
+	}
+	ctx := context.Background()
+	dt := mustTask(t, o, res.TaskID)
+	child := dt.Children["leaf"]
+	if child == "" {
+		t.Fatalf("desk has no child of leaf: %+v", dt.Children)
+	}
+	if err := o.E.DeleteTask(ctx, "leaf", "alice", child); err != nil {
+		t.Fatalf("delete leaf's task: %v", err)
+	}
+	again, _ := o.Invoke(t, "desk", res.TaskID, CallAgent("leaf", "hello again"))
+	if again.Status != agent.StatusCompleted {
+		t.Fatalf("desk's second message: %+v", again)
+	}
+	v := o.View(t, "leaf", child)
+	if len(v.Requests) != 1 {
+		t.Errorf("leaf's task made again shows %d requests, want the new one alone: %+v", len(v.Requests), v.Requests)
+	}
+}
+
 // testCallerPausesOnAnExpiredLeaf: pair's leg runs leaf and twin; twin
 // pauses first (its approval expires within a second), and before pair's
 // leg pauses on both, twin's round expires and its expiry is applied (a

@@ -190,6 +190,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"DeadCallerAnswerTakenOver", testDeadCallerAnswerTakenOver},
 		{"LeafRoundsCopiedByRound", testLeafRoundsCopiedByRound},
 		{"WholeRoundAfterAPartialCopy", testWholeRoundAfterAPartialCopy},
+		{"ChildMadeAgainAfterItsDelete", testChildMadeAgainAfterItsDelete},
 		{"CancelAfterTheLeafEnded", testCancelAfterTheLeafEnded},
 		{"CancelWhileTheLeafRuns", testCancelWhileTheLeafRuns},
 		{"CancelOwesOnlyItsOwn", testCancelOwesOnlyItsOwn},
