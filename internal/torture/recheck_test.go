@@ -25,6 +25,13 @@ func TestRecheck(t *testing.T) {
 	load(t, filepath.Join(dir, "faults.jsonl"), &in.Faults)
 	load(t, filepath.Join(dir, "observations.jsonl"), &in.Observations)
 	load(t, filepath.Join(dir, "tasks.jsonl"), &in.Tasks)
+	load(t, filepath.Join(dir, "answers.jsonl"), &in.Answers)
+	load(t, filepath.Join(dir, "waiters.jsonl"), &in.Waiters)
+	var gone []*Gone
+	load(t, filepath.Join(dir, "gone.json"), &gone)
+	if len(gone) > 0 {
+		in.Gone = gone[0]
+	}
 	res := Check(in)
 	start := in.Ops[0].Start
 	var b strings.Builder
