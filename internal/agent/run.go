@@ -71,9 +71,10 @@ type Run struct {
 	// child still waits (a pause that could not be kept): canceled once the
 	// end is committed, as open calls are.
 	closedChildren []ChildCall
-	// endFlags flag, in the end's own transaction, the paused children
-	// its orphans name (flagOrphans): a process that dies after the end
-	// lands and before it cancels them leaves them to the reaper.
+	// endFlags flag, in the end's own transaction, the local children its
+	// orphans name that are still in the call's request (flagOrphans): a
+	// process that dies after the end lands and before it cancels them
+	// leaves them to the reaper.
 	endFlags []*Write
 	// cancelMu guards canceled, the cancel that stopped the leg.
 	cancelMu sync.Mutex
