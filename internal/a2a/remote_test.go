@@ -872,8 +872,12 @@ func TestCanceledWhileTheRemoteIsSilent(t *testing.T) {
 func testCanceledWhileTheRemoteIsSilent(t *testing.T) {
 	var p *pair
 	var addr string
-	relay := &a2atest.Relay{Hold: func(_ context.Context, n int) bool {
+	// down refuses what still reaches the relay once it went away (a
+	// send again on a connection kept alive): the remote stays silent.
+	var down atomic.Bool
+	relay := &a2atest.Relay{Refuse: func([]byte) bool { return down.Load() }, Hold: func(_ context.Context, n int) bool {
 		if n == 1 {
+			down.Store(true)
 			addr = p.relay.Listener.Addr().String()
 			p.relay.Listener.Close()
 			go p.relay.CloseClientConnections()
@@ -899,6 +903,7 @@ func testCanceledWhileTheRemoteIsSilent(t *testing.T) {
 			t.Fatal("front never ended Canceled")
 		}
 	}
+	down.Store(false)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatalf("the relay's address %s could not be taken again: %v", addr, err)
