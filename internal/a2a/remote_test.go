@@ -797,9 +797,13 @@ func TestRemoteNotSentBelowALocalCaller(t *testing.T) {
 func testRemoteNotSentAfterItLanded(t *testing.T, viaBoss bool) {
 	var p *pair
 	var addr string
-	relay := &a2atest.Relay{Hold: func(_ context.Context, n int) bool {
+	// down refuses what still reaches the relay once it went away (a
+	// send again on a connection kept alive).
+	var down atomic.Bool
+	relay := &a2atest.Relay{Refuse: func([]byte) bool { return down.Load() }, Hold: func(_ context.Context, n int) bool {
 		if n == 1 {
 			// The remote took it; the relay goes away before its answer.
+			down.Store(true)
 			addr = p.relay.Listener.Addr().String()
 			p.relay.Listener.Close()
 			go p.relay.CloseClientConnections()
@@ -825,6 +829,7 @@ func testRemoteNotSentAfterItLanded(t *testing.T, viaBoss bool) {
 	if _, v := httpCall(t, "GET", task, "alice", ""); v["status"] != "Running" {
 		t.Fatalf("%s while the remote is unreachable: %v (want it still Running, the message perhaps landed): %v", root, v["status"], v)
 	}
+	down.Store(false)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatalf("the relay's address %s could not be taken again: %v", addr, err)
