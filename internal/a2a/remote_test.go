@@ -796,21 +796,8 @@ func TestRemoteNotSentBelowALocalCaller(t *testing.T) {
 
 func testRemoteNotSentAfterItLanded(t *testing.T, viaBoss bool) {
 	var p *pair
-	var addr string
-	// down refuses what still reaches the relay once it went away (a
-	// send again on a connection kept alive).
-	var down atomic.Bool
-	relay := &a2atest.Relay{Refuse: func([]byte) bool { return down.Load() }, Hold: func(_ context.Context, n int) bool {
-		if n == 1 {
-			// The remote took it; the relay goes away before its answer.
-			down.Store(true)
-			addr = p.relay.Listener.Addr().String()
-			p.relay.Listener.Close()
-			go p.relay.CloseClientConnections()
-			return false
-		}
-		return true
-	}}
+	away := &awayRelay{}
+	relay := away.relay(func() *pair { return p })
 	p = startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, relay: relay, extra: map[string]string{"boss.yaml": bossYAML}})
 	root, body := "front", callBilling(appendLine("landed.txt"))
 	if viaBoss {
@@ -829,14 +816,7 @@ func testRemoteNotSentAfterItLanded(t *testing.T, viaBoss bool) {
 	if _, v := httpCall(t, "GET", task, "alice", ""); v["status"] != "Running" {
 		t.Fatalf("%s while the remote is unreachable: %v (want it still Running, the message perhaps landed): %v", root, v["status"], v)
 	}
-	down.Store(false)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("the relay's address %s could not be taken again: %v", addr, err)
-	}
-	back := &http.Server{Handler: relay}
-	go func() { _ = back.Serve(ln) }()
-	t.Cleanup(func() { _ = back.Close() })
+	away.back(t, relay)
 	var paused map[string]any
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		_, paused = httpCall(t, "GET", task, "alice", "")
@@ -876,20 +856,8 @@ func TestCanceledWhileTheRemoteIsSilent(t *testing.T) {
 
 func testCanceledWhileTheRemoteIsSilent(t *testing.T) {
 	var p *pair
-	var addr string
-	// down refuses what still reaches the relay once it went away (a
-	// send again on a connection kept alive): the remote stays silent.
-	var down atomic.Bool
-	relay := &a2atest.Relay{Refuse: func([]byte) bool { return down.Load() }, Hold: func(_ context.Context, n int) bool {
-		if n == 1 {
-			down.Store(true)
-			addr = p.relay.Listener.Addr().String()
-			p.relay.Listener.Close()
-			go p.relay.CloseClientConnections()
-			return false
-		}
-		return true
-	}}
+	away := &awayRelay{}
+	relay := away.relay(func() *pair { return p })
 	p = startPairOpts(t, pairOpts{def: agentYAML, dispatch: true, relay: relay})
 	code, out := httpCall(t, "POST", p.url+"/agents/front/invoke", "alice", callBilling(appendLine("silent.txt")))
 	if code != 202 || out["status"] != "Running" {
@@ -908,14 +876,7 @@ func testCanceledWhileTheRemoteIsSilent(t *testing.T) {
 			t.Fatal("front never ended Canceled")
 		}
 	}
-	down.Store(false)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("the relay's address %s could not be taken again: %v", addr, err)
-	}
-	back := &http.Server{Handler: relay}
-	go func() { _ = back.Serve(ln) }()
-	t.Cleanup(func() { _ = back.Close() })
+	away.back(t, relay)
 	var remote []any
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		_, list := httpCall(t, "GET", p.remote.url+"/agents/assistant/tasks", "bob", "")
@@ -930,6 +891,41 @@ func testCanceledWhileTheRemoteIsSilent(t *testing.T) {
 	if got := lines(t, filepath.Join(p.remote.sandbox, "silent.txt")); got != 0 {
 		t.Errorf("append_file ran %d times on the remote", got)
 	}
+}
+
+// awayRelay is a relay that goes away once the remote took the first
+// message, before its answer reaches front, and refuses whatever still
+// reaches it on a connection kept alive; back serves it again at its
+// address.
+type awayRelay struct {
+	down atomic.Bool
+	addr string
+}
+
+func (a *awayRelay) relay(p func() *pair) *a2atest.Relay {
+	return &a2atest.Relay{Refuse: func([]byte) bool { return a.down.Load() }, Hold: func(_ context.Context, n int) bool {
+		if n != 1 {
+			return true
+		}
+		a.down.Store(true)
+		rs := p().relay
+		a.addr = rs.Listener.Addr().String()
+		rs.Listener.Close()
+		go rs.CloseClientConnections()
+		return false
+	}}
+}
+
+func (a *awayRelay) back(t *testing.T, relay *a2atest.Relay) {
+	t.Helper()
+	a.down.Store(false)
+	ln, err := net.Listen("tcp", a.addr)
+	if err != nil {
+		t.Fatalf("the relay's address %s could not be taken again: %v", a.addr, err)
+	}
+	srv := &http.Server{Handler: relay}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
 }
 
 func TestRemoteAgentSendAgain(t *testing.T) { onBothStores(t, testRemoteAgentSendAgain) }

@@ -276,23 +276,7 @@ func testLeafRoundsCopiedByRound(t *testing.T, o *Orch) {
 	if out, _, err := o.Resume("asker", p.TaskID, p.RequestID, refuse); err != nil || out.Status != agent.StatusCompleted {
 		t.Fatalf("asker's round 2 refused at its URL: %+v %v", out, err)
 	}
-	ctx := context.Background()
-	items, err := o.Store.ListOutbox(ctx, time.Now().Add(time.Hour), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, it := range items {
-		if it.Kind != agent.OutboxContinue || it.TaskID != res.TaskID {
-			continue
-		}
-		run, err := o.E.ConsumeContinue(ctx, it.TaskID, it.RequestID, it.SK())
-		if err != nil {
-			t.Fatalf("front's continuation: %v", err)
-		}
-		if run != nil {
-			run.Execute(ctx, agent.Discard)
-		}
-	}
+	o.runContinuations(t, res.TaskID)
 	fv := o.View(t, "front", res.TaskID)
 	if fv.Status != agent.StatusCompleted {
 		t.Fatalf("front after its continuations: %s", fv.Status)

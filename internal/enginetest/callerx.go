@@ -525,19 +525,7 @@ func testGivenUpCallerFlagsItsChildren(t *testing.T, newStore func(testing.TB) a
 	if v := o.View(t, "duo", res.TaskID); v.Status != agent.StatusFailed {
 		t.Fatalf("duo after %d dead takeovers: %s, want Failed", agent.MaxTakeovers, v.Status)
 	}
-	due, err := o.E.DueTakeovers(ctx, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tk := range due {
-		run, err := o.E.StartTakeover(ctx, tk.TaskID, tk.RequestID)
-		if err != nil {
-			t.Fatalf("the reaper's takeover of %s: %v", tk.TaskID, err)
-		}
-		if run != nil {
-			run.Execute(ctx, agent.Discard)
-		}
-	}
+	o.runDue(t)
 	if lv := o.View(t, "leaf", approval.TaskID); lv.Status != agent.StatusCanceled {
 		t.Errorf("leaf below the failed duo: %s, want Canceled", lv.Status)
 	}
@@ -607,20 +595,7 @@ func testFailedCallerFlagsItsChildren(t *testing.T, newStore func(testing.TB) ag
 	if !flaggedAtTheEnd {
 		t.Errorf("leaf was not flagged for cancel in desk's end's own transaction")
 	}
-	ctx := context.Background()
-	due, err := o.E.DueTakeovers(ctx, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tk := range due {
-		run, err := o.E.StartTakeover(ctx, tk.TaskID, tk.RequestID)
-		if err != nil {
-			t.Fatalf("the reaper's takeover of %s: %v", tk.TaskID, err)
-		}
-		if run != nil {
-			run.Execute(ctx, agent.Discard)
-		}
-	}
+	o.runDue(t)
 	if lv := o.View(t, "leaf", leafID); lv.Status != agent.StatusCanceled {
 		t.Errorf("leaf below the failed desk: %s, want Canceled", lv.Status)
 	}
@@ -698,22 +673,7 @@ func testWholeRoundAfterAPartialCopy(t *testing.T, o *Orch) {
 	if out, _, err := o.Resume("twin", twin.TaskID, twin.RequestID, Approve()); err != nil || out.Status != agent.StatusCompleted {
 		t.Fatalf("approve at twin: %+v %v", out, err)
 	}
-	ctx := context.Background()
-	items, err := o.Store.ListOutbox(ctx, time.Now().Add(time.Hour), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, it := range items {
-		if it.Kind == agent.OutboxContinue && it.TaskID == res.TaskID {
-			run, err := o.E.ConsumeContinue(ctx, it.TaskID, it.RequestID, it.SK())
-			if err != nil {
-				t.Fatalf("pair's continuation: %v", err)
-			}
-			if run != nil {
-				run.Execute(ctx, agent.Discard)
-			}
-		}
-	}
+	o.runContinuations(t, res.TaskID)
 	if v := o.View(t, "pair", res.TaskID); v.Status != agent.StatusPaused || v.Requests[0].Decisions[0].Round != 1 {
 		t.Fatalf("pair after twin's end: %s %+v, want Paused on leaf alone, its round 1 twin's copy", v.Status, v.Requests[0].Decisions)
 	}

@@ -140,6 +140,48 @@ func (o *Orch) View(tb testing.TB, agentName, taskID string) *agent.TaskView {
 	return v
 }
 
+// runDue runs what the reaper finds due now, as its sweep would.
+func (o *Orch) runDue(tb testing.TB) {
+	tb.Helper()
+	ctx := context.Background()
+	due, err := o.E.DueTakeovers(ctx, 100)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, tk := range due {
+		run, err := o.E.StartTakeover(ctx, tk.TaskID, tk.RequestID)
+		if err != nil {
+			tb.Fatalf("the reaper's takeover of %s: %v", tk.TaskID, err)
+		}
+		if run != nil {
+			run.Execute(ctx, agent.Discard)
+		}
+	}
+}
+
+// runContinuations delivers the continuations the outbox holds for the
+// caller taskID, as the notifier would, and runs their legs.
+func (o *Orch) runContinuations(tb testing.TB, taskID string) {
+	tb.Helper()
+	ctx := context.Background()
+	items, err := o.Store.ListOutbox(ctx, time.Now().Add(time.Hour), 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, it := range items {
+		if it.Kind != agent.OutboxContinue || it.TaskID != taskID {
+			continue
+		}
+		run, err := o.E.ConsumeContinue(ctx, it.TaskID, it.RequestID, it.SK())
+		if err != nil {
+			tb.Fatalf("the continuation of %s: %v", taskID, err)
+		}
+		if run != nil {
+			run.Execute(ctx, agent.Discard)
+		}
+	}
+}
+
 // Lines reads a sandbox file's lines ("" when absent).
 func (o *Orch) Lines(name string) []string {
 	b, err := os.ReadFile(filepath.Join(o.Sandbox, name))
