@@ -5,9 +5,11 @@ import "strings"
 // BuildMessages maps the visible history to model messages so that Bedrock
 // accepts them, whatever happened before (docs/architecture.md): superseded entries are
 // left out, tool entries are sent as user messages, a tool_use without a
-// result gets an error result before the next message, consecutive messages
-// of one role are merged, empty blocks are dropped, and the conversation
-// starts and ends with a user message.
+// result gets an error result before the next message, a message whose
+// request ended before the model answered it is followed by a note saying so
+// (never merged into the next request's message), consecutive messages of one
+// role are merged, empty blocks are dropped, and the conversation starts and
+// ends with a user message.
 func BuildMessages(t *Task, items []Item) []Message {
 	var m messageBuilder
 	if summary := summaryOf(t, items); summary != "" {
@@ -28,6 +30,9 @@ func BuildMessages(t *Task, items []Item) []Message {
 			m.closeOpen()
 			content := modelBlocks(it.Content)
 			m.add(RoleAssistant, content)
+			if len(content) > 0 {
+				m.asked = ""
+			}
 			for _, b := range content {
 				if b.Type == BlockToolUse {
 					m.open = append(m.open, b)
@@ -35,7 +40,11 @@ func BuildMessages(t *Task, items []Item) []Message {
 			}
 		default:
 			m.closeOpen()
+			if m.asked != "" && m.asked != it.RequestID {
+				m.add(RoleAssistant, []Block{TextBlock(unanswered)})
+			}
 			m.add(RoleUser, modelBlocks(it.Content))
+			m.asked = it.RequestID
 		}
 	}
 	m.closeOpen()
@@ -49,11 +58,20 @@ func BuildMessages(t *Task, items []Item) []Message {
 	return msgs
 }
 
+// unanswered stands in for the answer of a request that ended (failed, was
+// canceled, or lost its leg) before the model answered its message. Merged
+// into the next message instead, the old one would read as part of the new
+// instruction: a canceled "delete X" followed by "list the files" would
+// delete X (docs/architecture.md, "The model's messages").
+const unanswered = "(no answer: this request ended before the model answered it)"
+
 // messageBuilder gathers the model's messages; open holds the tool_use
-// blocks of the last assistant message still unanswered.
+// blocks of the last assistant message still unanswered, asked the request
+// of the last user message the model has not answered.
 type messageBuilder struct {
-	msgs []Message
-	open []Block
+	msgs  []Message
+	open  []Block
+	asked string
 }
 
 // add appends a message of role (merged into the last when it has the

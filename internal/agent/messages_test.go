@@ -14,6 +14,10 @@ func item(seq int64, role string, content ...agent.Block) agent.Item {
 	return agent.Item{Seq: seq, Role: role, Content: content}
 }
 
+func reqItem(rid string, seq int64, role string, content ...agent.Block) agent.Item {
+	return agent.Item{Seq: seq, RequestID: rid, Role: role, Content: content}
+}
+
 func result(id, status, text string) agent.Block {
 	return agent.Block{Type: agent.BlockToolResult, ToolUseID: id, Status: status, Content: []agent.Block{agent.TextBlock(text)}}
 }
@@ -40,6 +44,10 @@ func shape(msgs []agent.Message) []string {
 	return out
 }
 
+// unansweredText is the note that follows a message its request never
+// answered.
+const unansweredText = "(no answer: this request ended before the model answered it)"
+
 func TestBuildMessages(t *testing.T) {
 	use := func(id string) agent.Block {
 		return agent.Block{Type: agent.BlockToolUse, ID: id, Name: "echo", Input: json.RawMessage(`{}`)}
@@ -52,8 +60,18 @@ func TestBuildMessages(t *testing.T) {
 	}{
 		{"plain", nil, []agent.Item{item(1, "user", agent.TextBlock("hi")), item(2, "assistant", agent.TextBlock("yo")), item(3, "user", agent.TextBlock("again"))},
 			[]string{"user: text(hi)", "assistant: text(yo)", "user: text(again)"}},
-		{"a failed request's user message merges with the next", nil, []agent.Item{item(1, "user", agent.TextBlock("a")), item(2, "user", agent.TextBlock("b"))},
-			[]string{"user: text(a) text(b)"}},
+		{"a message whose request ended unanswered is not merged with the next request's", nil, []agent.Item{
+			reqItem("r1", 1, "user", agent.TextBlock("delete X")), reqItem("r2", 2, "user", agent.TextBlock("list"))},
+			[]string{"user: text(delete X)", "assistant: text(" + unansweredText + ")", "user: text(list)"}},
+		{"an answered request needs no note", nil, []agent.Item{
+			reqItem("r1", 1, "user", agent.TextBlock("a")), reqItem("r1", 2, "assistant", agent.TextBlock("  ")), reqItem("r1", 3, "assistant", agent.TextBlock("yo")), reqItem("r2", 4, "user", agent.TextBlock("b"))},
+			[]string{"user: text(a)", "assistant: text(yo)", "user: text(b)"}},
+		{"a blank answer is no answer", nil, []agent.Item{
+			reqItem("r1", 1, "user", agent.TextBlock("a")), reqItem("r1", 2, "assistant", agent.TextBlock("  ")), reqItem("r2", 3, "user", agent.TextBlock("b"))},
+			[]string{"user: text(a)", "assistant: text(" + unansweredText + ")", "user: text(b)"}},
+		{"a compacted context's summary is no request", &agent.Task{Context: agent.ContextStart{Seq: 3, Summary: 3}}, []agent.Item{
+			reqItem("r1", 1, "user", agent.TextBlock("a")), reqItem("r1", 2, "assistant", agent.TextBlock("yo")), reqItem("r1", 3, "summary", agent.TextBlock("S")), reqItem("r2", 4, "user", agent.TextBlock("b"))},
+			[]string{"user: text(Summary of the earlier conversation:\nS) text(b)"}},
 		{"tool results are user messages, merged with the next text", nil, []agent.Item{
 			item(1, "user", agent.TextBlock("go")), item(2, "assistant", use("t1")), item(3, "tool", result("t1", "success", "ok")), item(4, "user", agent.TextBlock("next"))},
 			[]string{"user: text(go)", "assistant: use(t1)", "user: result(t1,success) text(next)"}},

@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -197,4 +198,45 @@ func testCancelRacesADecision(t *testing.T, env *Env) {
 			t.Errorf("round %d: the request ended %s and no %s webhook is owed: %+v", i, v.Status, want, items)
 		}
 	}
+}
+
+// testUnansweredMessageStaysApart: a message whose request ended before the
+// model answered it (canceled, failed) is not read as part of the next
+// message. Merged, a canceled "long job" and a failed "delete X" would be
+// instructions of the follow-on's turn, and the model would carry them out.
+func testUnansweredMessageStaysApart(t *testing.T, env *Env) {
+	run, done, _ := env.startBlocked(t, env.E)
+	if out, err := env.E.Cancel(context.Background(), agent.CancelInput{Agent: "acc", UserID: "alice", TaskID: run.TaskID()}); err != nil || out.Result.Status != agent.StatusCanceled {
+		t.Fatalf("cancel: %+v %v", out, err)
+	}
+	<-done
+	env.Model.Add(agenttest.FailWith(errors.New("the model is down")))
+	if failed, _ := env.Invoke(t, run.TaskID(), "delete X"); failed.Status != agent.StatusFailed {
+		t.Fatalf("the failing turn: %+v", failed)
+	}
+	env.Model.Add(agenttest.Say("here"))
+	if next, _ := env.Invoke(t, run.TaskID(), "list the files"); next.Status != agent.StatusCompleted {
+		t.Fatalf("the follow-on: %+v", next)
+	}
+	const note = "(no answer: this request ended before the model answered it)"
+	got := textsOf(env.Model.Call(env.Model.NCalls() - 1).Messages)
+	want := []string{"user: long job", "assistant: " + note, "user: delete X", "assistant: " + note, "user: list the files"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the follow-on's messages (-want +got):\n%s", diff)
+	}
+}
+
+// textsOf renders messages as "role: text", their text blocks joined by "|".
+func textsOf(msgs []agent.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		var ts []string
+		for _, b := range m.Content {
+			if b.Type == agent.BlockText {
+				ts = append(ts, b.Text)
+			}
+		}
+		out = append(out, m.Role+": "+strings.Join(ts, "|"))
+	}
+	return out
 }

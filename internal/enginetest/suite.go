@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"DuplicateAnswersItsLeg", testDuplicateAnswersItsLeg},
 		{"CancelPaused", testCancelPaused},
 		{"CancelRunning", testCancelRunning},
+		{"UnansweredMessageStaysApart", testUnansweredMessageStaysApart},
 		{"CancelMidTool", testCancelMidTool},
 		{"CancelThroughTheStore", testCancelThroughStore},
 		{"CancelDeadRequest", testCancelDeadRequest},
