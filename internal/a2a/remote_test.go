@@ -1537,6 +1537,42 @@ func testExpiryCancelsTheRemoteLeaf(t *testing.T) {
 	if got := lines(t, filepath.Join(remote.sandbox, "b.txt")); got != 0 {
 		t.Errorf("the remote's append ran %d times", got)
 	}
+	// The remote was read paused in the round duo awaited: nothing ran
+	// there, and both calls say the approval expired.
+	results := callResults(t, srv.URL+"/agents/duo/tasks/"+paused["task_id"].(string))
+	for id, txt := range results {
+		if !strings.HasPrefix(txt, "approval expired") {
+			t.Errorf("duo's call %s: %q, want the expiry", id, txt)
+		}
+	}
+	if len(results) != 2 {
+		t.Errorf("duo's results %q: want 2", results)
+	}
+}
+
+// callResults reads a task's tool results by call id (their first text).
+func callResults(t *testing.T, taskURL string) map[string]string {
+	t.Helper()
+	_, v := httpCall(t, "GET", taskURL, "alice", "")
+	raw, _ := json.Marshal(v["items"])
+	var items []struct {
+		Content []struct {
+			ToolUseID string `json:"tool_use_id"`
+			Content   []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"content"`
+	}
+	_ = json.Unmarshal(raw, &items)
+	results := map[string]string{}
+	for _, it := range items {
+		for _, c := range it.Content {
+			if c.ToolUseID != "" && len(c.Content) > 0 {
+				results[c.ToolUseID] = c.Content[0].Text
+			}
+		}
+	}
+	return results
 }
 
 // TestRemoteAgentAnswerLost: the caller's message reaches the remote (its
@@ -2123,7 +2159,7 @@ func testRemoteEditCheckedWholeAtTheCaller(t *testing.T) {
 // must not say its call of the remote "approval expired": that leaf ran.
 // It gets outcome_unknown (the torture test's hour, seed 390242616).
 func TestExpiryKeepsARemoteLeafDecidedThere(t *testing.T) {
-	onBothStores(t, func(t *testing.T) { testExpiryKeepsARemoteLeafDecidedThere(t, false) })
+	onBothStores(t, func(t *testing.T) { testExpiryKeepsARemoteLeafDecidedThere(t, remoteUp) })
 }
 
 // TestExpiryWithTheRemoteDown: as TestExpiryKeepsARemoteLeafDecidedThere,
@@ -2132,44 +2168,55 @@ func TestExpiryKeepsARemoteLeafDecidedThere(t *testing.T) {
 // never "approval expired" (before, an unread remote kept the expiry's
 // text; the torture test found it true of a remote decided in time).
 func TestExpiryWithTheRemoteDown(t *testing.T) {
-	onBothStores(t, func(t *testing.T) { testExpiryKeepsARemoteLeafDecidedThere(t, true) })
+	onBothStores(t, func(t *testing.T) { testExpiryKeepsARemoteLeafDecidedThere(t, remoteDown) })
 }
 
-func testExpiryKeepsARemoteLeafDecidedThere(t *testing.T, down bool) {
+// TestExpiryWithTheRemoteTaskGone: as TestExpiryKeepsARemoteLeafDecidedThere,
+// but the remote's task was canceled and deleted on its system before the
+// chain expired: what ran there cannot be read, so duo's history says
+// outcome_unknown. Before, a remote task not found kept the expiry's
+// did-not-run text (the torture test's hour, seed 604880427: rduo).
+func TestExpiryWithTheRemoteTaskGone(t *testing.T) {
+	onBothStores(t, func(t *testing.T) { testExpiryKeepsARemoteLeafDecidedThere(t, remoteGone) })
+}
+
+// How the remote stands when duo's chain expires.
+const (
+	remoteUp = iota
+	remoteDown
+	remoteGone
+)
+
+func testExpiryKeepsARemoteLeafDecidedThere(t *testing.T, how int) {
 	remote, srv, _, paused := duoPaused(t, "1s")
 	for _, p := range paused["pending_approvals"].([]any) {
-		if pc := p.(map[string]any); pc["agent"] == "billing" {
-			if code, out := httpCall(t, "POST", pc["resume_url"].(string), "bob", `{"action":"approve"}`); code != 200 || out["status"] != "Completed" {
-				t.Fatalf("approve at the remote: %d %v", code, out)
+		pc := p.(map[string]any)
+		if pc["agent"] != "billing" {
+			continue
+		}
+		if how == remoteGone {
+			resume := pc["resume_url"].(string)
+			task := resume[:strings.Index(resume, "/requests/")]
+			if code, out := httpCall(t, "POST", task+"/cancel", "bob", `{}`); code != 200 {
+				t.Fatalf("cancel at the remote: %d %v", code, out)
 			}
+			if code, out := httpCall(t, "DELETE", task, "bob", ""); code != 204 {
+				t.Fatalf("delete at the remote: %d %v", code, out)
+			}
+			continue
+		}
+		if code, out := httpCall(t, "POST", pc["resume_url"].(string), "bob", `{"action":"approve"}`); code != 200 || out["status"] != "Completed" {
+			t.Fatalf("approve at the remote: %d %v", code, out)
 		}
 	}
-	if down {
+	if how == remoteDown {
 		remote.srv.Close()
 	}
 	time.Sleep(1100 * time.Millisecond) // quick's round expires
 	if code, out := httpCall(t, "POST", srv.URL+paused["resume_url"].(string), "alice", `{"action":"approve"}`); code != 410 {
 		t.Fatalf("approve at duo after quick expired: %d %v, want 410", code, out)
 	}
-	_, v := httpCall(t, "GET", srv.URL+"/agents/duo/tasks/"+paused["task_id"].(string), "alice", "")
-	raw, _ := json.Marshal(v["items"])
-	var items []struct {
-		Content []struct {
-			ToolUseID string `json:"tool_use_id"`
-			Content   []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-		} `json:"content"`
-	}
-	_ = json.Unmarshal(raw, &items)
-	results := map[string]string{}
-	for _, it := range items {
-		for _, c := range it.Content {
-			if c.ToolUseID != "" && len(c.Content) > 0 {
-				results[c.ToolUseID] = c.Content[0].Text
-			}
-		}
-	}
+	results := callResults(t, srv.URL+"/agents/duo/tasks/"+paused["task_id"].(string))
 	found := 0
 	for _, txt := range results {
 		switch {
@@ -2182,7 +2229,11 @@ func testExpiryKeepsARemoteLeafDecidedThere(t *testing.T, down bool) {
 	if found != 1 {
 		t.Errorf("duo's results %q: want billing's call outcome_unknown", results)
 	}
-	if got := lines(t, filepath.Join(remote.sandbox, "b.txt")); got != 1 {
-		t.Errorf("the remote's append ran %d times, want 1", got)
+	want := 1
+	if how == remoteGone {
+		want = 0
+	}
+	if got := lines(t, filepath.Join(remote.sandbox, "b.txt")); got != want {
+		t.Errorf("the remote's append ran %d times, want %d", got, want)
 	}
 }

@@ -116,14 +116,15 @@ func (e *Engine) orphansOf(ctx context.Context, ends []ended, ci cancelInfo) ([]
 	for _, x := range ends {
 		known := map[string]Block{}
 		for _, cc := range x.open {
-			if cc.Remote != "" && cc.RequestID != "" {
+			if cc.Remote != "" {
 				// A remote leaf decided on its own system while the chain
 				// expired ran: outcome_unknown (its remote-cancel follows),
-				// never the expiry's did-not-run text. One that cannot be
-				// read (its system down) may have been decided there too:
-				// outcome_unknown as well — only a remote read in the
-				// expired round gets the expiry's text.
-				if decided, err := e.remoteCallDecided(ctx, x, cc); err != nil || decided {
+				// never the expiry's did-not-run text. So is one that
+				// cannot be read (its system down, its task gone, its
+				// definition gone), ended or moved on: only a remote read
+				// paused in the very round its caller awaited gets the
+				// expiry's text.
+				if !e.remoteRoundOpen(ctx, x, cc) {
 					known[cc.ToolCallID] = ErrorResult(cc.ToolCallID, childUnknownMessage(cc.Agent))
 				}
 				continue
@@ -182,17 +183,27 @@ func (e *Engine) orphansOf(ctx context.Context, ends []ended, ci cancelInfo) ([]
 	return orphans, flags, nil
 }
 
-// remoteCallDecided tells whether the remote leaf of an expiring caller's
-// open call cc was decided on its own system (remoteRoundDecided, against
-// the round the caller awaited of it).
-func (e *Engine) remoteCallDecided(ctx context.Context, x ended, cc ChildCall) (bool, error) {
-	w := Await{Via: cc.ToolCallID}
+// remoteRoundOpen tells whether the remote leaf of an expiring caller's
+// open call cc is read paused in the round the caller awaited of it, so
+// that nothing ran there since: anything else — a later round, an end, a
+// run, a read that failed or found nothing — may have run something.
+func (e *Engine) remoteRoundOpen(ctx context.Context, x ended, cc ChildCall) bool {
+	var w Await
 	for _, aw := range x.awaits {
 		if aw.Via == cc.ToolCallID {
 			w = aw
 		}
 	}
-	return e.remoteRoundDecided(ctx, &Task{ID: x.w.Task.ID, Agent: x.agent}, cc, w)
+	ra := e.remoteOf(x.agent, cc)
+	if ra == nil || cc.RequestID == "" || w.Round == 0 {
+		return false
+	}
+	rt, err := ra.Get(ctx, cc.TaskID, cc.RequestID)
+	if err != nil {
+		e.log().Warn("reading a remote leaf of an expired chain failed; its call is closed outcome_unknown", "task_id", x.w.Task.ID, "agent", cc.Agent, "url", cc.Remote, "remote_task_id", cc.RequestID, "err", err)
+		return false
+	}
+	return rt.Status == StatusPaused && rt.Round == w.Round
 }
 
 // callerExpiry is the write that ends a paused caller Failed with the
