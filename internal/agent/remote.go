@@ -297,18 +297,31 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 			return b, p
 		}
 	}
+	rt, heard, err := r.reachRemote(ctx, at.Remote, &call, in.Message)
+	if err != nil {
+		return r.remoteFailed(ctx, u, call, heard, in.Message, err)
+	}
+	return r.remoteAnswered(ctx, u, call, rt)
+}
+
+// reachRemote sends a remote call's message (its first send, or again with
+// the same id), or reads the task it made until it moves: the remote's
+// task as read, when the remote last answered as far as this leg knows,
+// and the error that kept it from being read. What it learns of the call
+// (its first send's time, its task, its quiet) is kept in call.
+func (r *Run) reachRemote(ctx context.Context, ra RemoteAgent, call *ChildCall, message string) (*RemoteTask, time.Time, error) {
 	var rt *RemoteTask
 	var err error
 	if call.RequestID == "" {
 		if call.SentAt.IsZero() {
 			// Its first send: the time request_timeout counts from.
 			call.SentAt = r.e.now()
-			r.learn(call)
+			r.learn(*call)
 		}
-		rt, err = r.sendRemote(ctx, at.Remote, call, in.Message)
+		rt, err = r.sendRemote(ctx, ra, *call, message)
 		if err == nil {
 			call.TaskID, call.RequestID = rt.ContextID, rt.ID
-			r.learn(call)
+			r.learn(*call)
 		}
 		if errors.Is(err, ErrNotSent) && !r.fresh[call.ToolCallID] {
 			// This leg's sends found no connection, but the call was
@@ -328,23 +341,31 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 			// request_timeout since then (at least once).
 			deadline = minTime(deadline, call.QuietSince.Add(r.e.requestTimeout()+r.e.DeadlineMargin))
 		}
-		rt, err = r.e.awaitRemote(ctx, at.Remote, call, deadline)
+		rt, err = r.e.awaitRemote(ctx, ra, *call, deadline)
 		if err == nil && !call.QuietSince.IsZero() {
 			call.QuietSince = time.Time{} // it answered again
-			r.learn(call)
+			r.learn(*call)
 		}
 	}
-	if err != nil && call.RequestID == "" && r.e.silent(call) && ctx.Err() == nil {
+	return rt, heard, err
+}
+
+// remoteFailed is what a remote call whose task could not be read comes
+// to: closed for good (silent since its send, or gone quiet), handed to a
+// new leg (it may have landed, or this leg's time ran out), or an error
+// result.
+func (r *Run) remoteFailed(ctx context.Context, u Block, call ChildCall, heard time.Time, message string, err error) (Block, *childPause) {
+	if call.RequestID == "" && r.e.silent(call) && ctx.Err() == nil {
 		// No answer since its first send, request_timeout ago: not sent
 		// again for ever (docs/api.md, "Remote agents"). (A leg out of
 		// time hands off instead: the next leg closes it at once, and its
 		// model goes on.)
-		return r.closeSilent(u, call, in.Message), nil
+		return r.closeSilent(u, call, message), nil
 	}
 	if errors.Is(err, ErrRemoteUnknown) && r.e.quiet(call) && ctx.Err() == nil {
 		// Its task learned, then nothing read of it for request_timeout:
 		// gone, not read again for ever (docs/api.md, "Remote agents").
-		return r.closeSilent(u, call, in.Message), nil
+		return r.closeSilent(u, call, message), nil
 	}
 	handOff := func() (Block, *childPause) {
 		if call.RequestID == "" || errors.Is(err, ErrRemoteUnknown) {
@@ -365,7 +386,7 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 		}
 		return handOff()
 	}
-	if sent := (*Error)(nil); err != nil && call.RequestID == "" && !errors.Is(err, ErrNotSent) && !errors.As(err, &sent) &&
+	if sent := (*Error)(nil); call.RequestID == "" && !errors.Is(err, ErrNotSent) && !errors.As(err, &sent) &&
 		!errors.Is(context.Cause(ctx), errCanceled) {
 		// The message may have landed (the connection broke after it
 		// left): a new leg sends it again with its id, which the remote
@@ -374,19 +395,23 @@ func (r *Run) runRemote(ctx context.Context, u Block, at *AgentTool, in agentInp
 		r.e.log().WarnContext(ctx, "a remote agent's answer did not come; a new leg sends the message again", "agent", call.Agent, "url", call.Remote, "err", err)
 		return handOff()
 	}
-	if err != nil && timeUp(ctx) {
+	if timeUp(ctx) {
 		// The leg's time ran out on the way: a new leg goes on (the
 		// message is sent again with its id, or the task read again).
 		return handOff()
 	}
-	if err != nil {
-		var ae *Error
-		if errors.As(err, &ae) {
-			return ErrorResult(u.ID, fmt.Sprintf("the agent %s could not take the call: %s: %s", call.Agent, ae.Code, ae.Message)), nil
-		}
-		r.e.log().ErrorContext(ctx, "a remote agent call failed", "task_id", r.taskID, "request_id", r.reqID, "agent", call.Agent, "url", call.Remote, "err", err)
-		return ErrorResult(u.ID, fmt.Sprintf("the agent %s at %s could not be reached: %v", call.Agent, call.Remote, err)), nil
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ErrorResult(u.ID, fmt.Sprintf("the agent %s could not take the call: %s: %s", call.Agent, ae.Code, ae.Message)), nil
 	}
+	r.e.log().ErrorContext(ctx, "a remote agent call failed", "task_id", r.taskID, "request_id", r.reqID, "agent", call.Agent, "url", call.Remote, "err", err)
+	return ErrorResult(u.ID, fmt.Sprintf("the agent %s at %s could not be reached: %v", call.Agent, call.Remote, err)), nil
+}
+
+// remoteAnswered is what a remote call whose task was read comes to: its
+// pause pauses the caller, its run hands the caller to a new leg, its end
+// is the call's result.
+func (r *Run) remoteAnswered(ctx context.Context, u Block, call ChildCall, rt *RemoteTask) (Block, *childPause) {
 	r.emitRemote(call, rt, 1)
 	switch rt.Status {
 	case StatusPaused:
