@@ -124,6 +124,30 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 		leaves = append(leaves, leafRun{remote: e.remoteOf(t.Agent, cc), call: cc, follow: d.follow, answer: d.answer, send: d.send,
 			leaf: LeafRef{Agent: cc.Agent, TaskID: cc.TaskID, RequestID: cc.RequestID}, depth: 1, via: cc.ToolCallID})
 	}
+	run, w := e.callerLeg(ag, t, items, in, d, took, leaves, now)
+	observe := func() { e.observeDecision(ag.Name, d, now.Sub(t.UpdatedAt)) }
+	if nested {
+		// A caller below the one decided: its claim lands with that one's.
+		claims.add(w, observe)
+		return run, nil
+	}
+	w.With = claims.writes
+	if err := e.write(ctx, w); err != nil {
+		return e.callerClaimLost(ag, t, in, err, claims, sentFirst, took, leaves)
+	}
+	for _, f := range claims.landed {
+		f()
+	}
+	observe()
+	return run, nil
+}
+
+// callerLeg is the claim of a caller decided by d (its write, with no
+// leaf's claim yet) and the leg that runs the leaves' legs and then the
+// caller's loop. The remote parts sent after the claim are kept on the
+// caller's calls until taken.
+func (e *Engine) callerLeg(ag *Agent, t *Task, items []Item, in ResumeInput, d *Decision, took []remoteDecided, leaves []leafRun, now time.Time) (*Run, *Write) {
+	a := t.Active
 	next := e.nextOf(t)
 	deadline, lease := e.legDeadline(in.Deadline)
 	na := next.Active
@@ -148,45 +172,38 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
 	addWaiter(w, in.Waiter)
 	e.outbox(w, true)
-	observe := func() { e.observeDecision(ag.Name, d, now.Sub(t.UpdatedAt)) }
 	run := e.newRun(ag, next, items, deadline)
 	run.kind = KindResume
 	run.continuing = true
 	run.leafRuns = leaves
 	run.atCaller = true
-	if nested {
-		// A caller below the one decided: its claim lands with that one's.
-		claims.add(w, observe)
-		return run, nil
+	return run, w
+}
+
+// callerClaimLost answers a decision at a caller whose claims did not
+// land (err): a refusal, a read again, or — when remote leaves took their
+// parts already — the caller's outcome followed, never a refusal of a
+// decision that was taken.
+func (e *Engine) callerClaimLost(ag *Agent, t *Task, in ResumeInput, err error, claims *claimSet, sentFirst bool, took []remoteDecided, leaves []leafRun) (*Run, error) {
+	if errors.Is(err, ErrTooLarge) {
+		return nil, Errorf(CodeInvalidDecisions, "this decision claims %d requests, more than one transaction holds: decide at the leaves' own URLs (each pending call's resume_url)", len(claims.writes)+1)
 	}
-	w.With = claims.writes
-	if err := e.write(ctx, w); err != nil {
-		if errors.Is(err, ErrTooLarge) {
-			return nil, Errorf(CodeInvalidDecisions, "this decision claims %d requests, more than one transaction holds: decide at the leaves' own URLs (each pending call's resume_url)", len(claims.writes)+1)
-		}
-		if sentFirst && errors.Is(err, ErrConflict) {
-			// The remote leaves took their parts, sent first; the claims
-			// lost to a call that moved the chain meanwhile (a caller's
-			// continuation that heard of them). Nothing was claimed, so no
-			// leg runs here: the caller's outcome is followed — never a
-			// refusal of a decision that was taken.
-			e.log().Warn("a chain moved on while its remote leaves took a decision's parts", "task_id", t.ID, "err", err)
-			return e.followMovedCaller(ag, t, in, nil), nil
-		}
-		if len(claims.writes) > 0 || len(took) == 0 {
-			// Nothing landed: read again, and the answer table decides.
-			return nil, err
-		}
-		// The caller moved on (a continuation) after its remote leaves
-		// took their parts: the caller's outcome is followed.
-		e.log().Warn("a caller moved on while its leaves were decided", "task_id", t.ID, "err", err)
-		return e.followMovedCaller(ag, t, in, leaves), nil
+	if sentFirst && errors.Is(err, ErrConflict) {
+		// The remote leaves took their parts, sent first; the claims
+		// lost to a call that moved the chain meanwhile (a caller's
+		// continuation that heard of them). Nothing was claimed, so no
+		// leg runs here: the caller's outcome is followed.
+		e.log().Warn("a chain moved on while its remote leaves took a decision's parts", "task_id", t.ID, "err", err)
+		return e.followMovedCaller(ag, t, in, nil), nil
 	}
-	for _, f := range claims.landed {
-		f()
+	if len(claims.writes) > 0 || len(took) == 0 {
+		// Nothing landed: read again, and the answer table decides.
+		return nil, err
 	}
-	observe()
-	return run, nil
+	// The caller moved on (a continuation) after its remote leaves
+	// took their parts: the caller's outcome is followed.
+	e.log().Warn("a caller moved on while its leaves were decided", "task_id", t.ID, "err", err)
+	return e.followMovedCaller(ag, t, in, leaves), nil
 }
 
 // checkLocalLeaves checks the local leaves' parts of a decision at the
