@@ -398,20 +398,8 @@ func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRecord, expires time.Time) error {
 	r.leaseMu.Lock()
 	defer r.leaseMu.Unlock()
-	if r.lost.Load() {
-		return errLeaseLost
-	}
-	if !r.e.now().Before(r.leaseSent.Add(LeaseDuration - leaseGrace)) {
-		// Past the lease by our count (the process stalled): write only if
-		// a renewal lands, that is, if nobody took the request over.
-		if _, err := r.renewLocked(ctx); err != nil {
-			r.e.log().Warn("the request's lease ended before the leg could write; it stops", "task_id", r.taskID, "request_id", r.reqID, "err", err)
-			r.lost.Store(true)
-			if r.elog != nil {
-				r.elog.abandon()
-			}
-			return errLeaseLost
-		}
+	if err := r.holdsLocked(ctx); err != nil {
+		return err
 	}
 	base := r.task
 	if r.renewed > base.Version {
@@ -420,41 +408,7 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 	}
 	sent := r.e.now()
 	for attempt := 0; ; attempt++ {
-		next := base.Clone()
-		next.NextSeq = r.task.NextSeq
-		var bound []WaiterRef
-		if next.Active != nil && r.task.Active != nil {
-			cur := next.Active
-			mine := *r.task.Active
-			mine.LastEventID = r.eventID
-			mine.LeaseUntil = sent.Add(LeaseDuration)
-			mine.Takeovers = 0 // a leg that holds and writes: not a failed takeover
-			if cur.CancelRequested && !mine.CancelRequested {
-				mine.CancelRequested, mine.CanceledBy, mine.CanceledAt, mine.CancelReason =
-					cur.CancelRequested, cur.CanceledBy, cur.CanceledAt, cur.CancelReason
-			}
-			// Waiters bound meanwhile (a duplicate that waits,
-			// bindWaiter), read here or by a renewal, stay bound.
-			mine.Waiters = unionWaiters(mine.Waiters, cur.Waiters, r.boundWaiters)
-			bound = mine.Waiters
-			next.Active = &mine
-		}
-		next.Status = r.task.Status
-		next.Metadata = r.task.Metadata
-		next.Context = r.task.Context
-		next.Children = r.task.Children
-		r.artMu.Lock()
-		arts := slices.Clone(r.artifacts)
-		r.artMu.Unlock()
-		next.ArtifactCount = r.task.ArtifactCount + len(arts)
-		next.ArtifactBytes = r.task.ArtifactBytes
-		for _, a := range arts {
-			next.ArtifactBytes += a.Size
-		}
-		mutate(next)
-		next.UpdatedAt = r.e.now()
-		next.Version = base.Version + 1
-		next.WriteID = r.e.newID()
+		next, bound, arts := r.nextVersion(base, sent, mutate)
 		// A leg holds its claim: a write of its that leaves the request
 		// paused, its claim given up, is the pause.
 		pausing := next.Active != nil && next.Active.Status == StatusPaused && next.Active.ClaimToken == ""
@@ -500,6 +454,70 @@ func (r *Run) write(ctx context.Context, mutate func(*Task), records []RequestRe
 		r.leaseSent = sent
 		return nil
 	}
+}
+
+// holdsLocked tells whether the leg still holds its request (r.leaseMu
+// held): past the lease by its own count (the process stalled), only if a
+// renewal lands, that is, if nobody took the request over.
+func (r *Run) holdsLocked(ctx context.Context) error {
+	if r.lost.Load() {
+		return errLeaseLost
+	}
+	if r.e.now().Before(r.leaseSent.Add(LeaseDuration - leaseGrace)) {
+		return nil
+	}
+	if _, err := r.renewLocked(ctx); err != nil {
+		r.e.log().Warn("the request's lease ended before the leg could write; it stops", "task_id", r.taskID, "request_id", r.reqID, "err", err)
+		r.lost.Store(true)
+		if r.elog != nil {
+			r.elog.abandon()
+		}
+		return errLeaseLost
+	}
+	return nil
+}
+
+// nextVersion is the leg's next version of its task over base (what the store
+// holds): the leg's own state of the request (its events, its lease from
+// sent, a cancel flag and waiters another writer set kept), the artifacts
+// not yet written, then mutate. bound are the waiters the end answers.
+func (r *Run) nextVersion(base *Task, sent time.Time, mutate func(*Task)) (*Task, []WaiterRef, []Artifact) {
+	next := base.Clone()
+	next.NextSeq = r.task.NextSeq
+	var bound []WaiterRef
+	if next.Active != nil && r.task.Active != nil {
+		cur := next.Active
+		mine := *r.task.Active
+		mine.LastEventID = r.eventID
+		mine.LeaseUntil = sent.Add(LeaseDuration)
+		mine.Takeovers = 0 // a leg that holds and writes: not a failed takeover
+		if cur.CancelRequested && !mine.CancelRequested {
+			mine.CancelRequested, mine.CanceledBy, mine.CanceledAt, mine.CancelReason =
+				cur.CancelRequested, cur.CanceledBy, cur.CanceledAt, cur.CancelReason
+		}
+		// Waiters bound meanwhile (a duplicate that waits,
+		// bindWaiter), read here or by a renewal, stay bound.
+		mine.Waiters = unionWaiters(mine.Waiters, cur.Waiters, r.boundWaiters)
+		bound = mine.Waiters
+		next.Active = &mine
+	}
+	next.Status = r.task.Status
+	next.Metadata = r.task.Metadata
+	next.Context = r.task.Context
+	next.Children = r.task.Children
+	r.artMu.Lock()
+	arts := slices.Clone(r.artifacts)
+	r.artMu.Unlock()
+	next.ArtifactCount = r.task.ArtifactCount + len(arts)
+	next.ArtifactBytes = r.task.ArtifactBytes
+	for _, a := range arts {
+		next.ArtifactBytes += a.Size
+	}
+	mutate(next)
+	next.UpdatedAt = r.e.now()
+	next.Version = base.Version + 1
+	next.WriteID = r.e.newID()
+	return next, bound, arts
 }
 
 // finish closes dangling calls, commits the request and builds its result.
