@@ -157,49 +157,14 @@ func (f *Follower) Stream(ctx context.Context, sink Sink) {
 			failures = 0
 			from = page.Next
 		}
-		// Log order is id order for the events kept (EventPage); an id
-		// seen already is a taken-over leg's copy.
-		for _, ev := range page.Events {
-			if ev.ID <= after || cutOff(ev, f.cuts) {
-				continue
-			}
-			after = ev.ID
-			if !started {
-				started = isLegStart(ev, f.legRound)
-				if !started {
-					continue
-				}
-			}
-			sink.Emit(Event{ID: ev.ID, Name: ev.Name, Data: json.RawMessage(ev.Data)})
-			if ev.Name == EventRequestComplete || ev.Name == EventError {
-				return
-			}
-		}
-		switch {
-		case lerr != nil:
-		case page.More:
-			continue // the next page, now that sink took this one
-		case errors.Is(err, ErrNotFound):
+		if f.emitPage(page.Events, &after, &started, sink) {
 			return
-		case err != nil:
-		case meta.Active != nil && meta.Active.ID == f.rid:
-			endedAt = time.Time{}
-			if meta.Active.Status == StatusRunning && !f.e.now().Before(meta.Active.LeaseUntil) {
-				sink.Emit(Event{ID: after + 1, Name: EventError, Data: map[string]string{
-					"code": CodeRequestLost, "message": "the request stopped without finishing (its lease expired)", "request_id": f.rid}})
-				return
+		}
+		if lerr == nil {
+			if page.More {
+				continue // the next page, now that sink took this one
 			}
-		default:
-			// The request ended: its last events reach the log right after
-			// its commit. Past a grace, answer from its record.
-			if endedAt.IsZero() {
-				endedAt = time.Now()
-			} else if time.Since(endedAt) > terminalGrace {
-				rec, err := f.e.findRecord(ctx, f.taskID, f.rid)
-				if err == nil && rec != nil && rec.LastEventID > after {
-					res := resultOfRecord(f.agent, meta, rec)
-					f.e.replayOutcome(ctx, f.taskID, res, rec.LastEventID, sink)
-				}
+			if f.atEnd(ctx, meta, err, after, &endedAt, sink) {
 				return
 			}
 		}
@@ -212,6 +177,63 @@ func (f *Follower) Stream(ctx context.Context, sink Sink) {
 			poll += poll / 2
 		}
 	}
+}
+
+// emitPage sends a page's events after the id after (moved on as they
+// go), from the followed leg's start: true once the request's last event
+// went out. Log order is id order for the events kept (EventPage); an id
+// seen already is a taken-over leg's copy.
+func (f *Follower) emitPage(events []StoredEvent, after *int64, started *bool, sink Sink) bool {
+	for _, ev := range events {
+		if ev.ID <= *after || cutOff(ev, f.cuts) {
+			continue
+		}
+		*after = ev.ID
+		if !*started {
+			*started = isLegStart(ev, f.legRound)
+			if !*started {
+				continue
+			}
+		}
+		sink.Emit(Event{ID: ev.ID, Name: ev.Name, Data: json.RawMessage(ev.Data)})
+		if ev.Name == EventRequestComplete || ev.Name == EventError {
+			return true
+		}
+	}
+	return false
+}
+
+// atEnd tells, once the log is read to its end, whether the stream is
+// over: the task gone; the request's leg dead (request_lost sent); or the
+// request ended and, past a grace for its last events to reach the log,
+// its outcome answered from its record. endedAt is when the request was
+// first seen ended; meta and err are the META read of this round.
+func (f *Follower) atEnd(ctx context.Context, meta *Task, err error, after int64, endedAt *time.Time, sink Sink) bool {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return true
+	case err != nil:
+		return false
+	case meta.Active != nil && meta.Active.ID == f.rid:
+		*endedAt = time.Time{}
+		if meta.Active.Status == StatusRunning && !f.e.now().Before(meta.Active.LeaseUntil) {
+			sink.Emit(Event{ID: after + 1, Name: EventError, Data: map[string]string{
+				"code": CodeRequestLost, "message": "the request stopped without finishing (its lease expired)", "request_id": f.rid}})
+			return true
+		}
+		return false
+	case endedAt.IsZero():
+		*endedAt = time.Now()
+		return false
+	case time.Since(*endedAt) <= terminalGrace:
+		return false
+	}
+	rec, err := f.e.findRecord(ctx, f.taskID, f.rid)
+	if err == nil && rec != nil && rec.LastEventID > after {
+		res := resultOfRecord(f.agent, meta, rec)
+		f.e.replayOutcome(ctx, f.taskID, res, rec.LastEventID, sink)
+	}
+	return true
 }
 
 func isLegStart(ev StoredEvent, round int) bool {
