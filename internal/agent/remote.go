@@ -773,34 +773,13 @@ var errPartNotSent = errors.New("the decision's part did not reach the remote ag
 // again on that remote.
 func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]CallDecision, reason string, after, sentBefore bool) ([]remoteDecided, error) {
 	a := t.Active
-	var order []string
-	groups := map[string]*remoteDecision{}
-	for _, w := range a.Awaits {
-		cc := remoteVia(a, w)
-		if cc == nil {
-			continue
-		}
-		g := groups[w.Via]
-		if g == nil {
-			ra := e.remoteOf(t.Agent, *cc)
-			if ra == nil {
-				return nil, Errorf(CodeAgentNotFound, "task %s waits on the remote agent %s, which its definition no longer names: the decision cannot reach it; cancel the task", t.ID, cc.Agent)
-			}
-			g = &remoteDecision{call: *cc, ra: ra, body: ResumeRequest{Reason: reason}}
-			if w.Round > 0 {
-				round := w.Round
-				g.body.Round = &round
-			}
-			groups[w.Via] = g
-			order = append(order, w.Via)
-		}
-		for _, id := range w.ToolCallIDs {
-			g.body.Decisions = append(g.body.Decisions, byCall[id].asInput(id))
-		}
+	groups, err := e.remoteGroups(t, byCall, reason)
+	if err != nil {
+		return nil, err
 	}
 	var took []remoteDecided
-	for _, via := range order {
-		g := groups[via]
+	for _, g := range groups {
+		via := g.call.ToolCallID
 		if after || questionOnly(g.body) {
 			key := DecisionKey{RequestID: a.ID, Round: a.Round, ToolCallID: via}
 			leafRound := 0
@@ -854,6 +833,39 @@ func (e *Engine) decideRemotes(ctx context.Context, t *Task, byCall map[string]C
 		took = append(took, remoteDecided{call: g.call, follow: follow})
 	}
 	return took, nil
+}
+
+// remoteGroups gathers a decision's parts by the remote call they go
+// through (byCall: the decision by pending call), each with the round the
+// caller awaits of that remote, in the order of the caller's awaits.
+func (e *Engine) remoteGroups(t *Task, byCall map[string]CallDecision, reason string) ([]*remoteDecision, error) {
+	a := t.Active
+	var order []*remoteDecision
+	groups := map[string]*remoteDecision{}
+	for _, w := range a.Awaits {
+		cc := remoteVia(a, w)
+		if cc == nil {
+			continue
+		}
+		g := groups[w.Via]
+		if g == nil {
+			ra := e.remoteOf(t.Agent, *cc)
+			if ra == nil {
+				return nil, Errorf(CodeAgentNotFound, "task %s waits on the remote agent %s, which its definition no longer names: the decision cannot reach it; cancel the task", t.ID, cc.Agent)
+			}
+			g = &remoteDecision{call: *cc, ra: ra, body: ResumeRequest{Reason: reason}}
+			if w.Round > 0 {
+				round := w.Round
+				g.body.Round = &round
+			}
+			groups[w.Via] = g
+			order = append(order, g)
+		}
+		for _, id := range w.ToolCallIDs {
+			g.body.Decisions = append(g.body.Decisions, byCall[id].asInput(id))
+		}
+	}
+	return order, nil
 }
 
 // partRefused is the answer a remote's refusal of a decision's part sent
