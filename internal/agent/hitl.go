@@ -255,37 +255,9 @@ func (r *Run) runDecided(ctx context.Context) bool {
 				r.setReply(u.ID, replies[u.ID])
 			}
 		}
-		switch {
-		case decided && c.Action == ActionReject:
-			ev := map[string]any{"tool_call_id": u.ID, "by": d.Approver, "round": d.Round}
-			msg := "rejected by " + d.Approver
-			if c.Reason != "" {
-				ev["reason"] = c.Reason
-				msg += ": " + c.Reason
-			}
-			if !r.takeover {
-				r.emit(EventRejected, ev)
-			}
-			given[u.ID] = ErrorResult(u.ID, msg)
-		case decided && c.Action == ActionAnswer:
-			if !r.takeover {
-				r.emit(EventAnswered, map[string]any{"tool_call_id": u.ID, "by": d.Approver, "round": d.Round})
-			}
-			given[u.ID] = r.truncate(answerResult(u.ID, c.Result))
-		case decided:
-			ev := map[string]any{"tool_call_id": u.ID, "by": d.Approver, "round": d.Round}
-			if c.Reason != "" {
-				ev["reason"] = c.Reason
-			}
-			if c.Remember != "" {
-				ev["remember"] = c.Remember
-			}
-			if c.Action == ActionEdit {
-				ev["input"] = jsonRaw(c.Input)
-				uses[i].Input = c.Input
-			}
-			if !r.takeover {
-				r.emit(EventApproved, ev)
+		if decided {
+			if b, ok := r.decidedCall(&uses[i], c, d); ok {
+				given[u.ID] = b
 			}
 		}
 		if _, ok := given[u.ID]; !ok && r.takeover && r.agentTool(u.Name) == nil {
@@ -299,6 +271,44 @@ func (r *Run) runDecided(ctx context.Context) bool {
 		r.runAndRecord(ctx, uses, given)
 	}
 	return true
+}
+
+// decidedCall says what the round's decision c of the call u is (its
+// event, unless a takeover's leg: it was said) and returns the result it
+// gives, if any: a rejection's error, an answer. An edit changes u's input.
+func (r *Run) decidedCall(u *Block, c CallDecision, d *Decision) (Block, bool) {
+	ev := map[string]any{"tool_call_id": u.ID, "by": d.Approver, "round": d.Round}
+	switch c.Action {
+	case ActionReject:
+		msg := "rejected by " + d.Approver
+		if c.Reason != "" {
+			ev["reason"] = c.Reason
+			msg += ": " + c.Reason
+		}
+		if !r.takeover {
+			r.emit(EventRejected, ev)
+		}
+		return ErrorResult(u.ID, msg), true
+	case ActionAnswer:
+		if !r.takeover {
+			r.emit(EventAnswered, ev)
+		}
+		return r.truncate(answerResult(u.ID, c.Result)), true
+	}
+	if c.Reason != "" {
+		ev["reason"] = c.Reason
+	}
+	if c.Remember != "" {
+		ev["remember"] = c.Remember
+	}
+	if c.Action == ActionEdit {
+		ev["input"] = jsonRaw(c.Input)
+		u.Input = c.Input
+	}
+	if !r.takeover {
+		r.emit(EventApproved, ev)
+	}
+	return Block{}, false
 }
 
 // danglingUses are the request's tool calls without a result, in order.
