@@ -34,20 +34,14 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 	if !r.ensureLease(ctx) {
 		// Another invocation may hold the request: run nothing. These
 		// results are never written (the leg commits nothing).
-		for i, u := range uses {
-			results[i] = ErrorResult(u.ID, "not run: the request's lease was lost")
-		}
-		return results, nil
+		return notRun(uses, "not run: the request's lease was lost"), nil
 	}
 	if r.planChildren(uses) {
 		// The child requests are recorded before they start.
 		if err := r.save(ctx); err != nil {
 			r.e.log().ErrorContext(ctx, "recording sub-agent calls failed", "task_id", r.task.ID, "request_id", r.RequestID(), "err", err)
 			r.fail(CodeInternal, "the request could not be saved")
-			for i, u := range uses {
-				results[i] = ErrorResult(u.ID, "not run: the request could not be saved")
-			}
-			return results, nil
+			return notRun(uses, "not run: the request could not be saved"), nil
 		}
 	}
 	var wg sync.WaitGroup
@@ -92,6 +86,22 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 	}
 	wg.Wait()
 	r.applyLearned()
+	r.emitResults(uses, results, saved)
+	return results, paused
+}
+
+// notRun is an error result saying msg for each of uses.
+func notRun(uses []Block, msg string) []Block {
+	results := make([]Block, len(uses))
+	for i, u := range uses {
+		results[i] = ErrorResult(u.ID, msg)
+	}
+	return results
+}
+
+// emitResults names the artifacts each call saved in its result and keeps
+// them for the next write, then says each artifact and result.
+func (r *Run) emitResults(uses, results []Block, saved [][]Artifact) {
 	for i, u := range uses {
 		if len(saved[i]) > 0 {
 			results[i] = nameArtifacts(results[i], saved[i])
@@ -104,7 +114,6 @@ func (r *Run) runTools(ctx context.Context, uses []Block, given map[string]Block
 			r.emit(EventToolResult, resultEvent(u.Name, results[i]))
 		}
 	}
-	return results, paused
 }
 
 // runSubCalls runs one sub-agent's calls of a turn, one after another,
