@@ -161,26 +161,32 @@ func (e *Engine) orphansOf(ctx context.Context, ends []ended, ci cancelInfo) ([]
 			}
 			flags = append(flags, e.flagged(ct, ci))
 		}
-		if len(known) == 0 {
+		e.closeKnown(x, known)
+	}
+	return orphans, flags, nil
+}
+
+// closeKnown puts in x's write the results known of its open calls (by
+// call id), in place of the expiry's text.
+func (e *Engine) closeKnown(x ended, known map[string]Block) {
+	if len(known) == 0 {
+		return
+	}
+	ag, ok := e.Agents.Get(x.agent)
+	if !ok {
+		ag = &Agent{Name: x.agent}
+	}
+	for i := range x.w.Items {
+		it := &x.w.Items[i]
+		if it.Role != RoleTool {
 			continue
 		}
-		ag, ok := e.Agents.Get(x.agent)
-		if !ok {
-			ag = &Agent{Name: x.agent}
-		}
-		for i := range x.w.Items {
-			it := &x.w.Items[i]
-			if it.Role != RoleTool {
-				continue
-			}
-			for j, b := range it.Content {
-				if res, ok := known[b.ToolUseID]; ok {
-					it.Content[j] = truncateResult(ag, res)
-				}
+		for j, b := range it.Content {
+			if res, ok := known[b.ToolUseID]; ok {
+				it.Content[j] = truncateResult(ag, res)
 			}
 		}
 	}
-	return orphans, flags, nil
 }
 
 // remoteRoundOpen tells whether the remote leaf of an expiring caller's
