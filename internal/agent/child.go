@@ -556,38 +556,7 @@ func (r *Run) pauseOnChildren(ctx context.Context, results []Block, paused []chi
 		}
 	}
 	r.addResults(done)
-	var pending []PendingCall
-	var awaits []Await
-	for _, p := range paused {
-		ca := p.child.Active
-		at := map[string]int{}
-		for _, pc := range ca.Pending {
-			leaf := pc.Leaf
-			if leaf == nil {
-				leaf = &LeafRef{Agent: p.child.Agent, TaskID: p.child.ID, RequestID: ca.ID}
-			}
-			pc.Leaf = leaf
-			if was, ok := r.askedIn[pc.ToolCallID]; ok && pc.Kind == InputElicitation && pc.Round > was {
-				// The same call asks again in its leaf's later round: a
-				// decision naming it must name its round (docs/api.md,
-				// Resume), here as at the leaf.
-				pc.Again = true
-			}
-			pending = append(pending, pc)
-			k, ok := at[leaf.RequestID]
-			if !ok {
-				round := pc.Round
-				if p.remote {
-					// A decision goes to the remote task, in its round.
-					round = ca.Round
-				}
-				awaits = append(awaits, Await{Agent: leaf.Agent, TaskID: leaf.TaskID, RequestID: leaf.RequestID, Round: round, Via: p.call.ToolCallID})
-				k = len(awaits) - 1
-				at[leaf.RequestID] = k
-			}
-			awaits[k].ToolCallIDs = append(awaits[k].ToolCallIDs, pc.ToolCallID)
-		}
-	}
+	pending, awaits := r.leafRounds(paused)
 	if len(pending) == 0 {
 		r.fail(CodeInternal, "a sub-agent paused without pending calls")
 		return
@@ -622,6 +591,45 @@ func (r *Run) pauseOnChildren(ctx context.Context, results []Block, paused []chi
 			r.e.log().WarnContext(ctx, "a caller paused in an expired round; its continuation failed and is left to the leaf's", "task_id", r.task.ID, "request_id", r.reqID, "err", err)
 		}
 	}
+}
+
+// leafRounds are the calls the caller pauses on, copied from its paused
+// children's rounds (each with the leaf that holds it), and the leaf
+// rounds it awaits, one per leaf request.
+func (r *Run) leafRounds(paused []childPause) ([]PendingCall, []Await) {
+	var pending []PendingCall
+	var awaits []Await
+	for _, p := range paused {
+		ca := p.child.Active
+		at := map[string]int{}
+		for _, pc := range ca.Pending {
+			leaf := pc.Leaf
+			if leaf == nil {
+				leaf = &LeafRef{Agent: p.child.Agent, TaskID: p.child.ID, RequestID: ca.ID}
+			}
+			pc.Leaf = leaf
+			if was, ok := r.askedIn[pc.ToolCallID]; ok && pc.Kind == InputElicitation && pc.Round > was {
+				// The same call asks again in its leaf's later round: a
+				// decision naming it must name its round (docs/api.md,
+				// Resume), here as at the leaf.
+				pc.Again = true
+			}
+			pending = append(pending, pc)
+			k, ok := at[leaf.RequestID]
+			if !ok {
+				round := pc.Round
+				if p.remote {
+					// A decision goes to the remote task, in its round.
+					round = ca.Round
+				}
+				awaits = append(awaits, Await{Agent: leaf.Agent, TaskID: leaf.TaskID, RequestID: leaf.RequestID, Round: round, Via: p.call.ToolCallID})
+				k = len(awaits) - 1
+				at[leaf.RequestID] = k
+			}
+			awaits[k].ToolCallIDs = append(awaits[k].ToolCallIDs, pc.ToolCallID)
+		}
+	}
+	return pending, awaits
 }
 
 // pollKeep is how long a poll of a round holding pending is kept: the
