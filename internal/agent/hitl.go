@@ -140,6 +140,17 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 			"request_id": r.reqID, "round": a.Round, "inputs": PendingInputViews(pending, r.e.now(), false), "resume_url": resumeURL,
 		})
 	}
+	if calls := approvalCalls(pending); len(calls) > 0 {
+		r.emit(EventApprovalRequired, map[string]any{
+			"request_id": r.reqID, "round": a.Round, "tool_calls": calls, "resume_url": resumeURL,
+		})
+	}
+}
+
+// approvalCalls are the tool_calls of an approval_required event: the
+// pending calls that wait for an approval (a leaf's with where to decide
+// it at the leaf).
+func approvalCalls(pending []PendingCall) []map[string]any {
 	calls := make([]map[string]any, 0, len(pending))
 	for _, p := range pending {
 		if p.Kind != "" {
@@ -155,11 +166,7 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 		}
 		calls = append(calls, call)
 	}
-	if len(calls) > 0 {
-		r.emit(EventApprovalRequired, map[string]any{
-			"request_id": r.reqID, "round": a.Round, "tool_calls": calls, "resume_url": resumeURL,
-		})
-	}
+	return calls
 }
 
 // MaxPendingBytes bounds what a round's pending calls keep on META in
