@@ -240,7 +240,7 @@ func (e *Engine) chainBelow(ctx context.Context, t *Task, now, at time.Time) ([]
 	a := t.Active
 	var out []ended
 	seen := map[string]bool{t.ID: true}
-	load := func(agentName, taskID string) (*Agent, *Task, []Item, error) {
+	var load chainLoad = func(agentName, taskID string) (*Agent, *Task, []Item, error) {
 		sub, ok := e.Agents.Get(agentName)
 		if !ok || seen[taskID] {
 			return nil, nil, nil, nil
@@ -276,36 +276,52 @@ func (e *Engine) chainBelow(ctx context.Context, t *Task, now, at time.Time) ([]
 		next.RetainUntil = e.retainUntil()
 		out = append(out, ended{agent: sub.Name, w: &Write{Task: next, PrevVersion: lt.Version, Items: extra, Requests: recs, Decisions: decided}})
 		// The callers between t and this leaf end with it.
-		below := false
-		for _, anc := range la.Ancestors {
-			if anc.TaskID == t.ID {
-				below = true
-				continue
-			}
-			if !below {
-				continue
-			}
-			ct, err := e.Store.GetTask(ctx, anc.TaskID)
-			if errors.Is(err, ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("read %s of the expired chain of %s: %w", anc.TaskID, t.ID, err)
-			}
-			csub, ct, citems, err := load(ct.Agent, anc.TaskID)
-			if err != nil {
-				return nil, err
-			}
-			if ct == nil {
-				continue
-			}
-			ca := ct.Active
-			if ca == nil || ca.ID != anc.RequestID || ca.Status != StatusPaused || len(ca.Awaits) == 0 || ca.CancelRequested {
-				continue
-			}
-			code, msg := expiryOf(la, at)
-			out = append(out, ended{agent: csub.Name, w: e.callerExpiry(ct, citems, code, msg, now), open: e.openCalls(ct, citems), awaits: ca.Awaits})
+		between, err := e.callersBetween(ctx, t, la, load, now, at)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, between...)
+	}
+	return out, nil
+}
+
+// chainLoad reads a task of an expiring chain with its history and agent
+// (nil when gone, undeployed or read already).
+type chainLoad func(agentName, taskID string) (*Agent, *Task, []Item, error)
+
+// callersBetween are the callers between t and its expiring leaf request
+// la still paused on their leaves, each ended with la's expiry.
+func (e *Engine) callersBetween(ctx context.Context, t *Task, la *ActiveRequest, load chainLoad, now, at time.Time) ([]ended, error) {
+	var out []ended
+	below := false
+	for _, anc := range la.Ancestors {
+		if anc.TaskID == t.ID {
+			below = true
+			continue
+		}
+		if !below {
+			continue
+		}
+		ct, err := e.Store.GetTask(ctx, anc.TaskID)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s of the expired chain of %s: %w", anc.TaskID, t.ID, err)
+		}
+		csub, ct, citems, err := load(ct.Agent, anc.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		if ct == nil {
+			continue
+		}
+		ca := ct.Active
+		if ca == nil || ca.ID != anc.RequestID || ca.Status != StatusPaused || len(ca.Awaits) == 0 || ca.CancelRequested {
+			continue
+		}
+		code, msg := expiryOf(la, at)
+		out = append(out, ended{agent: csub.Name, w: e.callerExpiry(ct, citems, code, msg, now), open: e.openCalls(ct, citems), awaits: ca.Awaits})
 	}
 	return out, nil
 }
