@@ -422,7 +422,8 @@ func (t *Task) ArtifactVisible(a Artifact) bool {
 
 // ListArtifacts reads the artifacts of a task the user owns, oldest first;
 // those of superseded requests only when includeSuperseded.
-func (e *Engine) ListArtifacts(ctx context.Context, agentName, userID, taskID string, includeSuperseded bool) ([]Artifact, error) {
+func (e *Engine) ListArtifacts(ctx context.Context, agentName, userID, taskID string, includeSuperseded bool) (_ []Artifact, err error) {
+	defer wrap(&err, "list the artifacts of task %s", taskID)
 	t, err := e.ownedMeta(ctx, agentName, userID, taskID)
 	if err != nil {
 		return nil, err
@@ -446,7 +447,8 @@ func (e *Engine) taskArtifacts(ctx context.Context, t *Task, includeSuperseded b
 
 // Artifact reads an artifact's metadata, with the checks of every read:
 // the agent, the task, the owner, then the artifact (artifact_not_found).
-func (e *Engine) Artifact(ctx context.Context, agentName, userID, taskID, artifactID string) (*Artifact, error) {
+func (e *Engine) Artifact(ctx context.Context, agentName, userID, taskID, artifactID string) (_ *Artifact, err error) {
+	defer wrap(&err, "read artifact %s of task %s", artifactID, taskID)
 	t, err := e.ownedMeta(ctx, agentName, userID, taskID)
 	if err != nil {
 		return nil, err
@@ -464,7 +466,8 @@ func (e *Engine) Artifact(ctx context.Context, agentName, userID, taskID, artifa
 
 // OpenArtifact reads an artifact's metadata (as Artifact) and opens its
 // bytes.
-func (e *Engine) OpenArtifact(ctx context.Context, agentName, userID, taskID, artifactID string) (*Artifact, io.ReadCloser, error) {
+func (e *Engine) OpenArtifact(ctx context.Context, agentName, userID, taskID, artifactID string) (_ *Artifact, _ io.ReadCloser, err error) {
+	defer wrap(&err, "open artifact %s of task %s", artifactID, taskID)
 	a, err := e.Artifact(ctx, agentName, userID, taskID, artifactID)
 	if err != nil {
 		return nil, nil, err

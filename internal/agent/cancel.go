@@ -207,8 +207,8 @@ type CancelOutcome struct {
 var CancelWait = 5 * time.Second
 
 // Cancel cancels the task's running or paused request (docs/api.md Cancel).
-func (e *Engine) Cancel(ctx context.Context, in CancelInput) (*CancelOutcome, error) {
-	var err error
+func (e *Engine) Cancel(ctx context.Context, in CancelInput) (_ *CancelOutcome, err error) {
+	defer wrap(&err, "cancel task %s", in.TaskID)
 	if in.TaskID, err = ParseID("task_id", in.TaskID); err != nil {
 		return nil, err
 	}

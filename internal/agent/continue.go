@@ -24,7 +24,8 @@ var ErrBusy = errors.New("agent: the request is held by a live invocation")
 // whose leg died while it waited on one, for the leg that goes on
 // (docs/architecture.md); nil when there is nothing to do (the caller moved on, or its
 // sub-agents are where it saw them). ErrBusy: a live invocation holds it.
-func (e *Engine) StartContinue(ctx context.Context, taskID, rid string) (*Run, error) {
+func (e *Engine) StartContinue(ctx context.Context, taskID, rid string) (_ *Run, err error) {
+	defer wrap(&err, "continue request %s of task %s", rid, taskID)
 	return e.startContinue(ctx, taskID, rid, false, "")
 }
 
@@ -34,14 +35,16 @@ func (e *Engine) StartContinue(ctx context.Context, taskID, rid string) (*Run, e
 // a continuation deletes it (a leg that dies after the claim is taken over
 // by the reaper). When there is nothing to do (nil, nil) the item is stale
 // and its deliverer deletes it; ErrBusy keeps it for later.
-func (e *Engine) ConsumeContinue(ctx context.Context, taskID, rid, sk string) (*Run, error) {
+func (e *Engine) ConsumeContinue(ctx context.Context, taskID, rid, sk string) (_ *Run, err error) {
+	defer wrap(&err, "continue request %s of task %s", rid, taskID)
 	return e.startContinue(ctx, taskID, rid, false, sk)
 }
 
 // StartPoll is StartContinue for a caller's poll of its remote calls
 // (docs/architecture.md): ErrWaiting when it still waits on a remote that has not
 // moved, so that the poll is delivered again later.
-func (e *Engine) StartPoll(ctx context.Context, taskID, rid string) (*Run, error) {
+func (e *Engine) StartPoll(ctx context.Context, taskID, rid string) (_ *Run, err error) {
+	defer wrap(&err, "poll request %s of task %s", rid, taskID)
 	return e.startContinue(ctx, taskID, rid, true, "")
 }
 
@@ -448,7 +451,8 @@ func (r *Run) handOff(ctx context.Context) *RequestResult {
 // ContinueCaller runs a caller's continuation to its end or pause: what
 // the dispatcher does with a continuation item (docs/architecture.md, The outbox and the notifier).
 // ErrBusy: try again later.
-func (e *Engine) ContinueCaller(ctx context.Context, taskID, rid string) error {
+func (e *Engine) ContinueCaller(ctx context.Context, taskID, rid string) (err error) {
+	defer wrap(&err, "continue caller request %s of task %s", rid, taskID)
 	run, err := e.StartContinue(ctx, taskID, rid)
 	if err != nil || run == nil {
 		return err
@@ -459,7 +463,8 @@ func (e *Engine) ContinueCaller(ctx context.Context, taskID, rid string) error {
 
 // PollCaller continues a caller paused on a remote agent once that agent's
 // task moved (docs/architecture.md): ErrWaiting while it has not.
-func (e *Engine) PollCaller(ctx context.Context, taskID, rid string) error {
+func (e *Engine) PollCaller(ctx context.Context, taskID, rid string) (err error) {
+	defer wrap(&err, "poll caller request %s of task %s", rid, taskID)
 	run, err := e.StartPoll(ctx, taskID, rid)
 	if err != nil || run == nil {
 		return err

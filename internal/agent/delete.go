@@ -8,8 +8,8 @@ import (
 
 // DeleteTask deletes an idle task and everything under it: a running task
 // is 409 task_busy, a paused one 409 task_paused.
-func (e *Engine) DeleteTask(ctx context.Context, agentName, userID, taskID string) error {
-	var err error
+func (e *Engine) DeleteTask(ctx context.Context, agentName, userID, taskID string) (err error) {
+	defer wrap(&err, "delete task %s", taskID)
 	if taskID, err = ParseID("task_id", taskID); err != nil {
 		return err
 	}

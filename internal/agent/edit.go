@@ -17,7 +17,8 @@ type EditInput struct {
 // StartEdit supersedes every entry from the edited request's first entry on
 // (a range on the task; no entry is rewritten) and claims a new request
 // (kind edit) with the new user message (docs/api.md Edit).
-func (e *Engine) StartEdit(ctx context.Context, in EditInput) (*Run, error) {
+func (e *Engine) StartEdit(ctx context.Context, in EditInput) (_ *Run, err error) {
+	defer wrap(&err, "edit request %s of task %s", in.RequestID, in.TaskID)
 	content, err := UserContent(in.Items)
 	if err != nil {
 		return nil, err

@@ -131,7 +131,8 @@ func (e *Engine) legDeadline(caller time.Time) (time.Time, time.Time) {
 // StartInvoke validates a new message, creates the task or claims the
 // existing one, and returns the run. Refusals are *Error (4xx); nothing is
 // written for them.
-func (e *Engine) StartInvoke(ctx context.Context, in InvokeInput) (*Run, error) {
+func (e *Engine) StartInvoke(ctx context.Context, in InvokeInput) (_ *Run, err error) {
+	defer wrap(&err, "invoke %s (task %q)", in.Agent, in.TaskID)
 	content, err := UserContent(in.Items)
 	if err != nil {
 		return nil, err
@@ -195,7 +196,8 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 
 // LoadOwned reads a task and checks that it belongs to the agent and the
 // user: 404 task_not_found, 401 not_owner.
-func (e *Engine) LoadOwned(ctx context.Context, agentName, userID, taskID string) (*Task, []Item, error) {
+func (e *Engine) LoadOwned(ctx context.Context, agentName, userID, taskID string) (_ *Task, _ []Item, err error) {
+	defer wrap(&err, "load task %s", taskID)
 	load := e.Store.LoadTask
 	if ag, ok := e.Agents.Get(agentName); ok && ag.Context.MaxInputTokens > 0 {
 		// A compacting agent's turns read only the model's context.

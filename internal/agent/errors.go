@@ -156,3 +156,16 @@ func jsonKindOf(t reflect.Type) string {
 	}
 	return "value"
 }
+
+// wrap adds to an internal error an entry point returns the operation and
+// its ids (pkgsite's derrors.Wrap), so that a log line says what failed
+// where. A client's *Error is its answer as it stands, and the engine's
+// own signals (ErrBusy, ErrWaiting) are compared as they are.
+func wrap(errp *error, format string, args ...any) {
+	err := *errp
+	var ae *Error
+	if err == nil || errors.As(err, &ae) || err == ErrBusy || err == ErrWaiting {
+		return
+	}
+	*errp = fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
+}

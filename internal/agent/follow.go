@@ -38,8 +38,8 @@ const followReadFailures = 10
 
 // OpenEvents checks a GET …/events call: ids (400), agent, task, request
 // (404), owner (401), and an expired log (410 events_expired).
-func (e *Engine) OpenEvents(ctx context.Context, agentName, userID, taskID, requestID string, after int64) (*Follower, error) {
-	var err error
+func (e *Engine) OpenEvents(ctx context.Context, agentName, userID, taskID, requestID string, after int64) (_ *Follower, err error) {
+	defer wrap(&err, "events of request %s of task %s", requestID, taskID)
 	if taskID, err = ParseID("task_id", taskID); err != nil {
 		return nil, err
 	}

@@ -419,7 +419,8 @@ func remoteCancels(base OutboxItem, r RequestRecord) []OutboxItem {
 // CancelRemote delivers a remote-cancel item: the remote task is canceled
 // on its system. The remote's own answer (the task ended, or is unknown
 // there) is final; an error is a failure to reach it, to try again.
-func (e *Engine) CancelRemote(ctx context.Context, o OutboxItem) error {
+func (e *Engine) CancelRemote(ctx context.Context, o OutboxItem) (err error) {
+	defer wrap(&err, "remote-cancel for request %s of task %s", o.RequestID, o.TaskID)
 	if o.Call == nil {
 		e.log().Error("a remote-cancel item names no call", "task_id", o.TaskID, "outbox", o.SK())
 		return nil
@@ -429,7 +430,6 @@ func (e *Engine) CancelRemote(ctx context.Context, o OutboxItem) error {
 		// Left out at start-up or removed: the item waits (until its ttl).
 		return fmt.Errorf("agent %s has no remote agent %s loaded", o.Agent, o.Call.Agent)
 	}
-	var err error
 	if o.Call.RequestID == "" {
 		text := o.Message
 		if text == "" {
@@ -471,7 +471,8 @@ func (e *Engine) sentText(ctx context.Context, taskID, toolCallID string) string
 // else the Paused result without its pending calls (it has moved on). A
 // task deleted since still resolves (the delete keeps the records its
 // items are for). It returns ErrNotFound when the request is gone.
-func (e *Engine) OutboxResult(ctx context.Context, o OutboxItem) (*RequestResult, error) {
+func (e *Engine) OutboxResult(ctx context.Context, o OutboxItem) (_ *RequestResult, err error) {
+	defer wrap(&err, "the result of request %s of task %s", o.RequestID, o.TaskID)
 	ag, ok := e.Agents.Get(o.Agent)
 	if !ok {
 		ag = &Agent{Name: o.Agent}

@@ -41,9 +41,10 @@ type Takeover struct {
 // only: a caller's takeover drives its dead children itself) and expired
 // rounds. However many entries it cannot act on come first, it reads on
 // past them.
-func (e *Engine) DueTakeovers(ctx context.Context, limit int) ([]Takeover, error) {
+func (e *Engine) DueTakeovers(ctx context.Context, limit int) (_ []Takeover, err error) {
+	defer wrap(&err, "due takeovers")
 	var out []Takeover
-	_, err := e.SweepDue(ctx, "", time.Time{}, func(tk Takeover) bool {
+	_, err = e.SweepDue(ctx, "", time.Time{}, func(tk Takeover) bool {
 		if limit > 0 && len(out) == limit {
 			return false
 		}
@@ -73,6 +74,7 @@ const (
 // position of the last entry handled, from which the next sweep resumes.
 // On a store error next is where it got to.
 func (e *Engine) SweepDue(ctx context.Context, from string, until time.Time, do func(Takeover) bool) (next string, err error) {
+	defer wrap(&err, "sweep the due index from %q", from)
 	now := e.now()
 	next = from
 	handled := false // a sweep handles one batch at least, however short until
@@ -177,7 +179,8 @@ func (e *Engine) callerRuns(ctx context.Context, a *ActiveRequest) (bool, error)
 // do (it moved on, or its caller runs) is nil, nil; ErrBusy: a live leg
 // holds it. At MaxTakeovers dead takeovers the request ends Failed
 // lease_expired, its open sub-agent calls canceled.
-func (e *Engine) StartTakeover(ctx context.Context, taskID, rid string) (*Run, error) {
+func (e *Engine) StartTakeover(ctx context.Context, taskID, rid string) (_ *Run, err error) {
+	defer wrap(&err, "take over request %s of task %s", rid, taskID)
 	run, err := again(false, func() (*Run, error) { return e.tryTakeover(ctx, taskID, rid) })
 	if ce := (*ConflictError)(nil); errors.As(err, &ce) {
 		return nil, ErrBusy // others keep moving it: they carry it on

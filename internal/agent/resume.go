@@ -126,11 +126,11 @@ type ResumeInput struct {
 // StartResume decides a paused request's round and claims it (docs/api.md the
 // resume answer table). A duplicate of a decision in flight or done returns
 // a follower Run that answers the same outcome.
-func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (*Run, error) {
+func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (_ *Run, err error) {
+	defer wrap(&err, "resume request %s of task %s", in.RequestID, in.TaskID)
 	if err := in.Body.Check(); err != nil {
 		return nil, err
 	}
-	var err error
 	if in.TaskID, err = ParseID("task_id", in.TaskID); err != nil {
 		return nil, err
 	}

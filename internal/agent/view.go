@@ -75,7 +75,8 @@ const (
 )
 
 // GetTask reads a task the user owns, as GET task shows it.
-func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, o ViewOptions) (*TaskView, error) {
+func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, o ViewOptions) (_ *TaskView, err error) {
+	defer wrap(&err, "read task %s", taskID)
 	t, err := e.ownedMeta(ctx, agentName, userID, taskID)
 	if err != nil {
 		return nil, err
@@ -290,7 +291,8 @@ func blockView(b Block, images bool) map[string]any {
 }
 
 // ListTasks lists the user's tasks of an agent (GET …/tasks).
-func (e *Engine) ListTasks(ctx context.Context, q ListQuery) ([]TaskSummary, string, error) {
+func (e *Engine) ListTasks(ctx context.Context, q ListQuery) (_ []TaskSummary, _ string, err error) {
+	defer wrap(&err, "list tasks of %s", q.Agent)
 	if _, ok := e.Agents.Get(q.Agent); !ok {
 		return nil, "", Errorf(CodeAgentNotFound, "no agent is named %q", q.Agent)
 	}
@@ -299,7 +301,8 @@ func (e *Engine) ListTasks(ctx context.Context, q ListQuery) ([]TaskSummary, str
 
 // ListSessionTasks lists a session's tasks of an agent; the session must be
 // the user's.
-func (e *Engine) ListSessionTasks(ctx context.Context, q ListQuery) ([]TaskSummary, string, error) {
+func (e *Engine) ListSessionTasks(ctx context.Context, q ListQuery) (_ []TaskSummary, _ string, err error) {
+	defer wrap(&err, "list the tasks of session %s", q.SessionID)
 	if _, ok := e.Agents.Get(q.Agent); !ok {
 		return nil, "", Errorf(CodeAgentNotFound, "no agent is named %q", q.Agent)
 	}
