@@ -39,6 +39,8 @@
 //	resume.go     a decision on a paused request (the answer table), and the
 //	              followers of a duplicate: in flight, past round, ended
 //	follow.go     reading a request's event log: GET events and followers' streams
+//	eventlog.go   events no leg logs (an expiry's, a cancel's, a dead leg's end);
+//	              the log itself, batched per leg, is internal/eventlog
 //	child.go      child calls: a sub-agent's request, its pause pausing the caller
 //	continue.go   continuations: a caller goes on once its children moved — after
 //	              a child's end, a hand-off, a poll, a decision at the caller

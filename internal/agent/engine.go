@@ -13,6 +13,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/hitch-agents/hitch/internal/eventlog"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -400,7 +401,7 @@ func (e *Engine) recordLost(ctx context.Context, next *Task, items []Item, now t
 // still flush. The next writer logs under a new epoch, numbering on after
 // last, the highest id already logged.
 func cutLeg(a *ActiveRequest, last int64) {
-	a.Cuts = append(a.Cuts, EventCut{Epoch: a.Epoch, Last: a.LastEventID})
+	a.Cuts = append(a.Cuts, eventlog.Cut{Epoch: a.Epoch, Last: a.LastEventID})
 	a.Epoch++
 	a.LastEventID = max(a.LastEventID, last)
 }

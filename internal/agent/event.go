@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 	"slices"
 )
 
@@ -56,11 +57,11 @@ var Discard Sink = discard{}
 // teeSink sends events to the client and to the event log.
 type teeSink struct {
 	client Sink
-	log    *eventLog
+	log    *eventlog.Writer
 }
 
 func (t teeSink) Emit(e Event) {
-	t.log.add(e)
+	t.log.Add(e.ID, e.Name, e.Data)
 	t.client.Emit(e)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 	"time"
 )
 
@@ -26,10 +27,10 @@ type Follower struct {
 	// legRound, when > 0, starts at the resume leg of that round instead.
 	legRound int
 	// cuts hide what taken-over legs logged after their last commit.
-	cuts []EventCut
+	cuts []eventlog.Cut
 	// from is where the log's events after `after` start (OpenEvents
 	// found it), so Stream does not read the log's beginning again.
-	from EventPos
+	from eventlog.Pos
 }
 
 // followReadFailures is how many failed reads of the log in a row end a
@@ -78,21 +79,21 @@ func (e *Engine) OpenEvents(ctx context.Context, agentName, userID, taskID, requ
 		return nil, fmt.Errorf("read the events of %s: %w", requestID, err)
 	}
 	if first != nil && first.ID > after+1 {
-		return nil, Errorf(CodeEventsExpired, "the events of request %s after %d have expired (kept %s)", requestID, after, EventLogTTL)
+		return nil, Errorf(CodeEventsExpired, "the events of request %s after %d have expired (kept %s)", requestID, after, eventlog.TTL)
 	}
 	f.from = from
 	if active {
 		return f, nil
 	}
-	if after < rec.LastEventID && e.now().After(rec.UpdatedAt.Add(EventLogTTL)) {
-		return nil, Errorf(CodeEventsExpired, "the events of request %s expired %s after it ended", requestID, EventLogTTL)
+	if after < rec.LastEventID && e.now().After(rec.UpdatedAt.Add(eventlog.TTL)) {
+		return nil, Errorf(CodeEventsExpired, "the events of request %s expired %s after it ended", requestID, eventlog.TTL)
 	}
 	return f, nil
 }
 
 // firstEvent reads the log page by page to its first event after `after`;
 // from is where the page holding it starts (or where the log ends).
-func (e *Engine) firstEvent(ctx context.Context, taskID, rid string, after int64) (first *StoredEvent, from EventPos, err error) {
+func (e *Engine) firstEvent(ctx context.Context, taskID, rid string, after int64) (first *eventlog.Event, from eventlog.Pos, err error) {
 	for {
 		page, err := e.Store.ReadEvents(ctx, taskID, rid, from, after)
 		if err != nil {
@@ -181,11 +182,11 @@ func (f *Follower) Stream(ctx context.Context, sink Sink) {
 
 // emitPage sends a page's events after the id after (moved on as they
 // go), from the followed leg's start: true once the request's last event
-// went out. Log order is id order for the events kept (EventPage); an id
+// went out. Log order is id order for the events kept (eventlog.Page); an id
 // seen already is a taken-over leg's copy.
-func (f *Follower) emitPage(events []StoredEvent, after *int64, started *bool, sink Sink) bool {
+func (f *Follower) emitPage(events []eventlog.Event, after *int64, started *bool, sink Sink) bool {
 	for _, ev := range events {
-		if ev.ID <= *after || cutOff(ev, f.cuts) {
+		if ev.ID <= *after || eventlog.CutOff(ev, f.cuts) {
 			continue
 		}
 		*after = ev.ID
@@ -236,7 +237,7 @@ func (f *Follower) atEnd(ctx context.Context, meta *Task, err error, after int64
 	return true
 }
 
-func isLegStart(ev StoredEvent, round int) bool {
+func isLegStart(ev eventlog.Event, round int) bool {
 	if ev.Name != EventRequestStarted {
 		return false
 	}

@@ -93,7 +93,7 @@ func (r *Run) keepLease(ctx context.Context) (*Task, bool) {
 func (r *Run) loseLease() {
 	r.lost.Store(true)
 	if r.elog != nil {
-		r.elog.abandon()
+		r.elog.Abandon()
 	}
 	if r.stopLeg != nil {
 		r.stopLeg(errLeaseLost)
@@ -124,7 +124,7 @@ func (r *Run) ensureLease(ctx context.Context) bool {
 // events, or retries, and sees the outcome of whoever took it over).
 func (r *Run) abandon() *RequestResult {
 	if r.elog != nil {
-		r.elog.abandon()
+		r.elog.Abandon()
 	}
 	res := &RequestResult{SessionID: r.task.SessionID, TaskID: r.taskID, RequestID: r.reqID, Status: StatusFailed,
 		Error: &ErrorInfo{Code: CodeRequestLost, Message: "this invocation lost the request's lease and stopped; follow the request's events or retry"},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 	"github.com/hitch-agents/hitch/internal/memstore"
 )
 
@@ -141,7 +142,7 @@ func TestStalledLegFlushesNothing(t *testing.T) {
 	f.model.Add(func(ctx context.Context, _ *agent.ModelRequest, on func(agent.Delta)) (*agent.ModelResponse, error) {
 		on(agent.Delta{Kind: agent.DeltaAnswer, Text: "before the stall"})
 		f.advance(agent.LeaseDuration + 5*time.Second) // the process stalls
-		time.Sleep(3 * agent.EventFlushInterval)       // the event log's timer fires meanwhile
+		time.Sleep(3 * eventlog.FlushInterval)         // the event log's timer fires meanwhile
 		return agenttest.Say("after")(ctx, nil, on)
 	})
 	run, err := f.e.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", Items: text("go")})

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hitch-agents/hitch/internal/eventlog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -85,7 +86,7 @@ type Run struct {
 	started  time.Time      // when the leg started (metrics)
 	firstOut bool           // the leg's first model output was seen
 	final    *ActiveRequest // the active request as it was when committed
-	elog     *eventLog
+	elog     *eventlog.Writer
 
 	// The lease: leaseMu serialises the leg's writes and its renewals;
 	// leaseSent is when the lease in force was sent (engine clock), renewed
@@ -186,8 +187,8 @@ func (r *Run) Execute(ctx context.Context, sink Sink) *RequestResult {
 func (r *Run) execute(ctx context.Context, sink Sink) *RequestResult {
 	r.started = time.Now()
 	holds := func() bool { return !r.lost.Load() && r.e.now().Before(r.leaseEnds()) }
-	elog := newEventLog(r.e.Store, r.taskID, r.reqID, r.task.Active.Epoch, EventLogTTL+r.agent.longestApprovalTTL(), r.e.log().Error, holds)
-	defer elog.close(context.WithoutCancel(ctx))
+	elog := eventlog.New(r.e.Store, r.taskID, r.reqID, r.task.Active.Epoch, eventlog.TTL+r.agent.longestApprovalTTL(), r.e.log().Error, holds)
+	defer elog.Close(context.WithoutCancel(ctx))
 	r.elog = elog
 	r.sink = teeSink{client: sink, log: elog}
 	if !r.ensureLease(ctx) {
@@ -470,7 +471,7 @@ func (r *Run) holdsLocked(ctx context.Context) error {
 		r.e.log().Warn("the request's lease ended before the leg could write; it stops", "task_id", r.taskID, "request_id", r.reqID, "err", err)
 		r.lost.Store(true)
 		if r.elog != nil {
-			r.elog.abandon()
+			r.elog.Abandon()
 		}
 		return errLeaseLost
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,7 +96,7 @@ type Store interface {
 	// event log: EVT#<rid>#<epoch>#<first id>, split in items of at most
 	// 350 KB), with the ttl expires, in as many BatchWriteItem calls as
 	// needed. The batch's events share one claim epoch: its first's.
-	AppendEvents(ctx context.Context, taskID, requestID string, events []StoredEvent, expires time.Time) error
+	AppendEvents(ctx context.Context, taskID, requestID string, events []eventlog.Event, expires time.Time) error
 
 	// ExtendEvents sets the ttl expires on the request's live event
 	// batches whose ttl comes sooner: a request's log lives 24 h after its
@@ -106,16 +107,16 @@ type Store interface {
 	// then epoch, each (id, epoch) once, with their epoch; expired batches
 	// are absent. Readers drop a taken-over leg's events past its cut
 	// (Visible).
-	ListEvents(ctx context.Context, taskID, requestID string, after int64) ([]StoredEvent, error)
+	ListEvents(ctx context.Context, taskID, requestID string, after int64) ([]eventlog.Event, error)
 
 	// ReadEvents reads one page of the request's event log in log order —
 	// its batches by claim epoch, then first id; each batch's events by
-	// id — from the batch at from on (inclusive; the zero EventPos is the
+	// id — from the batch at from on (inclusive; the zero eventlog.Pos is the
 	// log's start): the events with an id above after of at most about
-	// EventPageBytes of batches (at least one), expired batches absent.
+	// eventlog.PageBytes of batches (at least one), expired batches absent.
 	// A reader pages on from the page's Next, never holding the whole log
 	// (docs/api.md Reconnecting).
-	ReadEvents(ctx context.Context, taskID, requestID string, from EventPos, after int64) (EventPage, error)
+	ReadEvents(ctx context.Context, taskID, requestID string, from eventlog.Pos, after int64) (eventlog.Page, error)
 
 	// DeleteTask deletes the task: its META first, guarded by t.Version
 	// (*ConflictError if it changed), then every other item of the task and

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 	"time"
 )
 
@@ -150,7 +151,7 @@ type ActiveRequest struct {
 	// its own (EVT#<rid>#<epoch>#<first id>).
 	Epoch int `json:"epoch,omitempty"`
 	// Cuts end the events of legs that were taken over.
-	Cuts []EventCut `json:"cuts,omitempty"`
+	Cuts []eventlog.Cut `json:"cuts,omitempty"`
 	// Waiters are the direct callers told of the request's end through the
 	// outbox (docs/architecture.md); their tokens are TOK# items.
 	Waiters []WaiterRef `json:"waiters,omitempty"`
@@ -265,8 +266,8 @@ type RequestRecord struct {
 	Compactions []Compaction `json:"compactions,omitempty"`
 	// Epoch is the request's last claim epoch; Cuts end the events of its
 	// legs that were taken over.
-	Epoch int        `json:"epoch,omitempty"`
-	Cuts  []EventCut `json:"cuts,omitempty"`
+	Epoch int            `json:"epoch,omitempty"`
+	Cuts  []eventlog.Cut `json:"cuts,omitempty"`
 	// Waiters the request's end answered.
 	Waiters []WaiterRef `json:"waiters,omitempty"`
 	// Calls are the request's sub-agent calls (docs/architecture.md).

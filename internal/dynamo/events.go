@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 const (
@@ -39,21 +39,21 @@ func eventEpoch(sk, rid string) (int, error) {
 }
 
 // eventPos reads an event item's place in the log out of its key.
-func eventPos(sk, rid string) (agent.EventPos, error) {
+func eventPos(sk, rid string) (eventlog.Pos, error) {
 	rest := strings.TrimPrefix(sk, eventPrefix(rid))
 	ep, first, ok := strings.Cut(rest, "#")
 	if !ok {
-		return agent.EventPos{}, fmt.Errorf("event key %s has no epoch", sk)
+		return eventlog.Pos{}, fmt.Errorf("event key %s has no epoch", sk)
 	}
 	e, err := strconv.Atoi(ep)
 	if err != nil {
-		return agent.EventPos{}, fmt.Errorf("event key %s: %w", sk, err)
+		return eventlog.Pos{}, fmt.Errorf("event key %s: %w", sk, err)
 	}
 	f, err := strconv.ParseInt(first, 10, 64)
 	if err != nil {
-		return agent.EventPos{}, fmt.Errorf("event key %s: %w", sk, err)
+		return eventlog.Pos{}, fmt.Errorf("event key %s: %w", sk, err)
 	}
-	return agent.EventPos{Epoch: e, First: f}, nil
+	return eventlog.Pos{Epoch: e, First: f}, nil
 }
 
 // AppendEvents implements agent.Store. The batch is cut into items of at
@@ -61,7 +61,7 @@ func eventPos(sk, rid string) (agent.EventPos, error) {
 // batch again (a retry) overwrites what the first try wrote. An event whose
 // JSON alone passes the bound goes in an item of its own (DynamoDB refuses it
 // past 400 KB).
-func (st *Store) AppendEvents(ctx context.Context, taskID, requestID string, events []agent.StoredEvent, expires time.Time) (err error) {
+func (st *Store) AppendEvents(ctx context.Context, taskID, requestID string, events []eventlog.Event, expires time.Time) (err error) {
 	defer wrap(&err, "AppendEvents", taskID+","+requestID)
 	chunks, err := chunkEvents(events, eventDataBytes)
 	if err != nil {
@@ -91,7 +91,7 @@ type eventChunk struct {
 
 // chunkEvents cuts events, in their order, into JSON arrays of at most limit
 // bytes (an event over limit alone in its own).
-func chunkEvents(events []agent.StoredEvent, limit int) ([]eventChunk, error) {
+func chunkEvents(events []eventlog.Event, limit int) ([]eventChunk, error) {
 	var out []eventChunk
 	var cur *eventChunk
 	for _, e := range events {
@@ -116,7 +116,7 @@ func chunkEvents(events []agent.StoredEvent, limit int) ([]eventChunk, error) {
 
 // ListEvents implements agent.Store: one consistent Query of the request's
 // event items, those ending at or before after filtered out by DynamoDB.
-func (st *Store) ListEvents(ctx context.Context, taskID, requestID string, after int64) (_ []agent.StoredEvent, err error) {
+func (st *Store) ListEvents(ctx context.Context, taskID, requestID string, after int64) (_ []eventlog.Event, err error) {
 	defer wrap(&err, "ListEvents", taskID+","+requestID)
 	raw, err := st.query(ctx, &dynamodb.QueryInput{
 		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
@@ -131,7 +131,7 @@ func (st *Store) ListEvents(ctx context.Context, taskID, requestID string, after
 		return nil, err
 	}
 	now := st.now().Unix()
-	out := []agent.StoredEvent{}
+	out := []eventlog.Event{}
 	for _, it := range raw {
 		if !live(it, now) {
 			continue
@@ -140,7 +140,7 @@ func (st *Store) ListEvents(ctx context.Context, taskID, requestID string, after
 		if err != nil {
 			return nil, err
 		}
-		var batch []agent.StoredEvent
+		var batch []eventlog.Event
 		if err := json.Unmarshal([]byte(str(it, attrData)), &batch); err != nil {
 			return nil, fmt.Errorf("corrupt events %s: %w", str(it, attrSK), err)
 		}
@@ -157,9 +157,9 @@ func (st *Store) ListEvents(ctx context.Context, taskID, requestID string, after
 // ReadEvents implements agent.Store: one consistent Query call (DynamoDB
 // answers at most 1 MB) of the request's event items from from on, those
 // ending at or before after filtered out by DynamoDB.
-func (st *Store) ReadEvents(ctx context.Context, taskID, requestID string, from agent.EventPos, after int64) (_ agent.EventPage, err error) {
+func (st *Store) ReadEvents(ctx context.Context, taskID, requestID string, from eventlog.Pos, after int64) (_ eventlog.Page, err error) {
 	defer wrap(&err, "ReadEvents", taskID+","+requestID)
-	page := agent.EventPage{Events: []agent.StoredEvent{}, Next: from}
+	page := eventlog.Page{Events: []eventlog.Event{}, Next: from}
 	out, err := st.client.Query(ctx, &dynamodb.QueryInput{
 		TableName:                &st.table,
 		ConsistentRead:           aws.Bool(true),
@@ -184,7 +184,7 @@ func (st *Store) ReadEvents(ctx context.Context, taskID, requestID string, from 
 		if !live(it, now) {
 			continue
 		}
-		var batch []agent.StoredEvent
+		var batch []eventlog.Event
 		if err := json.Unmarshal([]byte(str(it, attrData)), &batch); err != nil {
 			return page, fmt.Errorf("corrupt events %s: %w", str(it, attrSK), err)
 		}
@@ -201,18 +201,18 @@ func (st *Store) ReadEvents(ctx context.Context, taskID, requestID string, from 
 			return page, err
 		}
 		page.More = true
-		page.Next = agent.EventPos{Epoch: pos.Epoch, First: pos.First + 1}
+		page.Next = eventlog.Pos{Epoch: pos.Epoch, First: pos.First + 1}
 	}
 	return page, nil
 }
 
 // orderEvents sorts events by id then epoch and keeps the first of each
 // (items are read in key order, so the item with the lowest first id wins).
-func orderEvents(events []agent.StoredEvent) []agent.StoredEvent {
-	slices.SortStableFunc(events, func(a, b agent.StoredEvent) int {
+func orderEvents(events []eventlog.Event) []eventlog.Event {
+	slices.SortStableFunc(events, func(a, b eventlog.Event) int {
 		return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Epoch, b.Epoch))
 	})
-	return slices.CompactFunc(events, func(a, b agent.StoredEvent) bool { return a.ID == b.ID && a.Epoch == b.Epoch })
+	return slices.CompactFunc(events, func(a, b eventlog.Event) bool { return a.ID == b.ID && a.Epoch == b.Epoch })
 }
 
 // ExtendEvents implements agent.Store: one Query for the request's batches'

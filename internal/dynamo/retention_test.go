@@ -13,12 +13,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
-func bigEvents(from, to int64, size int) []agent.StoredEvent {
-	var out []agent.StoredEvent
+func bigEvents(from, to int64, size int) []eventlog.Event {
+	var out []eventlog.Event
 	for i := from; i <= to; i++ {
-		out = append(out, agent.StoredEvent{ID: i, Name: "answer", Data: fmt.Appendf(nil, `{"delta":%q}`, strings.Repeat("x", size))})
+		out = append(out, eventlog.Event{ID: i, Name: "answer", Data: fmt.Appendf(nil, `{"delta":%q}`, strings.Repeat("x", size))})
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 // follow reads a request's events after an id, as GET …/events does.
@@ -129,7 +130,7 @@ func testEventsRefusals(t *testing.T, env *Env) {
 		t.Errorf("after the log's ttl: %v", err)
 	}
 	// A log whose first batch expired while a later one lives: 410 too.
-	gap := []agent.StoredEvent{{ID: 9, Name: agent.EventAnswer, Data: json.RawMessage(`{"delta":"late"}`)}}
+	gap := []eventlog.Event{{ID: 9, Name: agent.EventAnswer, Data: json.RawMessage(`{"delta":"late"}`)}}
 	run, err := env.E.StartInvoke(ctx, agent.InvokeInput{Agent: "acc", UserID: "alice", Items: []agent.InputItem{{Content: "x"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -291,9 +292,9 @@ func testDeadLegEvents(t *testing.T, env *Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logged []agent.StoredEvent
+	var logged []eventlog.Event
 	for id := int64(1); id <= 5; id++ {
-		logged = append(logged, agent.StoredEvent{ID: id, Name: agent.EventAnswer, Data: json.RawMessage(`{"delta":"x"}`), Epoch: 1})
+		logged = append(logged, eventlog.Event{ID: id, Name: agent.EventAnswer, Data: json.RawMessage(`{"delta":"x"}`), Epoch: 1})
 	}
 	if err := env.Store.AppendEvents(ctx, run.TaskID(), run.RequestID(), logged, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
@@ -332,10 +333,10 @@ func testLateFlushHidden(t *testing.T, env *Env) {
 		t.Fatal(err)
 	}
 	epoch := meta.Active.Epoch
-	stored := func(from, to int64, tag string) []agent.StoredEvent {
-		var out []agent.StoredEvent
+	stored := func(from, to int64, tag string) []eventlog.Event {
+		var out []eventlog.Event
 		for id := from; id <= to; id++ {
-			out = append(out, agent.StoredEvent{ID: id, Name: agent.EventAnswer, Data: json.RawMessage(`{"delta":"` + tag + `"}`), Epoch: epoch})
+			out = append(out, eventlog.Event{ID: id, Name: agent.EventAnswer, Data: json.RawMessage(`{"delta":"` + tag + `"}`), Epoch: epoch})
 		}
 		return out
 	}

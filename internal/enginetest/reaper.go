@@ -11,6 +11,7 @@ import (
 
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/agent/agenttest"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 // Dead legs and the reaper (docs/architecture.md, "Dead legs" and "The
@@ -287,7 +288,7 @@ type lostLog struct {
 	drop atomic.Bool
 }
 
-func (l *lostLog) AppendEvents(ctx context.Context, taskID, requestID string, events []agent.StoredEvent, expires time.Time) error {
+func (l *lostLog) AppendEvents(ctx context.Context, taskID, requestID string, events []eventlog.Event, expires time.Time) error {
 	if l.drop.Load() {
 		return nil
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/agent/agenttest"
 	"github.com/hitch-agents/hitch/internal/enginetest"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 	"github.com/hitch-agents/hitch/internal/httpapi"
 	"github.com/hitch-agents/hitch/internal/lambdahttp"
 )
@@ -65,13 +66,13 @@ func (s *eventReads) saw(n int) {
 	s.mu.Unlock()
 }
 
-func (s *eventReads) ListEvents(ctx context.Context, taskID, requestID string, after int64) ([]agent.StoredEvent, error) {
+func (s *eventReads) ListEvents(ctx context.Context, taskID, requestID string, after int64) ([]eventlog.Event, error) {
 	evs, err := s.Store.ListEvents(ctx, taskID, requestID, after)
 	s.saw(len(evs))
 	return evs, err
 }
 
-func (s *eventReads) ReadEvents(ctx context.Context, taskID, requestID string, from agent.EventPos, after int64) (agent.EventPage, error) {
+func (s *eventReads) ReadEvents(ctx context.Context, taskID, requestID string, from eventlog.Pos, after int64) (eventlog.Page, error) {
 	page, err := s.Store.ReadEvents(ctx, taskID, requestID, from, after)
 	s.saw(len(page.Events))
 	return page, err

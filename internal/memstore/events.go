@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 // eventItemBytes bounds a batch's part, as DynamoDB's event items are
@@ -18,7 +18,7 @@ const eventItemBytes = 349_000
 // AppendEvents implements agent.Store. The batch is cut as DynamoDB cuts it,
 // into parts of at most 350 KB each kept under its first event's id, so a
 // retried batch overwrites the first try and a read pages as on DynamoDB.
-func (s *Store) AppendEvents(ctx context.Context, taskID, requestID string, events []agent.StoredEvent, expires time.Time) (err error) {
+func (s *Store) AppendEvents(ctx context.Context, taskID, requestID string, events []eventlog.Event, expires time.Time) (err error) {
 	defer wrap(&err, "AppendEvents", func() string { return taskID + "," + requestID })
 	if err := ctx.Err(); err != nil {
 		return err
@@ -56,7 +56,7 @@ type eventPart struct {
 
 // cutEvents cuts events, in their order, into JSON arrays of at most
 // eventItemBytes (an event over it alone in its own).
-func cutEvents(events []agent.StoredEvent) ([]eventPart, error) {
+func cutEvents(events []eventlog.Event) ([]eventPart, error) {
 	var out []eventPart
 	for _, e := range events {
 		b, err := json.Marshal(e)
@@ -77,10 +77,10 @@ func cutEvents(events []agent.StoredEvent) ([]eventPart, error) {
 }
 
 // ReadEvents implements agent.Store: the live parts from from on, in key
-// order, until the next would pass agent.EventPageBytes.
-func (s *Store) ReadEvents(ctx context.Context, taskID, requestID string, from agent.EventPos, after int64) (_ agent.EventPage, err error) {
+// order, until the next would pass eventlog.PageBytes.
+func (s *Store) ReadEvents(ctx context.Context, taskID, requestID string, from eventlog.Pos, after int64) (_ eventlog.Page, err error) {
 	defer wrap(&err, "ReadEvents", func() string { return taskID + "," + requestID })
-	page := agent.EventPage{Events: []agent.StoredEvent{}, Next: from}
+	page := eventlog.Page{Events: []eventlog.Event{}, Next: from}
 	if err := ctx.Err(); err != nil {
 		return page, err
 	}
@@ -103,14 +103,14 @@ func (s *Store) ReadEvents(ctx context.Context, taskID, requestID string, from a
 	size := 0
 	for i, k := range keys {
 		r := log[k]
-		if i > 0 && size+len(r.data) > agent.EventPageBytes {
+		if i > 0 && size+len(r.data) > eventlog.PageBytes {
 			page.More = true
 			page.Next.First++
 			break
 		}
 		size += len(r.data)
-		page.Next = agent.EventPos{Epoch: k.epoch, First: k.first}
-		var part []agent.StoredEvent
+		page.Next = eventlog.Pos{Epoch: k.epoch, First: k.first}
+		var part []eventlog.Event
 		if err := json.Unmarshal(r.data, &part); err != nil {
 			return page, fmt.Errorf("corrupt events %d#%d: %w", k.epoch, k.first, err)
 		}
@@ -129,14 +129,14 @@ func compareKeys(a, b batchKey) int {
 }
 
 // ListEvents implements agent.Store.
-func (s *Store) ListEvents(ctx context.Context, taskID, requestID string, after int64) (_ []agent.StoredEvent, err error) {
+func (s *Store) ListEvents(ctx context.Context, taskID, requestID string, after int64) (_ []eventlog.Event, err error) {
 	defer wrap(&err, "ListEvents", func() string { return taskID + "," + requestID })
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []agent.StoredEvent{}
+	out := []eventlog.Event{}
 	tr := s.tasks[taskID]
 	if tr == nil {
 		return out, nil
@@ -151,7 +151,7 @@ func (s *Store) ListEvents(ctx context.Context, taskID, requestID string, after 
 	}
 	slices.SortFunc(keys, compareKeys)
 	for _, k := range keys {
-		var batch []agent.StoredEvent
+		var batch []eventlog.Event
 		if err := json.Unmarshal(log[k].data, &batch); err != nil {
 			return nil, fmt.Errorf("corrupt events %d#%d: %w", k.epoch, k.first, err)
 		}
@@ -164,10 +164,10 @@ func (s *Store) ListEvents(ctx context.Context, taskID, requestID string, after 
 	}
 	// By id then epoch, the first of each kept: the batch with the lowest
 	// first id wins, as in DynamoDB.
-	slices.SortStableFunc(out, func(a, b agent.StoredEvent) int {
+	slices.SortStableFunc(out, func(a, b eventlog.Event) int {
 		return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Epoch, b.Epoch))
 	})
-	return slices.CompactFunc(out, func(a, b agent.StoredEvent) bool { return a.ID == b.ID && a.Epoch == b.Epoch }), nil
+	return slices.CompactFunc(out, func(a, b eventlog.Event) bool { return a.ID == b.ID && a.Epoch == b.Epoch }), nil
 }
 
 // ExtendEvents implements agent.Store.

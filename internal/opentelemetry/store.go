@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 // Store span names: hitch.store.<method>.
@@ -89,14 +90,14 @@ func (s *Store) ListDecisions(ctx context.Context, taskID, requestID string) (_ 
 }
 
 // AppendEvents implements agent.Store.
-func (s *Store) AppendEvents(ctx context.Context, taskID, requestID string, events []agent.StoredEvent, expires time.Time) (err error) {
+func (s *Store) AppendEvents(ctx context.Context, taskID, requestID string, events []eventlog.Event, expires time.Time) (err error) {
 	ctx, span := s.start(ctx, "AppendEvents", taskID)
 	defer func() { end(span, err) }()
 	return s.Store.AppendEvents(ctx, taskID, requestID, events, expires)
 }
 
 // ListEvents implements agent.Store.
-func (s *Store) ListEvents(ctx context.Context, taskID, requestID string, after int64) (_ []agent.StoredEvent, err error) {
+func (s *Store) ListEvents(ctx context.Context, taskID, requestID string, after int64) (_ []eventlog.Event, err error) {
 	ctx, span := s.start(ctx, "ListEvents", taskID)
 	defer func() { end(span, err) }()
 	return s.Store.ListEvents(ctx, taskID, requestID, after)

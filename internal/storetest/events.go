@@ -10,30 +10,31 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 // events returns the events from..to, their data tagged (and padded to pad
 // bytes when pad > 0).
-func events(from, to int64, tag string, pad int) []agent.StoredEvent {
-	var out []agent.StoredEvent
+func events(from, to int64, tag string, pad int) []eventlog.Event {
+	var out []eventlog.Event
 	for i := from; i <= to; i++ {
 		delta := fmt.Sprintf("%s %d", tag, i)
 		if pad > 0 {
 			delta += strings.Repeat("é", pad/2)
 		}
-		out = append(out, agent.StoredEvent{ID: i, Name: "answer", Data: fmt.Appendf(nil, `{"delta":%q}`, delta)})
+		out = append(out, eventlog.Event{ID: i, Name: "answer", Data: fmt.Appendf(nil, `{"delta":%q}`, delta)})
 	}
 	return out
 }
 
-func appendEvents(tb testing.TB, s agent.Store, taskID, rid string, evs []agent.StoredEvent, expires time.Time) {
+func appendEvents(tb testing.TB, s agent.Store, taskID, rid string, evs []eventlog.Event, expires time.Time) {
 	tb.Helper()
 	if err := s.AppendEvents(context.Background(), taskID, rid, evs, expires); err != nil {
 		tb.Fatalf("AppendEvents(%d..%d): %v", evs[0].ID, evs[len(evs)-1].ID, err)
 	}
 }
 
-func wantEvents(tb testing.TB, s agent.Store, taskID, rid string, after int64, want []agent.StoredEvent) {
+func wantEvents(tb testing.TB, s agent.Store, taskID, rid string, after int64, want []eventlog.Event) {
 	tb.Helper()
 	got, err := s.ListEvents(context.Background(), taskID, rid, after)
 	if err != nil {
@@ -46,7 +47,7 @@ func wantEvents(tb testing.TB, s agent.Store, taskID, rid string, after int64, w
 
 func testEvents(t *testing.T, s agent.Store) {
 	tid, rid, other := id(), id(), id()
-	exp := time.Now().Add(agent.EventLogTTL)
+	exp := time.Now().Add(eventlog.TTL)
 	appendEvents(t, s, tid, rid, events(1, 5, "a", 0), exp)
 	appendEvents(t, s, tid, rid, events(6, 9, "a", 0), exp)
 	appendEvents(t, s, tid, rid, events(10, 14, "a", 0), exp)
@@ -67,7 +68,7 @@ func testEvents(t *testing.T, s agent.Store) {
 // event log keeps a failed batch and adds to it), duplicates nothing.
 func testEventsRetried(t *testing.T, s agent.Store) {
 	tid, rid := id(), id()
-	exp := time.Now().Add(agent.EventLogTTL)
+	exp := time.Now().Add(eventlog.TTL)
 	appendEvents(t, s, tid, rid, events(1, 4, "a", 0), exp)
 	appendEvents(t, s, tid, rid, events(5, 8, "a", 0), exp)
 	appendEvents(t, s, tid, rid, events(5, 8, "a", 0), exp)
@@ -80,7 +81,7 @@ func testEventsRetried(t *testing.T, s agent.Store) {
 // testEventsBig: a batch over 350 KB reads back whole (DynamoDB splits it).
 func testEventsBig(t *testing.T, s agent.Store) {
 	tid, rid := id(), id()
-	exp := time.Now().Add(agent.EventLogTTL)
+	exp := time.Now().Add(eventlog.TTL)
 	appendEvents(t, s, tid, rid, events(1, 2, "small", 0), exp)
 	big := events(3, 42, "big", 30_000) // 40 events of 30 KB: 1.2 MB
 	appendEvents(t, s, tid, rid, big, exp)
@@ -123,12 +124,12 @@ func testEventsExtended(t *testing.T, s agent.Store) {
 }
 
 // readAll reads the log page by page from its start, failing on a page that
-// passes agent.EventPageBytes by more than one item of 350 KB; it returns
+// passes eventlog.PageBytes by more than one item of 350 KB; it returns
 // the events, the pages read and the last page's Next.
-func readAll(tb testing.TB, s agent.Store, taskID, rid string, after int64) ([]agent.StoredEvent, int, agent.EventPos) {
+func readAll(tb testing.TB, s agent.Store, taskID, rid string, after int64) ([]eventlog.Event, int, eventlog.Pos) {
 	tb.Helper()
-	var out []agent.StoredEvent
-	var from agent.EventPos
+	var out []eventlog.Event
+	var from eventlog.Pos
 	for pages := 1; ; pages++ {
 		page, err := s.ReadEvents(context.Background(), taskID, rid, from, after)
 		if err != nil {
@@ -138,7 +139,7 @@ func readAll(tb testing.TB, s agent.Store, taskID, rid string, after int64) ([]a
 		for _, e := range page.Events {
 			size += len(e.Data)
 		}
-		if size > agent.EventPageBytes+350_000 {
+		if size > eventlog.PageBytes+350_000 {
 			tb.Errorf("a page of %d events holds %d bytes of data", len(page.Events), size)
 		}
 		out = append(out, page.Events...)
@@ -158,8 +159,8 @@ func readAll(tb testing.TB, s agent.Store, taskID, rid string, after int64) ([]a
 func testEventsPaged(t *testing.T, s agent.Store) {
 	ctx := context.Background()
 	tid, rid := id(), id()
-	exp := time.Now().Add(agent.EventLogTTL)
-	epoch := func(n int, evs []agent.StoredEvent) []agent.StoredEvent {
+	exp := time.Now().Add(eventlog.TTL)
+	epoch := func(n int, evs []eventlog.Event) []eventlog.Event {
 		for i := range evs {
 			evs[i].Epoch = n
 		}
@@ -174,7 +175,7 @@ func testEventsPaged(t *testing.T, s agent.Store) {
 	appendEvents(t, s, tid, rid, big, exp)
 	appendEvents(t, s, tid, rid, taker, exp)
 	appendEvents(t, s, tid, rid, late, exp)
-	logOrder := append(append(append(append([]agent.StoredEvent{}, first...), big...), late...), taker...)
+	logOrder := append(append(append(append([]eventlog.Event{}, first...), big...), late...), taker...)
 
 	got, pages, next := readAll(t, s, tid, rid, 0)
 	if diff := cmp.Diff(logOrder, got, opts); diff != "" {
@@ -185,7 +186,7 @@ func testEventsPaged(t *testing.T, s agent.Store) {
 	}
 	for _, after := range []int64{4, 20, 45, 47} {
 		got, _, _ := readAll(t, s, tid, rid, after)
-		var want []agent.StoredEvent
+		var want []eventlog.Event
 		for _, e := range logOrder {
 			if e.ID > after {
 				want = append(want, e)
@@ -209,8 +210,8 @@ func testEventsPaged(t *testing.T, s agent.Store) {
 	}
 
 	for _, c := range []struct{ tid, rid string }{{tid, id()}, {id(), rid}} {
-		page, err := s.ReadEvents(ctx, c.tid, c.rid, agent.EventPos{}, 0)
-		if err != nil || len(page.Events) != 0 || page.More || page.Next != (agent.EventPos{}) {
+		page, err := s.ReadEvents(ctx, c.tid, c.rid, eventlog.Pos{}, 0)
+		if err != nil || len(page.Events) != 0 || page.More || page.Next != (eventlog.Pos{}) {
 			t.Errorf("ReadEvents of an unknown log = %+v, %v; want an empty last page", page, err)
 		}
 	}

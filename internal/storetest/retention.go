@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 // fullTask writes a task with everything that lives under it: entries (one of
@@ -24,7 +25,7 @@ func fullTask(tb testing.TB, s agent.Store, session string) *agent.Task {
 	update(tb, s, &agent.Write{Task: n, PrevVersion: task.Version, Items: []agent.Item{textItem(3, "bye")},
 		Artifacts: []agent.Artifact{artifact(task, "report.md", 2)},
 		Requests:  []agent.RequestRecord{{RequestView: agent.RequestView{RequestID: task.Active.ID, Status: agent.StatusCompleted, CreatedAt: base}}}})
-	exp := time.Now().Add(agent.EventLogTTL)
+	exp := time.Now().Add(eventlog.TTL)
 	appendEvents(tb, s, task.ID, task.Active.ID, events(1, 3, "a", 0), exp)
 	appendEvents(tb, s, task.ID, id(), events(1, 2, "b", 0), exp)
 	return n

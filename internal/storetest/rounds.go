@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hitch-agents/hitch/internal/agent"
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 // testDecisions: decided rounds are items of their own (DEC#<rid>#<round>),
@@ -71,8 +72,8 @@ func testDecisions(t *testing.T, s agent.Store) {
 // their epoch, and Visible drops what the cut hides.
 func testEventsEpochs(t *testing.T, s agent.Store) {
 	tid, rid := id(), id()
-	exp := time.Now().Add(agent.EventLogTTL)
-	epoch := func(n int, evs []agent.StoredEvent) []agent.StoredEvent {
+	exp := time.Now().Add(eventlog.TTL)
+	epoch := func(n int, evs []eventlog.Event) []eventlog.Event {
 		for i := range evs {
 			evs[i].Epoch = n
 		}
@@ -89,7 +90,7 @@ func testEventsEpochs(t *testing.T, s agent.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append([]agent.StoredEvent{}, old...)
+	want := append([]eventlog.Event{}, old...)
 	for i := range taker[:3] {
 		want = append(want, late[i], taker[i]) // by id, then epoch
 	}
@@ -97,8 +98,8 @@ func testEventsEpochs(t *testing.T, s agent.Store) {
 	if diff := cmp.Diff(want, got, opts); diff != "" {
 		t.Errorf("ListEvents across epochs (-want +got):\n%s", diff)
 	}
-	visible := agent.Visible(got, []agent.EventCut{{Epoch: 1, Last: 5}})
-	if diff := cmp.Diff(append(append([]agent.StoredEvent{}, old...), taker...), visible, opts); diff != "" {
+	visible := eventlog.Visible(got, []eventlog.Cut{{Epoch: 1, Last: 5}})
+	if diff := cmp.Diff(append(append([]eventlog.Event{}, old...), taker...), visible, opts); diff != "" {
 		t.Errorf("Visible with the old leg cut at 5 (-want +got):\n%s", diff)
 	}
 }
