@@ -295,8 +295,7 @@ func (e *Engine) claimContinue(ctx context.Context, ag *Agent, t *Task, items []
 	takeover := na.Status == StatusRunning
 	if takeover {
 		e.log().Warn("taking over a caller whose lease expired while it waited on a sub-agent", "task_id", t.ID, "request_id", na.ID)
-		cutLeg(na, e.lastLogged(ctx, t.ID, t.Active))
-		na.Takeovers++
+		e.takeOverLeg(ctx, t, na)
 	} else {
 		na.Epoch++
 	}

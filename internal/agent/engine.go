@@ -396,6 +396,20 @@ func (e *Engine) recordLost(ctx context.Context, next *Task, items []Item, now t
 	return extra, rec
 }
 
+// takeOverLeg is what every takeover of a dead leg does to the request
+// it claims (na, of t's next version): the dead leg's late events cut, and
+// the takeover counted — reset by the first write of a leg that holds
+// (Run.write), so MaxTakeovers takeovers in a row that die end the
+// request (takeoversDied).
+func (e *Engine) takeOverLeg(ctx context.Context, t *Task, na *ActiveRequest) {
+	cutLeg(na, e.lastLogged(ctx, t.ID, t.Active))
+	na.Takeovers++
+}
+
+// takeoversDied tells whether the request's last MaxTakeovers takeovers
+// all died before a write of theirs.
+func (a *ActiveRequest) takeoversDied() bool { return a.Takeovers >= MaxTakeovers }
+
 // cutLeg ends the events of a's dead leg at its last commit (what META
 // counts): readers drop what it logged later, which a stalled holder may
 // still flush. The next writer logs under a new epoch, numbering on after

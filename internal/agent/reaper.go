@@ -222,7 +222,7 @@ func (e *Engine) tryTakeover(ctx context.Context, taskID, rid string) (*Run, err
 	case a.CancelRequested:
 		_, err := e.finaliseCanceled(ctx, ag, t, items, flagOf(a))
 		return nil, err
-	case a.Takeovers >= MaxTakeovers:
+	case a.takeoversDied():
 		return nil, e.endLost(ctx, ag, t, items, now)
 	}
 	e.log().Warn("the reaper takes over a request whose lease expired", "task_id", t.ID, "request_id", a.ID,

@@ -514,7 +514,7 @@ func minTime(a, b time.Time) time.Time {
 // agents"). The claim of this leg is counted.
 func (r *Run) handedOffTooOften(cc ChildCall) bool {
 	unanswered := cc.RequestID == "" && !cc.SentAt.IsZero() || cc.RequestID != "" && !cc.QuietSince.IsZero()
-	return cc.Remote != "" && unanswered && r.task.Active.Takeovers >= MaxTakeovers
+	return cc.Remote != "" && unanswered && r.task.Active.takeoversDied()
 }
 
 // remoteSilentMessage is the result of a remote call closed for want of an

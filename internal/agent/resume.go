@@ -901,8 +901,7 @@ func (e *Engine) takeOver(ctx context.Context, ag *Agent, t *Task, items []Item,
 	next := e.nextOf(t)
 	deadline, lease := e.legDeadline(in.Deadline)
 	next.Active.ClaimToken, next.Active.LeaseUntil, next.Active.ClaimedAt = e.newID(), lease, now
-	cutLeg(next.Active, e.lastLogged(ctx, t.ID, t.Active))
-	next.Active.Takeovers++
+	e.takeOverLeg(ctx, t, next.Active)
 	next.UpdatedAt = now
 	w := &Write{Task: next, PrevVersion: t.Version}
 	addWaiter(w, in.Waiter)

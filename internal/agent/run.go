@@ -491,7 +491,7 @@ func (r *Run) nextVersion(base *Task, sent time.Time, mutate func(*Task)) (*Task
 		mine := *r.task.Active
 		mine.LastEventID = r.eventID
 		mine.LeaseUntil = sent.Add(LeaseDuration)
-		mine.Takeovers = 0 // a leg that holds and writes: not a failed takeover
+		mine.Takeovers = 0 // a leg that holds and writes: its takeover did not die (takeoversDied)
 		if cur.CancelRequested && !mine.CancelRequested {
 			mine.CancelRequested, mine.CanceledBy, mine.CanceledAt, mine.CancelReason =
 				cur.CancelRequested, cur.CanceledBy, cur.CanceledAt, cur.CancelReason
