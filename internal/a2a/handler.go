@@ -67,7 +67,7 @@ func (h *handler) wait() {
 }
 
 // execute runs a started request to its end or pause.
-func (h *handler) execute(ctx context.Context, run *agent.Run, sink agent.Sink) *agent.RequestResult {
+func (h *handler) execute(ctx context.Context, run agent.Leg, sink agent.Sink) *agent.RequestResult {
 	defer h.runs.Done()
 	return run.Execute(context.WithoutCancel(ctx), sink)
 }
@@ -169,7 +169,7 @@ func (h *handler) taskOf(ctx context.Context, f *found, historyLength *int) (*a2
 // contextId names the task) or, on an input-required task, a resume.
 //
 // A request it starts is tracked: the caller must execute it.
-func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest) (*agent.Run, error) {
+func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest) (agent.Leg, error) {
 	if !h.track() {
 		return nil, protoErr(a2a.ErrInternalError, agent.CodeInternal, "the call ended before the request started")
 	}
@@ -180,7 +180,7 @@ func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest) (*agen
 	return run, err
 }
 
-func (h *handler) claim(ctx context.Context, req *a2a.SendMessageRequest) (*agent.Run, error) {
+func (h *handler) claim(ctx context.Context, req *a2a.SendMessageRequest) (agent.Leg, error) {
 	if req.Message == nil {
 		return nil, invalidParams(agent.CodeInvalidItems, "params.message is required")
 	}
@@ -247,7 +247,7 @@ func (h *handler) claim(ctx context.Context, req *a2a.SendMessageRequest) (*agen
 // it starts (docs/api.md Idempotency-Key, scoped to the user and the agent).
 const messageKey = "a2a-message:"
 
-func workingTask(run *agent.Run) *a2a.Task { return working(run.TaskID(), run.RequestID()) }
+func workingTask(run agent.Leg) *a2a.Task { return working(run.TaskID(), run.RequestID()) }
 
 func working(taskID, rid string) *a2a.Task {
 	now := time.Now().UTC()

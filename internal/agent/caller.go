@@ -28,7 +28,9 @@ func bodyOf(d *Decision) ResumeRequest {
 // leafRun is a leaf's resume that a caller's leg runs first (a decision
 // sent to the caller).
 type leafRun struct {
-	run   *Run
+	// run is a local leaf's leg (or, for a duplicate of a decision it
+	// took, its follower).
+	run   Leg
 	leaf  LeafRef
 	depth int
 	via   string // the caller's call it is reached through
@@ -73,7 +75,7 @@ func (c *claimSet) add(w *Write, landed func()) {
 // to their systems after that commit, or, with no local leaf, before the
 // caller's claim, whose first refusal is the answer. The caller's leg
 // runs the leaves' legs, continues the chain below it, and goes on.
-func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
+func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (Leg, error) {
 	a := t.Active
 	d, err := e.decide(ag, in, a.Pending, a.Round, now)
 	if err != nil {
@@ -184,7 +186,7 @@ func (e *Engine) callerLeg(ag *Agent, t *Task, items []Item, in ResumeInput, d *
 // land (err): a refusal, a read again, or — when remote leaves took their
 // parts already — the caller's outcome followed, never a refusal of a
 // decision that was taken.
-func (e *Engine) callerClaimLost(ag *Agent, t *Task, in ResumeInput, err error, claims *claimSet, sentFirst bool, took []remoteDecided, leaves []leafRun) (*Run, error) {
+func (e *Engine) callerClaimLost(ag *Agent, t *Task, in ResumeInput, err error, claims *claimSet, sentFirst bool, took []remoteDecided, leaves []leafRun) (Leg, error) {
 	if errors.Is(err, ErrTooLarge) {
 		return nil, Errorf(CodeInvalidDecisions, "this decision claims %d requests, more than one transaction holds: decide at the leaves' own URLs (each pending call's resume_url)", len(claims.writes)+1)
 	}
@@ -252,8 +254,8 @@ func sendPartsFirst(ctx context.Context, leaves []leafRun) (int, error) {
 			}
 			n++
 		}
-		if l.run != nil {
-			m, err := sendPartsFirst(ctx, l.run.leafRuns)
+		if lr, ok := l.run.(*Run); ok {
+			m, err := sendPartsFirst(ctx, lr.leafRuns)
 			n += m
 			if err != nil && n == 0 {
 				return 0, err
@@ -267,14 +269,16 @@ func sendPartsFirst(ctx context.Context, leaves []leafRun) (int, error) {
 // it on (a continuation, a cancel). The leaves claimed for it still run
 // their legs — each reads its cancel flag before it runs anything — and
 // the caller's outcome is followed.
-func (e *Engine) followMovedCaller(ag *Agent, t *Task, in ResumeInput, leaves []leafRun) *Run {
+func (e *Engine) followMovedCaller(ag *Agent, t *Task, in ResumeInput, leaves []leafRun) *followLeg {
 	a := t.Active
 	f := e.follower(ag, t.ID, a.ID, a.Round, in.Deadline)
 	follow := f.follow
 	f.follow = func(ctx context.Context, sink Sink) *RequestResult {
 		for _, l := range leaves {
+			if lr, ok := l.run.(*Run); ok {
+				lr.pollFirst = true
+			}
 			if l.run != nil {
-				l.run.pollFirst = true
 				l.run.Execute(ctx, Discard)
 			}
 			if l.follow != nil && !l.answer {
@@ -319,11 +323,12 @@ func viaLocalCallers(a *ActiveRequest) []Await {
 }
 
 // depthBelow is how many levels below the caller task a leaf's request is.
-func depthBelow(leaf *Run, callerTaskID string) int {
-	if leaf.task == nil || leaf.task.Active == nil {
+func depthBelow(leaf Leg, callerTaskID string) int {
+	t := leaf.Task()
+	if t == nil || t.Active == nil {
 		return 1
 	}
-	anc := leaf.task.Active.Ancestors
+	anc := t.Active.Ancestors
 	for i := len(anc) - 1; i >= 0; i-- {
 		if anc[i].TaskID == callerTaskID {
 			return len(anc) - i
@@ -344,7 +349,9 @@ func (r *Run) runLeaves(ctx context.Context) {
 			// This caller was canceled since the claim: the cancel
 			// flagged the leaf too, which reads its flag before it runs
 			// anything.
-			l.run.pollFirst = true
+			if lr, ok := l.run.(*Run); ok {
+				lr.pollFirst = true
+			}
 		}
 		sink := &childSink{parent: r, agent: l.leaf.Agent, taskID: l.leaf.TaskID, rid: l.leaf.RequestID, depth: l.depth}
 		res := l.run.Execute(context.WithoutCancel(ctx), sink)

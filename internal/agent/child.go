@@ -372,11 +372,11 @@ func (e *Engine) attachDead(ctx context.Context, caller *Run, sub *Agent, cc Chi
 
 // executeChild runs a claimed leg of the child request and reads its
 // outcome.
-func (e *Engine) executeChild(ctx context.Context, run *Run, sub *Agent, cc ChildCall, sink Sink) (childOutcome, error) {
+func (e *Engine) executeChild(ctx context.Context, run Leg, sub *Agent, cc ChildCall, sink Sink) (childOutcome, error) {
 	res := run.Execute(ctx, sink)
 	id := cc.TaskID
-	if run.task != nil {
-		id = run.task.ID
+	if t := run.Task(); t != nil {
+		id = t.ID
 	}
 	// (A follower — the decision sent again found it taken — has no task.)
 	return e.outcomeOf(ctx, sub, id, cc.RequestID, res)

@@ -33,6 +33,8 @@
 //
 //	engine.go     a new message or edit: the claim, settling a dead leg (or a
 //	              caller's expired chain) before it
+//	leg.go        what a Start… gives: a leg to run (Run), or a follower of a
+//	              leg that runs elsewhere (followLeg)
 //	run.go        a leg: the turn loop and its commits
 //	toolrun.go    a turn's tool calls
 //	hitl.go       approvals: the pause, and the decided round's run

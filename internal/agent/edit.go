@@ -17,7 +17,7 @@ type EditInput struct {
 // StartEdit supersedes every entry from the edited request's first entry on
 // (a range on the task; no entry is rewritten) and claims a new request
 // (kind edit) with the new user message (docs/api.md Edit).
-func (e *Engine) StartEdit(ctx context.Context, in EditInput) (_ *Run, err error) {
+func (e *Engine) StartEdit(ctx context.Context, in EditInput) (_ Leg, err error) {
 	defer wrap(&err, "edit request %s of task %s", in.RequestID, in.TaskID)
 	content, err := UserContent(in.Items)
 	if err != nil {
@@ -29,11 +29,11 @@ func (e *Engine) StartEdit(ctx context.Context, in EditInput) (_ *Run, err error
 	if in.RequestID, err = ParseID("request_id", in.RequestID); err != nil {
 		return nil, err
 	}
-	return e.startLoop(ctx, in.UserID, in.Agent, "edit", in.Idem, func(ag *Agent, bound *IdemRecord) (*Run, error) {
+	return e.startLoop(ctx, in.UserID, in.Agent, "edit", in.Idem, func(ag *Agent, bound *IdemRecord) (Leg, error) {
 		if bound != nil {
 			return e.boundFollower(ctx, ag, bound, in.Deadline)
 		}
-		return e.tryEdit(ctx, ag, in, content)
+		return legOf(e.tryEdit(ctx, ag, in, content))
 	})
 }
 

@@ -132,7 +132,7 @@ func (e *Engine) legDeadline(caller time.Time) (time.Time, time.Time) {
 // StartInvoke validates a new message, creates the task or claims the
 // existing one, and returns the run. Refusals are *Error (4xx); nothing is
 // written for them.
-func (e *Engine) StartInvoke(ctx context.Context, in InvokeInput) (_ *Run, err error) {
+func (e *Engine) StartInvoke(ctx context.Context, in InvokeInput) (_ Leg, err error) {
 	defer wrap(&err, "invoke %s (task %q)", in.Agent, in.TaskID)
 	content, err := UserContent(in.Items)
 	if err != nil {
@@ -151,14 +151,14 @@ func (e *Engine) StartInvoke(ctx context.Context, in InvokeInput) (_ *Run, err e
 			return nil, err
 		}
 	}
-	run, err := e.startLoop(ctx, in.UserID, in.Agent, "invoke", in.Idem, func(ag *Agent, bound *IdemRecord) (*Run, error) {
+	run, err := e.startLoop(ctx, in.UserID, in.Agent, "invoke", in.Idem, func(ag *Agent, bound *IdemRecord) (Leg, error) {
 		switch {
 		case bound != nil:
 			return e.boundFollower(ctx, ag, bound, in.Deadline)
 		case in.TaskID == "":
-			return e.createTask(ctx, ag, in, content)
+			return legOf(e.createTask(ctx, ag, in, content))
 		}
-		return e.claimFollowOn(ctx, ag, in, content)
+		return legOf(e.claimFollowOn(ctx, ag, in, content))
 	})
 	return e.bindFollower(ctx, run, err, in.Waiter)
 }

@@ -112,7 +112,7 @@ func (e *Engine) newIdem(user, agentName, route string, id *Idempotency, taskID,
 // while it loses a race (the task changed between its read and its claim, or
 // the key was bound meanwhile).
 func (e *Engine) startLoop(ctx context.Context, user, agentName, route string, id *Idempotency,
-	try func(ag *Agent, bound *IdemRecord) (*Run, error)) (*Run, error) {
+	try func(ag *Agent, bound *IdemRecord) (Leg, error)) (Leg, error) {
 	if id != nil {
 		if err := CheckIdempotencyKey(id.Key); err != nil {
 			return nil, err
@@ -122,7 +122,7 @@ func (e *Engine) startLoop(ctx context.Context, user, agentName, route string, i
 	if !ok {
 		return nil, Errorf(CodeAgentNotFound, "no agent is named %q", agentName)
 	}
-	return again(true, func() (*Run, error) {
+	return again(true, func() (Leg, error) {
 		bound, err := e.lookupIdem(ctx, user, ag.Name, route, id)
 		if err != nil {
 			return nil, err

@@ -125,8 +125,8 @@ type ResumeInput struct {
 
 // StartResume decides a paused request's round and claims it (docs/api.md the
 // resume answer table). A duplicate of a decision in flight or done returns
-// a follower Run that answers the same outcome.
-func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (_ *Run, err error) {
+// a follower (followLeg) that answers the same outcome.
+func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (_ Leg, err error) {
 	defer wrap(&err, "resume request %s of task %s", in.RequestID, in.TaskID)
 	if err := in.Body.Check(); err != nil {
 		return nil, err
@@ -137,7 +137,7 @@ func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (_ *Run, err e
 	if in.RequestID, err = ParseID("request_id", in.RequestID); err != nil {
 		return nil, err
 	}
-	run, err := e.startLoop(ctx, in.UserID, in.Agent, "resume", in.Idem, func(ag *Agent, bound *IdemRecord) (*Run, error) {
+	run, err := e.startLoop(ctx, in.UserID, in.Agent, "resume", in.Idem, func(ag *Agent, bound *IdemRecord) (Leg, error) {
 		if bound != nil && in.Body.Round == nil {
 			// The retry decides the round its first send decided.
 			round := bound.Round
@@ -151,17 +151,18 @@ func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (_ *Run, err e
 // bindFollower binds the waiter of a call answered by a follower (a
 // duplicate that waits) to the request it follows (bindWaiter); a claim
 // bound its own already.
-func (e *Engine) bindFollower(ctx context.Context, run *Run, err error, wt *Waiter) (*Run, error) {
-	if err != nil || wt == nil || run.follow == nil {
+func (e *Engine) bindFollower(ctx context.Context, run Leg, err error, wt *Waiter) (Leg, error) {
+	f, ok := run.(*followLeg)
+	if err != nil || wt == nil || !ok {
 		return run, err
 	}
-	if err := e.bindWaiter(ctx, run.taskID, run.reqID, wt); err != nil {
+	if err := e.bindWaiter(ctx, f.taskID, f.reqID, wt); err != nil {
 		return nil, err
 	}
 	return run, nil
 }
 
-func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run, error) {
+func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (Leg, error) {
 	t, items, denied := e.LoadOwned(ctx, ag.Name, in.UserID, in.TaskID)
 	if t == nil {
 		return nil, denied
@@ -199,7 +200,7 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (*Run
 }
 
 // resumeActive answers a resume of the task's active request.
-func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
+func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (Leg, error) {
 	a := t.Active
 	if pastRound(a, in.Body) {
 		// Earlier rounds' decisions are DEC# items.
@@ -249,7 +250,7 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 	case a.Status == StatusPaused && a.CancelRequested:
 		return nil, Errorf(CodeNotPaused, "request %s is being canceled", a.ID)
 	case a.Status == StatusPaused:
-		return e.claimResume(ctx, ag, t, items, in, now)
+		return legOf(e.claimResume(ctx, ag, t, items, in, now))
 	}
 	return e.resumeRunning(ctx, ag, t, items, in, now)
 }
@@ -380,7 +381,7 @@ func (e *Engine) awaitDecided(ctx context.Context, w Await) (bool, error) {
 // resumePastRound: a decision of a round the request moved past (paused
 // again, or running a later round). The same decision follows that
 // round's leg; another is not_paused.
-func (e *Engine) resumePastRound(ag *Agent, t *Task, in ResumeInput, now time.Time) (*Run, error) {
+func (e *Engine) resumePastRound(ag *Agent, t *Task, in ResumeInput, now time.Time) (Leg, error) {
 	a := t.Active
 	if past := decisionOf(a.Decisions, *in.Body.Round); past != nil && !wholeRoundOfPart(past, in.Body) {
 		if d, err := e.decide(ag, in, pendingOf(past), past.Round, now); err == nil && sameDecision(past, d) {
@@ -397,7 +398,7 @@ func (e *Engine) resumePastRound(ag *Agent, t *Task, in ResumeInput, now time.Ti
 // resumeRunning: a decision sent again while its leg runs waits for the
 // leg (and takes the request over if the leg dies); once its lease ended,
 // it takes the request over at once. Another decision is a conflict.
-func (e *Engine) resumeRunning(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
+func (e *Engine) resumeRunning(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (Leg, error) {
 	a := t.Active
 	last := lastDecision(a)
 	if last == nil || (in.Body.Round != nil && *in.Body.Round != last.Round) {
@@ -414,16 +415,16 @@ func (e *Engine) resumeRunning(ctx context.Context, ag *Agent, t *Task, items []
 		// A duplicate of a decision in flight waits; if the invocation
 		// running it dies (its lease ends), it takes the request over.
 		f := e.follower(ag, t.ID, a.ID, last.Round, in.Deadline)
-		f.retake = func(ctx context.Context) (*Run, error) { return e.StartResume(ctx, in) }
+		f.retake = func(ctx context.Context) (Leg, error) { return e.StartResume(ctx, in) }
 		return f, nil
 	}
 	// The resume that claimed it died: take it over.
-	return e.takeOver(ctx, ag, t, items, in, now)
+	return legOf(e.takeOver(ctx, ag, t, items, in, now))
 }
 
 // resumeEnded answers a resume of a request that is not the active one:
 // rec, its record.
-func (e *Engine) resumeEnded(ag *Agent, t *Task, rec *RequestRecord, in ResumeInput) (*Run, error) {
+func (e *Engine) resumeEnded(ag *Agent, t *Task, rec *RequestRecord, in ResumeInput) (Leg, error) {
 	// The round the request ended in: its record's, or its last
 	// decision's. A chain's expiry closes the caller's round without a
 	// decision of its own, so the decisions alone can lag a round behind.
@@ -538,7 +539,7 @@ func closedByExpiry(rec *RequestRecord, last *Decision, round, final int) error 
 // died between the commit and its log, a takeover finished it), the pause
 // as the store holds it. A leg the request ended in answers the request's
 // outcome (with the log gone, expired, too).
-func (e *Engine) pastLeg(f *Run) *Run {
+func (e *Engine) pastLeg(f *followLeg) *followLeg {
 	follow := f.follow
 	f.follow = func(ctx context.Context, sink Sink) *RequestResult {
 		paused := e.legPaused(ctx, f.agent, f.taskID, f.reqID, f.legRound)
@@ -568,7 +569,7 @@ func (e *Engine) pastLeg(f *Run) *Run {
 
 // endedLeg answers a past round's leg that ended the request: that leg
 // from the log, else the request's outcome.
-func endedLeg(ctx context.Context, e *Engine, f *Run, follow func(context.Context, Sink) *RequestResult, sink Sink) *RequestResult {
+func endedLeg(ctx context.Context, e *Engine, f *followLeg, follow func(context.Context, Sink) *RequestResult, sink Sink) *RequestResult {
 	c := &legEnd{}
 	if sink != Discard {
 		// The stream replays that leg; its end is the answer.
@@ -968,11 +969,11 @@ func replaceItems(items, repl []Item) []Item {
 	return out
 }
 
-// follower is a run that waits for another invocation's outcome of the
+// follower is a leg that waits for another invocation's outcome of the
 // request (a duplicate in flight) and answers it.
-func (e *Engine) follower(ag *Agent, taskID, rid string, round int, callerDeadline time.Time) *Run {
+func (e *Engine) follower(ag *Agent, taskID, rid string, round int, callerDeadline time.Time) *followLeg {
 	deadline, _ := e.legDeadline(callerDeadline)
-	r := &Run{e: e, agent: ag, reqID: rid, taskID: taskID, followSpec: followSpec{legRound: round}}
+	r := &followLeg{e: e, agent: ag, reqID: rid, taskID: taskID, legRound: round, deadline: deadline}
 	r.follow = func(ctx context.Context, sink Sink) *RequestResult {
 		// A follower stops with its caller's deadline, like a leg.
 		ctx, cancel := context.WithDeadline(ctx, deadline)
@@ -1020,7 +1021,7 @@ func (s notLost) Emit(ev Event) {
 
 // boundFollower follows the request an Idempotency-Key was bound to: 404
 // if its task was deleted since.
-func (e *Engine) boundFollower(ctx context.Context, ag *Agent, bound *IdemRecord, callerDeadline time.Time) (*Run, error) {
+func (e *Engine) boundFollower(ctx context.Context, ag *Agent, bound *IdemRecord, callerDeadline time.Time) (Leg, error) {
 	if _, err := e.Store.GetTask(ctx, bound.TaskID); errors.Is(err, ErrNotFound) {
 		return nil, Errorf(CodeTaskNotFound, "the task this Idempotency-Key created (%s) was deleted", bound.TaskID)
 	} else if err != nil {

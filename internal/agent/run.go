@@ -80,7 +80,6 @@ type Run struct {
 	// cancelMu guards canceled, the cancel that stopped the leg.
 	cancelMu sync.Mutex
 	canceled *cancelInfo
-	followSpec
 	elicitState
 	eventID  int64          // the last event id of the request
 	started  time.Time      // when the leg started (metrics)
@@ -139,21 +138,10 @@ type legStart struct {
 	pollFirst bool
 }
 
-// followSpec makes a Run a follower: it waits for another invocation's
-// outcome instead of running (a duplicate in flight, a past round).
-type followSpec struct {
-	follow func(ctx context.Context, sink Sink) *RequestResult
-	// legRound is the round whose decision it follows.
-	legRound int
-	// retake, on a follower of a decision in flight, takes the request
-	// over when the invocation running it died.
-	retake func(ctx context.Context) (*Run, error)
-}
-
 // Task returns the task as the run was claimed; read it before Execute.
 func (r *Run) Task() *Task { return r.task }
 
-// TaskID is the run's task id (nil-safe for followers: "").
+// TaskID is the run's task id.
 func (r *Run) TaskID() string { return r.taskID }
 
 // RequestID is the id of the run's request.
@@ -168,9 +156,6 @@ func (r *Run) Deadline() time.Time { return r.deadline }
 func (r *Run) Execute(ctx context.Context, sink Sink) *RequestResult {
 	if sink == nil {
 		sink = Discard
-	}
-	if r.follow != nil {
-		return r.follow(ctx, sink)
 	}
 	ctx, span := r.startLeg(ctx)
 	start := time.Now()

@@ -15,7 +15,7 @@ import (
 
 // startBlocked starts a request whose model call blocks until its context
 // ends; it returns the run's result channel and the recorder.
-func (env *Env) startBlocked(t *testing.T, e *agent.Engine) (*agent.Run, <-chan *agent.RequestResult, *Recorder) {
+func (env *Env) startBlocked(t *testing.T, e *agent.Engine) (agent.Leg, <-chan *agent.RequestResult, *Recorder) {
 	t.Helper()
 	started := make(chan struct{})
 	env.Model.Add(agenttest.Blocking(started))

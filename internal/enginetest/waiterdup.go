@@ -23,7 +23,7 @@ func testDuplicateInFlightBindsItsWaiter(t *testing.T, env *Env) {
 		<-release
 		return agenttest.Say("deleted")(ctx, req, on)
 	})
-	resume := func(w *agent.Waiter) *agent.Run {
+	resume := func(w *agent.Waiter) agent.Leg {
 		run, err := env.E.StartResume(ctx, agent.ResumeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID, Body: Approve(), Waiter: w})
 		if err != nil {
 			t.Fatal(err)

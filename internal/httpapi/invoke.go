@@ -62,7 +62,7 @@ func WantsSSE(r *http.Request) bool {
 
 // execute runs a claimed request and answers it as SSE or JSON. It returns
 // only after the request's commit.
-func (s *Server) execute(ctx context.Context, w http.ResponseWriter, r *http.Request, run *agent.Run) {
+func (s *Server) execute(ctx context.Context, w http.ResponseWriter, r *http.Request, run agent.Leg) {
 	log := s.log().With("task_id", run.TaskID(), "request_id", run.RequestID())
 	if t := run.Task(); t != nil {
 		log = log.With("session_id", t.SessionID)

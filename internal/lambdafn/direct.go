@@ -86,7 +86,7 @@ func Direct(e *agent.Engine) lambdahttp.DirectFunc {
 		// The request outlives its caller: the commit happens even if the
 		// invocation's context ends (docs/architecture.md).
 		wctx := context.WithoutCancel(ctx)
-		var run *agent.Run
+		var run agent.Leg
 		switch p.Op {
 		case OpInvoke:
 			run, err = e.StartInvoke(wctx, agent.InvokeInput{
