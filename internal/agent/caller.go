@@ -175,10 +175,8 @@ func (e *Engine) callerLeg(ag *Agent, t *Task, items []Item, in ResumeInput, d *
 	addWaiter(w, in.Waiter)
 	e.outbox(w, true)
 	run := e.newRun(ag, next, items, deadline)
-	run.kind = KindResume
-	run.continuing = true
+	run.leg, run.kind = legAtCaller, KindResume
 	run.leafRuns = leaves
-	run.atCaller = true
 	return run, w
 }
 

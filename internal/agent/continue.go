@@ -323,12 +323,10 @@ func (e *Engine) claimContinue(ctx context.Context, ag *Agent, t *Task, items []
 		return nil, err
 	}
 	run := e.newRun(ag, next, items, deadline)
-	run.kind = KindContinue
-	run.takeover = takeover
+	run.leg, run.kind = legContinue, KindContinue
 	if takeover {
-		run.decided = lastDecision(na)
+		run.leg, run.decided = legTakeover, lastDecision(na)
 	}
-	run.continuing = run.decided == nil
 	run.askedIn = asked
 	return run, nil
 }
@@ -398,7 +396,7 @@ func (r *Run) runAndRecord(ctx context.Context, uses []Block, given map[string]B
 // handoffDue tells whether too little of the leg is left to continue the
 // chain below it (docs/architecture.md).
 func (r *Run) handoffDue() bool {
-	if !r.atCaller {
+	if r.leg != legAtCaller {
 		// Only a decision sent to a caller hands off: a continuation (what
 		// a handoff leads to) always goes on, so a chain always progresses.
 		return false

@@ -267,7 +267,7 @@ func (r *Run) runDecided(ctx context.Context) bool {
 				given[u.ID] = b
 			}
 		}
-		if _, ok := given[u.ID]; !ok && r.takeover && r.agentTool(u.Name) == nil {
+		if _, ok := given[u.ID]; !ok && r.leg == legTakeover && r.agentTool(u.Name) == nil {
 			// (A sub-agent call is found again, never made twice.)
 			if bt, ok := r.agent.Tool(u.Name); !ok || !bt.Policy.Idempotent {
 				given[u.ID] = ErrorResult(u.ID, outcomeUnknownMessage)
@@ -292,12 +292,12 @@ func (r *Run) decidedCall(u *Block, c CallDecision, d *Decision) (Block, bool) {
 			ev["reason"] = c.Reason
 			msg += ": " + c.Reason
 		}
-		if !r.takeover {
+		if r.leg != legTakeover {
 			r.emit(EventRejected, ev)
 		}
 		return ErrorResult(u.ID, msg), true
 	case ActionAnswer:
-		if !r.takeover {
+		if r.leg != legTakeover {
 			r.emit(EventAnswered, ev)
 		}
 		return r.truncate(answerResult(u.ID, c.Result)), true
@@ -312,7 +312,7 @@ func (r *Run) decidedCall(u *Block, c CallDecision, d *Decision) (Block, bool) {
 		ev["input"] = jsonRaw(c.Input)
 		u.Input = c.Input
 	}
-	if !r.takeover {
+	if r.leg != legTakeover {
 		r.emit(EventApproved, ev)
 	}
 	return Block{}, false
@@ -387,12 +387,12 @@ func (r *Run) elicitDecided(id string, d *Decision, cs []CallDecision) (Block, b
 				ev["reason"] = c.Reason
 				reasons = append(reasons, c.Reason)
 			}
-			if !r.takeover {
+			if r.leg != legTakeover {
 				r.emit(EventRejected, ev)
 			}
 			continue
 		}
-		if !r.takeover {
+		if r.leg != legTakeover {
 			r.emit(EventAnswered, ev)
 		}
 	}

@@ -227,13 +227,22 @@ func (e *Engine) tryTakeover(ctx context.Context, taskID, rid string) (*Run, err
 	}
 	e.log().Warn("the reaper takes over a request whose lease expired", "task_id", t.ID, "request_id", a.ID,
 		"lease_until", a.LeaseUntil, "takeovers", a.Takeovers)
+	return e.claimTakeover(ctx, ag, t, items)
+}
+
+// claimTakeover claims the reaper's takeover of a dead leg (legTakeover):
+// a caller's leg goes on as its continuation does, any other as the kind
+// it was — the round it carried out, or the model's turn. The claim is the
+// continuation's (claimContinue: its takeover cuts the dead leg's events
+// and counts the takeover); only what the leg says it is differs.
+func (e *Engine) claimTakeover(ctx context.Context, ag *Agent, t *Task, items []Item) (*Run, error) {
 	run, err := e.claimContinue(ctx, ag, t, items, nil, "")
 	if err != nil {
 		return nil, err
 	}
 	if len(e.openCalls(t, items)) == 0 {
 		// Not a caller: the leg goes on as the kind it was.
-		run.kind = a.Kind
+		run.kind = t.Active.Kind
 		if run.decided != nil {
 			run.kind = KindResume
 		}

@@ -891,8 +891,8 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	}
 	history := replaceItems(items, edited)
 	run := e.newRun(ag, next, history, deadline)
+	run.leg, run.kind = legResume, KindResume
 	run.decided = d // with its answers, which META holds by hash
-	run.kind = KindResume
 	return run, nil
 }
 
@@ -912,7 +912,7 @@ func (e *Engine) takeOver(ctx context.Context, ag *Agent, t *Task, items []Item,
 	}
 	run := e.newRun(ag, next, items, deadline)
 	run.decided = lastDecision(next.Active)
-	run.takeover = true
+	run.leg = legTakeover
 	run.kind = KindResume
 	return run, nil
 }

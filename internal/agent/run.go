@@ -112,25 +112,46 @@ func (e *Engine) newRun(ag *Agent, t *Task, history []Item, deadline time.Time) 
 		reqID: t.Active.ID, eventID: t.Active.LastEventID, artWritten: t.ArtifactCount, leaseSent: t.Active.LeaseUntil.Add(-LeaseDuration)}
 }
 
-// legStart is what a leg does first, by its kind: a new message's or an
-// edit's leg leaves all but kind zero.
+// legKind is how a leg starts: what it does before the model's turn.
+type legKind int
+
+const (
+	// legNew: a new message's or an edit's leg — the model's turn.
+	legNew legKind = iota
+	// legResume: a decided round's leg — the round's calls first
+	// (runDecided, with decided).
+	legResume
+	// legContinue: a caller's leg once its sub-agents moved — each open
+	// sub-agent call gets its outcome first (runContinued).
+	legContinue
+	// legAtCaller: a decision sent to a caller (caller.go) — the leaves'
+	// legs first (runLeaves, leafRuns), then as legContinue.
+	legAtCaller
+	// legTakeover: a dead leg taken over (the reaper's, a resume's or a
+	// caller's): a final answer it saved ends the request; else the round
+	// it carried out (decided) or the calls it left open go on, never
+	// saying again what it said, and a call it may have run is not run
+	// again unless its tool is idempotent.
+	legTakeover
+)
+
+// legStart is what a leg does first: its kind, and what that kind
+// carries.
 type legStart struct {
-	kind string // the leg's kind: invoke, edit or resume
-	// decided, on a resume, is the round's decision to carry out first.
+	leg legKind
+	// kind is what its request_started event says: invoke, edit, resume
+	// or continue (the request's own kind when empty).
+	kind string
+	// decided, on a resume (or a takeover of one), is the round's
+	// decision to carry out first.
 	decided *Decision
-	// takeover: the leg takes over a resume whose lease expired.
-	takeover bool
-	// continuing: the leg continues a caller after its sub-agents moved
-	// (continue.go): the open sub-agent calls get their outcome first.
-	continuing bool
 	// askedIn, on a continued caller, is the leaf round each elicitation of
 	// its last pause was pending in: one pending again in a later round
 	// asked again (pauseOnChildren), as its leaf's own pending call says
 	// — which a remote leaf's does not carry across.
 	askedIn map[string]int
-	// atCaller: the leg runs a decision sent to a caller (caller.go), and
-	// leafRuns are the leaves' legs it runs first.
-	atCaller bool
+	// leafRuns, on a decision at a caller, are the leaves' legs it runs
+	// first.
 	leafRuns []leafRun
 	// pollFirst: a leaf's leg claimed by a decision at a caller that
 	// moved on meanwhile (a cancel flagged it) reads its own cancel flag
@@ -200,21 +221,20 @@ func (r *Run) execute(ctx context.Context, sink Sink) *RequestResult {
 			return r.finish(ctx)
 		}
 	}
-	if r.takeover && r.answered() {
+	if r.leg == legTakeover && r.answered() {
 		return r.finish(ctx)
 	}
-	if r.decided != nil {
+	switch {
+	case r.decided != nil: // legResume, or a takeover of one
 		r.runDecided(legCtx)
-		if r.interrupted(legCtx) || r.status != "" {
-			return r.finish(ctx)
-		}
-	}
-	if r.continuing {
+	case r.leg == legAtCaller:
 		r.runLeaves(legCtx)
 		r.runContinued(legCtx)
-		if r.interrupted(legCtx) || r.status != "" {
-			return r.finish(ctx)
-		}
+	case r.leg == legContinue, r.leg == legTakeover:
+		r.runContinued(legCtx)
+	}
+	if r.leg != legNew && (r.interrupted(legCtx) || r.status != "") {
+		return r.finish(ctx)
 	}
 	r.loop(legCtx)
 	return r.finish(ctx)
