@@ -151,9 +151,8 @@ func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items [
 func (e *Engine) callerLeg(ag *Agent, t *Task, items []Item, in ResumeInput, d *Decision, took []remoteDecided, leaves []leafRun, now time.Time) (*Run, *Write) {
 	a := t.Active
 	next := e.nextOf(t)
-	deadline, lease := e.legDeadline(in.Deadline)
 	na := next.Active
-	na.Status, na.ClaimToken, na.LeaseUntil, na.ClaimedAt = StatusRunning, e.newID(), lease, now
+	deadline := e.claim(na, in.Deadline, now)
 	na.Epoch++
 	copied := d.withoutResults() // the answers are the leaves' (their DEC# items)
 	na.Decisions = []Decision{copied}

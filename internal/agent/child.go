@@ -437,17 +437,16 @@ func (r *Run) ancestors() []TaskRequest {
 func (e *Engine) createChild(ctx context.Context, caller *Run, sub *Agent, cc ChildCall, message string) (*Run, error) {
 	pt := caller.task
 	now := e.now()
-	deadline, lease := e.legDeadline(caller.deadline)
 	t := &Task{
 		ID: cc.TaskID, SessionID: pt.SessionID, Agent: sub.Name, UserID: pt.UserID,
 		Status: StatusRunning, CreatedAt: now, UpdatedAt: now, Version: 1, NextSeq: 2, WriteID: e.newID(),
 		ParentTaskID: pt.ID,
 		Active: &ActiveRequest{
-			ID: cc.RequestID, Kind: KindInvoke, Status: StatusRunning, ClaimToken: e.newID(), Epoch: 1,
-			LeaseUntil: lease, ClaimedAt: now, CreatedAt: now, FirstSeq: 1,
+			ID: cc.RequestID, Kind: KindInvoke, Epoch: 1, CreatedAt: now, FirstSeq: 1,
 			Parent: caller.parentRef(cc), Ancestors: caller.ancestors(),
 		},
 	}
+	deadline := e.claim(t.Active, caller.deadline, now)
 	user := Item{Seq: 1, RequestID: cc.RequestID, Role: RoleUser, CreatedAt: now, Content: []Block{TextBlock(message)}}
 	w := &Write{Task: t, Items: []Item{user}, Session: &SessionLink{
 		SessionID: pt.SessionID, UserID: pt.UserID, TaskID: t.ID, Agent: sub.Name, CreatedAt: now,

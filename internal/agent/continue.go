@@ -299,8 +299,7 @@ func (e *Engine) claimContinue(ctx context.Context, ag *Agent, t *Task, items []
 	} else {
 		na.Epoch++
 	}
-	deadline, lease := e.legDeadline(time.Time{})
-	na.Status, na.ClaimToken, na.LeaseUntil, na.ClaimedAt = StatusRunning, e.newID(), lease, now
+	deadline := e.claim(na, time.Time{}, now)
 	asked := map[string]int{}
 	for _, p := range na.Pending {
 		if p.Kind == InputElicitation {

@@ -114,6 +114,15 @@ type InvokeInput struct {
 	Waiter *Waiter
 }
 
+// claim makes a the request a leg of this invocation holds: Running, a
+// new claim token, its lease from now. It returns the leg's deadline (the
+// caller's, less the margin, at most LegTimeout; legDeadline).
+func (e *Engine) claim(a *ActiveRequest, callerDeadline, now time.Time) time.Time {
+	deadline, lease := e.legDeadline(callerDeadline)
+	a.Status, a.ClaimToken, a.LeaseUntil, a.ClaimedAt = StatusRunning, e.newID(), lease, now
+	return deadline
+}
+
 // legDeadline is when a leg started now must stop (wall clock), and its
 // lease's end (the engine's clock).
 func (e *Engine) legDeadline(caller time.Time) (time.Time, time.Time) {
@@ -169,17 +178,16 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 	if sid == "" {
 		sid = e.newID()
 	}
-	deadline, lease := e.legDeadline(in.Deadline)
 	rid := e.newID()
 	t := &Task{
 		ID: e.newID(), SessionID: sid, Agent: ag.Name, UserID: in.UserID,
 		Status: StatusRunning, CreatedAt: now, UpdatedAt: now,
 		Metadata: maps.Clone(in.Metadata), Version: 1, NextSeq: 2, WriteID: e.newID(),
 		Active: &ActiveRequest{
-			ID: rid, Kind: KindInvoke, Status: StatusRunning, ClaimToken: e.newID(), Epoch: 1,
-			LeaseUntil: lease, ClaimedAt: now, CreatedAt: now, FirstSeq: 1,
+			ID: rid, Kind: KindInvoke, Epoch: 1, CreatedAt: now, FirstSeq: 1,
 		},
 	}
+	deadline := e.claim(t.Active, in.Deadline, now)
 	user := Item{Seq: 1, RequestID: rid, Role: RoleUser, CreatedAt: now, Content: content}
 	w := &Write{Task: t, Items: []Item{user}, Session: &SessionLink{
 		SessionID: sid, UserID: in.UserID, TaskID: t.ID, Agent: ag.Name, CreatedAt: now,
@@ -272,7 +280,6 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 			return nil, err
 		}
 	}
-	deadline, lease := e.legDeadline(nr.deadline)
 	rid := nr.rid
 	if rid == "" {
 		rid = e.newID()
@@ -282,10 +289,10 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	next.Status, next.UpdatedAt = StatusRunning, now
 	next.NextSeq++
 	next.Active = &ActiveRequest{
-		ID: rid, Kind: nr.kind, Status: StatusRunning, ClaimToken: e.newID(), Epoch: 1,
-		LeaseUntil: lease, ClaimedAt: now, CreatedAt: now, FirstSeq: user.Seq,
+		ID: rid, Kind: nr.kind, Epoch: 1, CreatedAt: now, FirstSeq: user.Seq,
 		Parent: nr.parent, Ancestors: nr.ancestors,
 	}
+	deadline := e.claim(next.Active, nr.deadline, now)
 	w := &Write{Task: next, PrevVersion: t.Version, Items: append(extra, user), Requests: records, Decisions: decided,
 		Idem:   e.newIdem(nr.user, ag.Name, nr.route, nr.idem, t.ID, t.SessionID, rid, 0),
 		Lookup: &RequestLookup{RequestID: rid, TaskID: t.ID, Agent: ag.Name, UserID: t.UserID}}

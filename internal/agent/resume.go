@@ -867,9 +867,8 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 		return nil, err
 	}
 	next := e.nextOf(t)
-	deadline, lease := e.legDeadline(in.Deadline)
 	na := next.Active
-	na.Status, na.ClaimToken, na.LeaseUntil, na.ClaimedAt = StatusRunning, e.newID(), lease, now
+	deadline := e.claim(na, in.Deadline, now)
 	na.Epoch++
 	na.Decisions = []Decision{d.withoutResults()} // earlier rounds' are DEC# items; answers only there
 	remember(next, a, d)
@@ -900,8 +899,7 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 func (e *Engine) takeOver(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
 	e.log().Warn("taking over a resume whose lease expired", "task_id", t.ID, "request_id", t.Active.ID)
 	next := e.nextOf(t)
-	deadline, lease := e.legDeadline(in.Deadline)
-	next.Active.ClaimToken, next.Active.LeaseUntil, next.Active.ClaimedAt = e.newID(), lease, now
+	deadline := e.claim(next.Active, in.Deadline, now)
 	e.takeOverLeg(ctx, t, next.Active)
 	next.UpdatedAt = now
 	w := &Write{Task: next, PrevVersion: t.Version}
