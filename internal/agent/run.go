@@ -498,8 +498,7 @@ func (r *Run) nextVersion(base *Task, sent time.Time, mutate func(*Task)) (*Task
 		mine.LeaseUntil = sent.Add(LeaseDuration)
 		mine.Takeovers = 0 // a leg that holds and writes: its takeover did not die (takeoversDied)
 		if cur.CancelRequested && !mine.CancelRequested {
-			mine.CancelRequested, mine.CanceledBy, mine.CanceledAt, mine.CancelReason =
-				cur.CancelRequested, cur.CanceledBy, cur.CanceledAt, cur.CancelReason
+			flagOf(cur).flag(&mine) // a cancel's flag set meanwhile stays
 		}
 		// Waiters bound meanwhile (a duplicate that waits,
 		// bindWaiter), read here or by a renewal, stay bound.
