@@ -465,8 +465,7 @@ func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items
 		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: ci.at, Content: closing})
 		next.NextSeq++
 	}
-	a.LastEventID += 2 // cancelled, request_complete
-	rec := recordOf(a, StatusCanceled, ci.at)
+	rec := endOf(a, StatusCanceled, nil, ci.at)
 	rec.Cascade = ci.cascade
 	next.Active, next.Status = nil, StatusCanceled
 	next.RetainUntil = e.retainUntil()

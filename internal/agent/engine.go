@@ -396,9 +396,7 @@ func (e *Engine) recordLost(ctx context.Context, next *Task, items []Item, now t
 	// Its leg may have logged events past what META knows: the error event
 	// logSettled writes comes after them, in an epoch of its own.
 	cutLeg(a, e.lastLogged(ctx, next.ID, a))
-	a.LastEventID++
-	rec := recordOf(a, StatusFailed, now)
-	rec.Error = &ErrorInfo{Code: CodeLeaseExpired, Message: msg}
+	rec := endOf(a, StatusFailed, &ErrorInfo{Code: CodeLeaseExpired, Message: msg}, now)
 	next.Active, next.Status = nil, StatusFailed
 	return extra, rec
 }
@@ -523,6 +521,21 @@ func (e *Engine) nextOf(t *Task) *Task {
 }
 
 // recordOf makes the record of the active request ending with status.
+// endOf ends a, a request no leg holds, with status and failure: the ids
+// of the events its end is logged with once written are reserved on it
+// (a failure's error event; a cancel's cancelled and request_complete),
+// and its record is returned.
+func endOf(a *ActiveRequest, status Status, failure *ErrorInfo, at time.Time) RequestRecord {
+	if status == StatusCanceled {
+		a.LastEventID += 2
+	} else {
+		a.LastEventID++
+	}
+	rec := recordOf(a, status, at)
+	rec.Error = failure
+	return rec
+}
+
 func recordOf(a *ActiveRequest, status Status, now time.Time) RequestRecord {
 	decisions := a.Decisions
 	if decisions == nil {

@@ -222,9 +222,7 @@ func (e *Engine) callerExpiry(t *Task, items []Item, code, msg string, now time.
 		extra = append(extra, Item{Seq: next.NextSeq, RequestID: a.ID, Role: RoleTool, CreatedAt: now, Content: closing})
 		next.NextSeq++
 	}
-	a.LastEventID++ // the error event, logged once written
-	r := recordOf(a, StatusFailed, now)
-	r.Error = &ErrorInfo{Code: code, Message: msg}
+	r := endOf(a, StatusFailed, &ErrorInfo{Code: code, Message: msg}, now)
 	next.Active, next.Status = nil, StatusFailed
 	next.RetainUntil = e.retainUntil()
 	next.UpdatedAt = now
@@ -381,9 +379,7 @@ func (e *Engine) expireRound(next *Task, items []Item, now, at time.Time) ([]Ite
 		d.Calls = append(d.Calls, CallDecision{ToolCallID: p.ToolCallID, Action: "reject", Reason: msg})
 	}
 	a.Decisions = append(a.Decisions, d)
-	a.LastEventID++ // the error event, logged once the expiry is written
-	rec := recordOf(a, StatusFailed, now)
-	rec.Error = &ErrorInfo{Code: code, Message: msg}
+	rec := endOf(a, StatusFailed, &ErrorInfo{Code: code, Message: msg}, now)
 	next.Active = nil
 	next.Status = StatusFailed
 	return extra, []RequestRecord{rec}, []RequestDecision{{RequestID: a.ID, Decision: d}}, nil
