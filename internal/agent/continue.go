@@ -341,14 +341,25 @@ func (r *Run) runContinued(ctx context.Context) {
 	}
 	given := map[string]Block{}
 	for _, u := range uses {
-		if r.agentTool(u.Name) != nil {
-			continue
-		}
-		if bt, ok := r.agent.Tool(u.Name); !ok || !bt.Policy.Idempotent {
-			given[u.ID] = ErrorResult(u.ID, outcomeUnknownMessage)
+		if b, ok := r.notRunAgain(u); ok {
+			given[u.ID] = b
 		}
 	}
 	r.runAndRecord(ctx, uses, given)
+}
+
+// notRunAgain is the dead-leg rule of a call a taken-over leg finds open
+// (docs/architecture.md, "Dead legs"): the dead leg may have run it, so it
+// is closed outcome_unknown unless its tool is idempotent. A sub-agent
+// call is found again (its child), never made twice: it is left to run.
+func (r *Run) notRunAgain(u Block) (Block, bool) {
+	if r.agentTool(u.Name) != nil {
+		return Block{}, false
+	}
+	if bt, ok := r.agent.Tool(u.Name); ok && bt.Policy.Idempotent {
+		return Block{}, false
+	}
+	return ErrorResult(u.ID, outcomeUnknownMessage), true
 }
 
 // runAndRecord runs a turn's calls and records their results, or pauses

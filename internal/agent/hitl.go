@@ -267,10 +267,9 @@ func (r *Run) runDecided(ctx context.Context) bool {
 				given[u.ID] = b
 			}
 		}
-		if _, ok := given[u.ID]; !ok && r.leg == legTakeover && r.agentTool(u.Name) == nil {
-			// (A sub-agent call is found again, never made twice.)
-			if bt, ok := r.agent.Tool(u.Name); !ok || !bt.Policy.Idempotent {
-				given[u.ID] = ErrorResult(u.ID, outcomeUnknownMessage)
+		if _, ok := given[u.ID]; !ok && r.leg == legTakeover {
+			if b, ok := r.notRunAgain(u); ok {
+				given[u.ID] = b
 			}
 		}
 	}
