@@ -172,7 +172,7 @@ func (e *Engine) callerLeg(ag *Agent, t *Task, items []Item, in ResumeInput, d *
 	w := &Write{Task: next, PrevVersion: t.Version, Decisions: []RequestDecision{{RequestID: a.ID, Decision: copied}},
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
 	addWaiter(w, in.Waiter)
-	e.outbox(w, true)
+	w.newLeg = true
 	run := e.newRun(ag, next, items, deadline)
 	run.leg, run.kind = legAtCaller, KindResume
 	run.leafRuns = leaves

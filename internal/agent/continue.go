@@ -317,7 +317,7 @@ func (e *Engine) claimContinue(ctx context.Context, ag *Agent, t *Task, items []
 		w.Decisions = []RequestDecision{{RequestID: na.ID, Decision: copied}}
 	}
 	next.Status, next.UpdatedAt = StatusRunning, now
-	e.outbox(w, true) // a new leg: the waiters hear of it
+	w.newLeg = true // a new leg: the waiters hear of it
 	if err := e.write(ctx, w); err != nil {
 		return nil, err
 	}

@@ -384,13 +384,6 @@ func (e *Engine) outbox(w *Write, newLeg bool) {
 		base := item(a.ID, a.Epoch, a.LastEventID, a.Round)
 		waiters(base, a.Waiters, func(WaiterRef) bool { return false })
 	}
-	// Derived twice (a claim's, then the write's), an item is put once.
-	seen := map[string]bool{}
-	w.Outbox = slices.DeleteFunc(w.Outbox, func(o OutboxItem) bool {
-		dup := seen[o.SK()]
-		seen[o.SK()] = true
-		return dup
-	})
 }
 
 // remoteCancels are the remote-cancel items of a request that ended

@@ -878,7 +878,7 @@ func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []It
 	w := &Write{Task: next, PrevVersion: t.Version, Items: edited, Decisions: []RequestDecision{{RequestID: a.ID, Decision: *d}},
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
 	addWaiter(w, in.Waiter)
-	e.outbox(w, true) // a new leg: the waiters hear of it
+	w.newLeg = true // a new leg: the waiters hear of it
 	observe := func() { e.observeDecision(ag.Name, d, now.Sub(t.UpdatedAt)) }
 	if in.claims != nil {
 		in.claims.add(w, observe) // it lands with its caller's claim
@@ -904,7 +904,7 @@ func (e *Engine) takeOver(ctx context.Context, ag *Agent, t *Task, items []Item,
 	next.UpdatedAt = now
 	w := &Write{Task: next, PrevVersion: t.Version}
 	addWaiter(w, in.Waiter)
-	e.outbox(w, true) // a new leg: the waiters hear of it
+	w.newLeg = true // a new leg: the waiters hear of it
 	if err := e.commit(ctx, w, "take over %s", t.ID); err != nil {
 		return nil, err
 	}

@@ -273,6 +273,9 @@ type Write struct {
 	// have been delivered and deleted since (docs/architecture.md, "The
 	// outbox and the notifier").
 	pausing bool
+	// newLeg: the write claims a new leg of its active request, so the
+	// waiters bound to it hear that it goes on (a claim's).
+	newLeg bool
 	// With are writes of other tasks that land with this one in one
 	// transaction, or not at all (Store.Write). They carry no Session,
 	// Idem, Lookup or With of their own.
@@ -388,18 +391,30 @@ func (e *Engine) prepared(w *Write) *Write {
 		cp.Joins = append(slices.Clone(w.Joins), js...)
 		w = &cp
 	}
+	cp := *w
 	if len(w.Requests) > 0 {
 		// A record holds no decisions: they are DEC# items (docs/architecture.md,
 		// "The table"), put when each round was decided.
-		cp := *w
 		cp.Requests = slices.Clone(w.Requests)
 		for i := range cp.Requests {
 			cp.Requests[i].Decisions = nil
 		}
-		w = &cp
 	}
-	e.outbox(w, false)
-	return w
+	// What the write owes is derived here, once, into the copy: the
+	// write's own items are kept, and a write prepared again (sent again
+	// alone, its With dropped) derives the same, never twice.
+	cp.Outbox = slices.Clone(w.Outbox)
+	e.outbox(&cp, w.newLeg)
+	// An item the write carried already (a leg's own: the remote-cancel
+	// of a call it closed for want of an answer, which its end owes too)
+	// is put once: a transaction puts an item once.
+	seen := map[string]bool{}
+	cp.Outbox = slices.DeleteFunc(cp.Outbox, func(o OutboxItem) bool {
+		dup := seen[o.SK()]
+		seen[o.SK()] = true
+		return dup
+	})
+	return &cp
 }
 
 // DueTask is an entry of the reaper's index (ListDue): a task whose request
