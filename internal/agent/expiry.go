@@ -124,7 +124,7 @@ func (e *Engine) orphansOf(ctx context.Context, ends []ended, ci cancelInfo) ([]
 				// definition gone), ended or moved on: only a remote read
 				// paused in the very round its caller awaited gets the
 				// expiry's text.
-				if !e.remoteRoundOpen(ctx, x, cc) {
+				if open, err := e.remoteRoundOpen(ctx, x, cc); err != nil || !open {
 					known[cc.ToolCallID] = ErrorResult(cc.ToolCallID, childUnknownMessage(cc.Agent))
 				}
 				continue
@@ -192,8 +192,9 @@ func (e *Engine) closeKnown(x ended, known map[string]Block) {
 // remoteRoundOpen tells whether the remote leaf of an expiring caller's
 // open call cc is read paused in the round the caller awaited of it, so
 // that nothing ran there since: anything else — a later round, an end, a
-// run, a read that failed or found nothing — may have run something.
-func (e *Engine) remoteRoundOpen(ctx context.Context, x ended, cc ChildCall) bool {
+// run, nothing found — may have run something. A read that failed is an
+// error: its caller cannot tell either.
+func (e *Engine) remoteRoundOpen(ctx context.Context, x ended, cc ChildCall) (bool, error) {
 	var w Await
 	for _, aw := range x.awaits {
 		if aw.Via == cc.ToolCallID {
@@ -202,14 +203,17 @@ func (e *Engine) remoteRoundOpen(ctx context.Context, x ended, cc ChildCall) boo
 	}
 	ra := e.remoteOf(x.agent, cc)
 	if ra == nil || cc.RequestID == "" || w.Round == 0 {
-		return false
+		return false, nil
 	}
 	rt, err := ra.Get(ctx, cc.TaskID, cc.RequestID)
+	if ae := (*Error)(nil); errors.As(err, &ae) && ae.Code == CodeTaskNotFound {
+		return false, nil
+	}
 	if err != nil {
 		e.log().Warn("reading a remote leaf of an expired chain failed; its call is closed outcome_unknown", "task_id", x.w.Task.ID, "agent", cc.Agent, "url", cc.Remote, "remote_task_id", cc.RequestID, "err", err)
-		return false
+		return false, fmt.Errorf("read the remote task %s at %s: %w", cc.RequestID, cc.Remote, err)
 	}
-	return rt.Status == StatusPaused && rt.Round == w.Round
+	return rt.Status == StatusPaused && rt.Round == w.Round, nil
 }
 
 // callerExpiry is the write that ends a paused caller Failed with the
