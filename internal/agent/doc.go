@@ -34,12 +34,12 @@
 //	engine.go     a new message or edit: the claim, settling a dead leg (or a
 //	              caller's expired chain) before it
 //	leg.go        what a Start… gives: a leg to run (Run), or a follower of a
-//	              leg that runs elsewhere (followLeg)
+//	              leg that runs elsewhere (followLeg), and how followers follow
 //	run.go        a leg: the turn loop and its commits
 //	toolrun.go    a turn's tool calls
 //	hitl.go       approvals: the pause, and the decided round's run
-//	resume.go     a decision on a paused request (the answer table), and the
-//	              followers of a duplicate: in flight, past round, ended
+//	resume.go     a decision on a paused request (the answer table), and which
+//	              follower answers a duplicate: in flight, past round, ended
 //	follow.go     reading a request's event log: GET events and followers' streams
 //	eventlog.go   events no leg logs (an expiry's, a cancel's, a dead leg's end);
 //	              the log itself, batched per leg, is internal/eventlog

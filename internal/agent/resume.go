@@ -1,8 +1,9 @@
 // Resume: a decision on a paused request, read against the answer table
 // (docs/api.md, "Resume"): the round decided and claimed (claimResume), a
-// duplicate following the leg in flight or taking a dead one over, a past
-// round answered by its leg (pastLeg). A caller waiting on sub-agents is
-// decided from its leaves (caller.go); an expired round is expiry.go's.
+// dead leg's decision taken over (takeOver), and which follower answers a
+// duplicate — of the leg in flight, of a past round, of an ended request
+// (the followers themselves are leg.go's). A caller waiting on sub-agents
+// is decided from its leaves (caller.go); an expired round is expiry.go's.
 
 package agent
 
@@ -146,20 +147,6 @@ func (e *Engine) StartResume(ctx context.Context, in ResumeInput) (_ Leg, err er
 		return e.tryResume(ctx, ag, in)
 	})
 	return e.bindFollower(ctx, run, err, in.Waiter)
-}
-
-// bindFollower binds the waiter of a call answered by a follower (a
-// duplicate that waits) to the request it follows (bindWaiter); a claim
-// bound its own already.
-func (e *Engine) bindFollower(ctx context.Context, run Leg, err error, wt *Waiter) (Leg, error) {
-	f, ok := run.(*followLeg)
-	if err != nil || wt == nil || !ok {
-		return run, err
-	}
-	if err := e.bindWaiter(ctx, f.taskID, f.reqID, wt); err != nil {
-		return nil, err
-	}
-	return run, nil
 }
 
 func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (Leg, error) {
@@ -531,147 +518,6 @@ func closedByExpiry(rec *RequestRecord, last *Decision, round, final int) error 
 	return Errorf(code, "round %d of request %s was closed by its expiry (%s)", round, rec.RequestID, msg)
 }
 
-// pastLeg makes a follower of a decision whose request has moved past its
-// round answer that round's leg (docs/api.md's answer table), not the
-// request's outcome now. A leg that paused the request in the next round
-// answers that pause: its request_complete from the event log (SSE: the
-// leg replayed) or, where the log does not show that leg's end (a process
-// died between the commit and its log, a takeover finished it), the pause
-// as the store holds it. A leg the request ended in answers the request's
-// outcome (with the log gone, expired, too).
-func (e *Engine) pastLeg(f *followLeg) *followLeg {
-	follow := f.follow
-	f.follow = func(ctx context.Context, sink Sink) *RequestResult {
-		paused := e.legPaused(ctx, f.agent, f.taskID, f.reqID, f.legRound)
-		if paused == nil {
-			return endedLeg(ctx, e, f, follow, sink)
-		}
-		var leg []Event
-		c := &legEnd{}
-		lctx, cancel := context.WithTimeout(ctx, pastLegWait)
-		(&Follower{e: e, agent: f.agent, taskID: f.taskID, rid: f.reqID, legRound: f.legRound}).Stream(lctx,
-			multiSink{SinkFunc(func(ev Event) { leg = append(leg, ev) }), c})
-		cancel()
-		if res := c.result(f.taskID, f.reqID, f.agent); res != nil && res.Status == StatusPaused && res.Round == paused.Round {
-			for _, ev := range leg {
-				sink.Emit(ev)
-			}
-			return res
-		}
-		var last int64
-		if n := len(leg); n > 0 {
-			last = leg[n-1].ID
-		}
-		return e.replayOutcome(ctx, f.taskID, paused, last, sink)
-	}
-	return f
-}
-
-// endedLeg answers a past round's leg that ended the request: that leg
-// from the log, else the request's outcome.
-func endedLeg(ctx context.Context, e *Engine, f *followLeg, follow func(context.Context, Sink) *RequestResult, sink Sink) *RequestResult {
-	c := &legEnd{}
-	if sink != Discard {
-		// The stream replays that leg; its end is the answer.
-		res := follow(ctx, multiSink{sink, c})
-		if leg := c.result(f.taskID, f.reqID, f.agent); leg != nil {
-			return leg
-		}
-		return res
-	}
-	lctx, cancel := context.WithTimeout(ctx, pastLegWait)
-	(&Follower{e: e, agent: f.agent, taskID: f.taskID, rid: f.reqID, legRound: f.legRound}).Stream(lctx, c)
-	cancel()
-	if res := c.result(f.taskID, f.reqID, f.agent); res != nil {
-		return res
-	}
-	return follow(ctx, Discard)
-}
-
-// legPaused is the pause round's leg ended in, when the request has moved
-// past round: that leg paused it in the next round. Nil when the request
-// ended in that leg (its outcome is the request's).
-func (e *Engine) legPaused(ctx context.Context, ag *Agent, taskID, rid string, round int) *RequestResult {
-	t, err := e.Store.GetTask(ctx, taskID)
-	if err != nil {
-		return nil
-	}
-	now := e.now()
-	if a := t.Active; a != nil && a.ID == rid {
-		if a.Round <= round {
-			return nil
-		}
-		if a.Status == StatusPaused && a.Round == round+1 {
-			if err := e.pendingInputs(ctx, t, nil); err != nil {
-				e.log().Warn("reading the pending calls' inputs failed", "task_id", taskID, "err", err)
-			}
-			return pausedResult(ag, t, now)
-		}
-	} else {
-		rec, err := e.findRecord(ctx, taskID, rid)
-		if err != nil || rec == nil {
-			return nil
-		}
-		final := rec.Round
-		if l := lastOf(rec.Decisions); l != nil && l.Round > final {
-			final = l.Round
-		}
-		if final <= round {
-			return nil
-		}
-	}
-	// Paused in the next round, decided since: its calls are no longer
-	// pending.
-	return &RequestResult{SessionID: t.SessionID, TaskID: taskID, RequestID: rid, Status: StatusPaused, Round: round + 1,
-		PendingApprovals: []PendingView{}, ResumeURL: ResumeURL(t.Agent, taskID, rid), Source: ag.Source()}
-}
-
-// pastLegWait bounds the read of a past leg's end in the event log (it
-// ended before the request moved past it: its events are there, unless
-// the log expired).
-const pastLegWait = 5 * time.Second
-
-// multiSink emits each event to every sink.
-type multiSink []Sink
-
-func (m multiSink) Emit(ev Event) {
-	for _, s := range m {
-		s.Emit(ev)
-	}
-}
-
-// legEnd keeps the last event of a leg it is shown: its request_complete,
-// or the error that ended it.
-type legEnd struct{ last *Event }
-
-func (c *legEnd) Emit(ev Event) {
-	if ev.Name == EventRequestComplete || ev.Name == EventError {
-		c.last = &ev
-	}
-}
-
-func (c *legEnd) result(taskID, rid string, ag *Agent) *RequestResult {
-	if c.last == nil {
-		return nil
-	}
-	b, err := json.Marshal(c.last.Data)
-	if err != nil {
-		return nil
-	}
-	if c.last.Name == EventRequestComplete {
-		var res RequestResult
-		if json.Unmarshal(b, &res) != nil {
-			return nil
-		}
-		return &res
-	}
-	var ei ErrorInfo
-	if json.Unmarshal(b, &ei) != nil || ei.Code == CodeRequestLost {
-		return nil // not an outcome
-	}
-	return &RequestResult{TaskID: taskID, RequestID: rid, Status: StatusFailed, Error: &ei, Source: ag.Source()}
-}
-
 // decide turns the body into the round's decision, checked against the
 // pending calls: 400 round_required, invalid_decisions, invalid_input.
 func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round int, now time.Time) (*Decision, error) {
@@ -965,122 +811,6 @@ func replaceItems(items, repl []Item) []Item {
 		out[i] = it
 	}
 	return out
-}
-
-// follower is a leg that waits for another invocation's outcome of the
-// request (a duplicate in flight) and answers it.
-func (e *Engine) follower(ag *Agent, taskID, rid string, round int, callerDeadline time.Time) *followLeg {
-	deadline, _ := e.legDeadline(callerDeadline)
-	r := &followLeg{e: e, agent: ag, reqID: rid, taskID: taskID, legRound: round, deadline: deadline}
-	r.follow = func(ctx context.Context, sink Sink) *RequestResult {
-		// A follower stops with its caller's deadline, like a leg.
-		ctx, cancel := context.WithDeadline(ctx, deadline)
-		defer cancel()
-		if sink != Discard {
-			f := &Follower{e: e, agent: ag, taskID: taskID, rid: rid, legRound: round}
-			if r.retake != nil {
-				sink = notLost{sink}
-			}
-			f.Stream(ctx, sink)
-		}
-		res, _ := e.waitOutcome(ctx, ag, taskID, rid, round)
-		if r.retake != nil && res.Error != nil && res.Error.Code == CodeRequestLost {
-			e.log().Warn("the invocation running the request died; taking it over", "task_id", taskID, "request_id", rid)
-			run, err := r.retake(ctx)
-			if err == nil {
-				return run.Execute(ctx, sink)
-			}
-			e.log().Warn("taking the request over failed", "task_id", taskID, "request_id", rid, "err", err)
-		}
-		if round > 0 && (res.Status != StatusPaused || res.Round != round+1) {
-			// The request went on past the pause this round's leg ended
-			// in (a cancel, a decision of the next round) before this
-			// follower saw it: that pause is the answer (docs/api.md's
-			// answer table), not the request's outcome now.
-			if leg := e.legPaused(ctx, ag, taskID, rid, round); leg != nil {
-				return leg
-			}
-		}
-		return res
-	}
-	return r
-}
-
-// notLost passes events on but for a follower's request_lost: a follower
-// that takes the request over streams the rest instead.
-type notLost struct{ Sink }
-
-func (s notLost) Emit(ev Event) {
-	if d, ok := ev.Data.(map[string]string); ok && ev.Name == EventError && d["code"] == CodeRequestLost {
-		return
-	}
-	s.Sink.Emit(ev)
-}
-
-// boundFollower follows the request an Idempotency-Key was bound to: 404
-// if its task was deleted since.
-func (e *Engine) boundFollower(ctx context.Context, ag *Agent, bound *IdemRecord, callerDeadline time.Time) (Leg, error) {
-	if _, err := e.Store.GetTask(ctx, bound.TaskID); errors.Is(err, ErrNotFound) {
-		return nil, Errorf(CodeTaskNotFound, "the task this Idempotency-Key created (%s) was deleted", bound.TaskID)
-	} else if err != nil {
-		return nil, fmt.Errorf("get task %s: %w", bound.TaskID, err)
-	}
-	return e.follower(ag, bound.TaskID, bound.RequestID, 0, callerDeadline), nil
-}
-
-// DuplicatePoll is how often a waiting duplicate reads META: at most once a
-// second (docs/architecture.md, The table), however many wait on one request.
-var DuplicatePoll = time.Second
-
-// waitOutcome polls until the request ends or pauses in a later round. It
-// returns the outcome and the id of the request's last event.
-func (e *Engine) waitOutcome(ctx context.Context, ag *Agent, taskID, rid string, round int) (*RequestResult, int64) {
-	for {
-		t, err := e.Store.GetTask(ctx, taskID)
-		if errors.Is(err, ErrNotFound) {
-			return &RequestResult{TaskID: taskID, RequestID: rid, Status: StatusFailed,
-				Error: &ErrorInfo{Code: CodeTaskNotFound, Message: "the task was deleted"}, Source: ag.Source()}, 0
-		}
-		if err == nil {
-			a := t.Active
-			switch {
-			case a != nil && a.ID == rid && a.Status == StatusPaused && a.Round > round:
-				if err := e.pendingInputs(ctx, t, nil); err != nil {
-					e.log().Warn("reading the pending calls' inputs failed", "task_id", taskID, "err", err)
-				}
-				return pausedResult(ag, t, e.now()), a.LastEventID
-			case a != nil && a.ID == rid && a.Status == StatusRunning && !e.now().Before(a.LeaseUntil):
-				return &RequestResult{SessionID: t.SessionID, TaskID: t.ID, RequestID: rid, Status: StatusFailed,
-					Error: &ErrorInfo{Code: CodeRequestLost, Message: "the request stopped without finishing (its lease expired); resume again to take it over"}, Source: ag.Source()}, a.LastEventID + 1
-			case a == nil || a.ID != rid:
-				recs, err := e.Store.ListRequests(ctx, taskID)
-				if err == nil {
-					for i := range recs {
-						if recs[i].RequestID == rid {
-							return resultOfRecord(ag, t, &recs[i]), recs[i].LastEventID
-						}
-					}
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return &RequestResult{TaskID: taskID, RequestID: rid, Status: StatusFailed,
-				Error: &ErrorInfo{Code: CodeDeadlineExceeded, Message: "gave up waiting for the request's outcome"}, Source: ag.Source()}, 0
-		case <-time.After(DuplicatePoll):
-		}
-	}
-}
-
-// replayOutcome answers a follower's sink with the outcome, as the
-// request's last event.
-func (e *Engine) replayOutcome(ctx context.Context, taskID string, res *RequestResult, last int64, sink Sink) *RequestResult {
-	if sink == nil {
-		sink = Discard
-	}
-	name, data := terminalEvent(res)
-	sink.Emit(Event{ID: last, Name: name, Data: data})
-	return res
 }
 
 func pausedResult(ag *Agent, t *Task, now time.Time) *RequestResult {
