@@ -135,14 +135,7 @@ func (e *Engine) openCalls(t *Task, items []Item) []ChildCall {
 	if a == nil || len(a.Calls) == 0 {
 		return nil
 	}
-	answered := map[string]bool{}
-	for _, it := range items {
-		if it.Role == RoleTool {
-			for _, b := range it.Content {
-				answered[b.ToolUseID] = true
-			}
-		}
-	}
+	answered := answeredIDs(items)
 	var out []ChildCall
 	for _, c := range a.Calls {
 		if !answered[c.ToolCallID] {

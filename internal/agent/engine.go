@@ -428,6 +428,15 @@ func cutLeg(a *ActiveRequest, last int64) {
 // danglingResults returns error results for the request's tool calls that
 // have no result in items.
 func danglingResults(items []Item, requestID, msg string) []Block {
+	var out []Block
+	for _, u := range unansweredUses(items, requestID) {
+		out = append(out, ErrorResult(u.ID, msg))
+	}
+	return out
+}
+
+// answeredIDs are the ids of the calls the history holds a result of.
+func answeredIDs(items []Item) map[string]bool {
 	answered := map[string]bool{}
 	for _, it := range items {
 		if it.Role == RoleTool {
@@ -436,6 +445,14 @@ func danglingResults(items []Item, requestID, msg string) []Block {
 			}
 		}
 	}
+	return answered
+}
+
+// unansweredUses are the request's tool calls the history holds no result
+// of, in order: the one rule of "a call still open" (a dead leg's, a
+// leg's own, a caller's sub-agent calls).
+func unansweredUses(items []Item, requestID string) []Block {
+	answered := answeredIDs(items)
 	var out []Block
 	for _, it := range items {
 		if it.RequestID != requestID || it.Role != RoleAssistant {
@@ -443,7 +460,7 @@ func danglingResults(items []Item, requestID, msg string) []Block {
 		}
 		for _, u := range it.ToolUses() {
 			if !answered[u.ID] {
-				out = append(out, ErrorResult(u.ID, msg))
+				out = append(out, u)
 			}
 		}
 	}

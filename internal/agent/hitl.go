@@ -333,28 +333,7 @@ func decidesOwnCalls(d *Decision, uses []Block) bool {
 	return false
 }
 
-func (r *Run) danglingUses() []Block {
-	answered := map[string]bool{}
-	for _, it := range r.history {
-		if it.Role == RoleTool {
-			for _, b := range it.Content {
-				answered[b.ToolUseID] = true
-			}
-		}
-	}
-	var out []Block
-	for _, it := range r.history {
-		if it.RequestID != r.reqID || it.Role != RoleAssistant {
-			continue
-		}
-		for _, u := range it.ToolUses() {
-			if !answered[u.ID] {
-				out = append(out, u)
-			}
-		}
-	}
-	return out
-}
+func (r *Run) danglingUses() []Block { return unansweredUses(r.history, r.reqID) }
 
 // Decision actions.
 const (
