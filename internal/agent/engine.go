@@ -13,8 +13,9 @@ import (
 	"maps"
 	"time"
 
-	"github.com/hitch-agents/hitch/internal/eventlog"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 // Agents finds deployed agents by name.

@@ -2,8 +2,9 @@ package agent
 
 import (
 	"encoding/json"
-	"github.com/hitch-agents/hitch/internal/eventlog"
 	"slices"
+
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 // Event names (docs/api.md Server-Sent Events). The event is spelled

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hitch-agents/hitch/internal/eventlog"
 	"time"
+
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 // FollowPoll bounds how often a follower reads the event log.

@@ -13,10 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hitch-agents/hitch/internal/eventlog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 // Run is a claimed request's leg, ready to execute.

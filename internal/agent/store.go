@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hitch-agents/hitch/internal/eventlog"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 // Store persists tasks, their history, requests and sessions. Every state

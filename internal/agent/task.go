@@ -2,8 +2,9 @@ package agent
 
 import (
 	"encoding/json"
-	"github.com/hitch-agents/hitch/internal/eventlog"
 	"time"
+
+	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 // Status of a task or request.
