@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 // TestWrap: an internal error an entry point returns says the operation
@@ -25,5 +26,33 @@ func TestWrap(t *testing.T) {
 		if got := call(sig); got != sig {
 			t.Errorf("%v: %q, want it as it is", sig, got)
 		}
+	}
+}
+
+type oneAgent struct{ ag *Agent }
+
+func (o oneAgent) Get(name string) (*Agent, bool) { return o.ag, name == o.ag.Name }
+
+// TestPreparedDerivesOnce: what a write owes is derived when it is
+// prepared, into a copy: the write itself is left as it was, a write
+// prepared again derives the same items (never twice), and an item the
+// write carried already that its end also owes is put once.
+func TestPreparedDerivesOnce(t *testing.T) {
+	ag := &Agent{Name: "acc", Notifications: []Notification{{URL: "http://hooks", Events: []string{EventRequestPaused}}}}
+	e := &Engine{Agents: oneAgent{ag}}
+	task := &Task{ID: "t1", Agent: "acc", UserID: "alice", Status: StatusPaused, UpdatedAt: time.Now(),
+		Active: &ActiveRequest{ID: "r1", Status: StatusPaused, Round: 1, LastEventID: 4}}
+	w := &Write{Task: task, pausing: true}
+	first := e.prepared(w)
+	again := e.prepared(w)
+	if len(w.Outbox) != 0 {
+		t.Errorf("the write itself was changed: %d outbox items", len(w.Outbox))
+	}
+	if len(first.Outbox) != 1 || len(again.Outbox) != 1 {
+		t.Fatalf("the pause's webhook derived %d then %d times, want once each", len(first.Outbox), len(again.Outbox))
+	}
+	w.Outbox = []OutboxItem{first.Outbox[0]}
+	if got := e.prepared(w); len(got.Outbox) != 1 {
+		t.Errorf("an item the write carried and its pause owes: put %d times, want once", len(got.Outbox))
 	}
 }
