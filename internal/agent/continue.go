@@ -280,14 +280,17 @@ func (e *Engine) copiedDecision(ctx context.Context, t *Task) (*Decision, error)
 
 // claimContinue claims a caller for a continuation leg: a paused caller
 // whose sub-agent moved (with the leaves' decision copied), or one whose
-// leg died while it waited on a sub-agent (a takeover).
+// leg died while it waited on a sub-agent (a takeover). The reaper's
+// takeover of any dead leg claims through it too (claimTakeover).
 func (e *Engine) claimContinue(ctx context.Context, ag *Agent, t *Task, items []Item, d *Decision, consumed string) (*Run, error) {
 	now := e.now()
 	next := e.nextOf(t)
 	na := next.Active
 	takeover := na.Status == StatusRunning
 	if takeover {
-		e.log().Warn("taking over a caller whose lease expired while it waited on a sub-agent", "task_id", t.ID, "request_id", na.ID)
+		if len(e.openCalls(t, items)) > 0 {
+			e.log().Warn("taking over a caller whose lease expired while it waited on a sub-agent", "task_id", t.ID, "request_id", na.ID)
+		}
 		e.takeOverLeg(ctx, t, na)
 	} else {
 		na.Epoch++

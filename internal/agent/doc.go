@@ -46,7 +46,8 @@
 //	child.go      child calls: a sub-agent's request, its pause pausing the caller
 //	continue.go   continuations: a caller goes on once its children moved — after
 //	              a child's end, a hand-off, a poll, a decision at the caller
-//	              (runContinued) and a reaper's takeover (claimContinue)
+//	              (runContinued); the claim a reaper's takeover uses too
+//	              (claimContinue, through reaper.go's claimTakeover)
 //	caller.go     decisions at a caller: checked whole, the caller and its local
 //	              leaves claimed in one write, the leaves' legs run
 //	notify.go     the outbox items a commit owes; waiters bound to a request
