@@ -117,16 +117,12 @@ func (e *Engine) orphansOf(ctx context.Context, ends []ended, ci cancelInfo) ([]
 		known := map[string]Block{}
 		for _, cc := range x.open {
 			if cc.Remote != "" {
-				// A remote leaf decided on its own system while the chain
-				// expired ran: outcome_unknown (its remote-cancel follows),
-				// never the expiry's did-not-run text. So is one that
-				// cannot be read (its system down, its task gone, its
-				// definition gone), ended or moved on: only a remote read
-				// paused in the very round its caller awaited gets the
-				// expiry's text.
-				if open, err := e.remoteRoundOpen(ctx, x, cc); err != nil || !open {
-					known[cc.ToolCallID] = ErrorResult(cc.ToolCallID, childUnknownMessage(cc.Agent))
-				}
+				// A remote leaf's call gets outcome_unknown, never the
+				// expiry's text: its task there is canceled once the expiry
+				// landed (cancelRemoteLeaves), or went on — decided there
+				// meanwhile, or out of reach — so it does not end by this
+				// expiry, and it may have run tools before it paused.
+				known[cc.ToolCallID] = ErrorResult(cc.ToolCallID, childUnknownMessage(cc.Agent))
 				continue
 			}
 			if cc.Remote != "" || cc.RequestID == "" || expiring[cc.TaskID] {
@@ -187,33 +183,6 @@ func (e *Engine) closeKnown(x ended, known map[string]Block) {
 			}
 		}
 	}
-}
-
-// remoteRoundOpen tells whether the remote leaf of an expiring caller's
-// open call cc is read paused in the round the caller awaited of it, so
-// that nothing ran there since: anything else — a later round, an end, a
-// run, nothing found — may have run something. A read that failed is an
-// error: its caller cannot tell either.
-func (e *Engine) remoteRoundOpen(ctx context.Context, x ended, cc ChildCall) (bool, error) {
-	var w Await
-	for _, aw := range x.awaits {
-		if aw.Via == cc.ToolCallID {
-			w = aw
-		}
-	}
-	ra := e.remoteOf(x.agent, cc)
-	if ra == nil || cc.RequestID == "" || w.Round == 0 {
-		return false, nil
-	}
-	rt, err := ra.Get(ctx, cc.TaskID, cc.RequestID)
-	if ae := (*Error)(nil); errors.As(err, &ae) && ae.Code == CodeTaskNotFound {
-		return false, nil
-	}
-	if err != nil {
-		e.log().Warn("reading a remote leaf of an expired chain failed; its call is closed outcome_unknown", "task_id", x.w.Task.ID, "agent", cc.Agent, "url", cc.Remote, "remote_task_id", cc.RequestID, "err", err)
-		return false, fmt.Errorf("read the remote task %s at %s: %w", cc.RequestID, cc.Remote, err)
-	}
-	return rt.Status == StatusPaused && rt.Round == w.Round, nil
 }
 
 // callerExpiry is the write that ends a paused caller Failed with the
