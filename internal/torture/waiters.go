@@ -399,7 +399,7 @@ func (c *checker) waiters() {
 			ops = append(ops, c.ridOps[rid]...)
 		}
 		ops = append(ops, b.ops...)
-		if len(as) > 1 {
+		if len(as) > 1 && !c.answeredAgainAfterAFault(as) {
 			var parts []string
 			for _, a := range as {
 				parts = append(parts, fmt.Sprintf("%s %s at %s", a.call.Op, describe(a), a.call.At.Format("15:04:05.000")))
@@ -422,6 +422,22 @@ func (c *checker) waiters() {
 			}
 		}
 	}
+}
+
+// answeredAgainAfterAFault is whether a waiter's two answers are one
+// answer sent again: the same outcome by the same process, which a fault
+// stopped after the first answer went out and before its outbox item was
+// deleted — the notifier delivers at least once (an API without an
+// idempotency token cannot be told "once"). Step Functions closes a token
+// at its first answer (a second gets TaskTimedOut); a third answer, or a
+// second with no fault between, is a breach.
+func (c *checker) answeredAgainAfterAFault(as []answered) bool {
+	if len(as) != 2 {
+		return false
+	}
+	first, second := as[0].call, as[1].call
+	return first.Proc == second.Proc && first.Op == second.Op && describe(as[0]) == describe(as[1]) &&
+		c.faultBetween(first.Proc, first.At, second.At)
 }
 
 func describe(a answered) string {

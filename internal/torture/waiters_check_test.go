@@ -89,6 +89,16 @@ func TestCheckWaitersAndDeletes(t *testing.T) {
 		{name: "a task token answered twice", base: waited(WaiterTaskToken, ""), want: []int{7}, mutate: func(in *Input) {
 			in.Waiters = append(in.Waiters, waiterCall(WaiterTaskToken, "w1", WaiterSuccess, rr(rLeaf, tLeaf, "Completed", 0), 1.5))
 		}},
+		{name: "a callback answered again after its process died before recording the answer", base: waited(WaiterCallbackID, ""), mutate: func(in *Input) {
+			in.Waiters = append(in.Waiters, waiterCall(WaiterCallbackID, "w1", WaiterSuccess, rr(rLeaf, tLeaf, "Completed", 0), 2.5))
+			in.Faults = append(in.Faults, Fault{Kind: "kill at a random moment", Proc: ProcA, Start: at(1.45), End: at(2.2)})
+		}},
+		{name: "a callback answered three times across faults", base: waited(WaiterCallbackID, ""), want: []int{7}, mutate: func(in *Input) {
+			in.Waiters = append(in.Waiters, waiterCall(WaiterCallbackID, "w1", WaiterSuccess, rr(rLeaf, tLeaf, "Completed", 0), 2.5),
+				waiterCall(WaiterCallbackID, "w1", WaiterSuccess, rr(rLeaf, tLeaf, "Completed", 0), 3.5))
+			in.Faults = append(in.Faults, Fault{Kind: "kill at a random moment", Proc: ProcA, Start: at(1.45), End: at(2.2)},
+				Fault{Kind: "kill at a random moment", Proc: ProcA, Start: at(2.6), End: at(3.2)})
+		}},
 		{name: "a callback answered with success and failure", base: waited(WaiterCallbackID, ""), want: []int{7}, mutate: func(in *Input) {
 			in.Waiters = append(in.Waiters, failure(WaiterCallbackID, "w1", "internal", 1.5))
 		}},
