@@ -39,13 +39,14 @@ type Server struct {
 	mu       sync.Mutex
 	calls    []Call
 	refused  map[string]string // token → error code
+	closed   map[string]bool   // tokens answered (their tasks closed)
 	failNext int
 }
 
 // New starts the fake, stopped when the test ends.
 func New(tb testing.TB) *Server {
 	tb.Helper()
-	s := &Server{refused: map[string]string{}}
+	s := &Server{refused: map[string]string{}, closed: map[string]bool{}}
 	hs := httptest.NewServer(http.HandlerFunc(s.serve))
 	tb.Cleanup(hs.Close)
 	s.URL = hs.URL
@@ -111,6 +112,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	code, refused := s.refused[in.TaskToken]
+	if !refused && s.closed[in.TaskToken] {
+		// As Step Functions does: a token's task closes at its first
+		// answer, and any call with it after that is TaskTimedOut ("the
+		// task associated with the token has already been closed").
+		code, refused = "TaskTimedOut", true
+	}
 	broken := s.failNext > 0
 	if broken {
 		s.failNext--
@@ -123,6 +130,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusBadRequest
 	}
 	s.calls = append(s.calls, Call{Op: op, Token: in.TaskToken, Output: in.Output, Error: in.Error, Cause: in.Cause, At: time.Now(), Status: status})
+	if status == http.StatusOK && op != "SendTaskHeartbeat" {
+		s.closed[in.TaskToken] = true
+	}
 	s.mu.Unlock()
 	switch {
 	case broken:

@@ -88,3 +88,23 @@ func TestFinal(t *testing.T) {
 		t.Errorf("heartbeat: %v", err)
 	}
 }
+
+// TestAnsweredAgainIsFinal: a token's task closes at its first answer, as
+// Step Functions does; the same answer sent again (a notifier that died
+// after sending it, before deleting its outbox item) is TaskTimedOut, a
+// refusal retrying cannot cure — the item is done, the token answered once.
+func TestAnsweredAgainIsFinal(t *testing.T) {
+	fake := sfnfake.New(t)
+	c := &stepfunctions.Client{API: fake.Client()}
+	res := &agent.RequestResult{TaskID: "t1", RequestID: "r1", Status: agent.StatusCompleted, Output: "done"}
+	if err := c.Succeed(context.Background(), "tok", res); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Succeed(context.Background(), "tok", res)
+	if err == nil || !strings.Contains(err.Error(), "TaskTimedOut") || !c.Final(err) {
+		t.Errorf("the same answer again: %v (final: %v), want a final TaskTimedOut", err, err != nil && c.Final(err))
+	}
+	if calls := fake.Calls(); len(calls) != 2 || calls[0].Status != 200 || calls[1].Status != 400 {
+		t.Errorf("the fake's calls: %+v", calls)
+	}
+}
