@@ -2247,3 +2247,36 @@ func testExpiryKeepsARemoteLeafDecidedThere(t *testing.T, how int) {
 		t.Errorf("the remote's append ran %d times, want %d", got, want)
 	}
 }
+
+// TestRemotePartTooLateAtAMixedCaller: duo waits on quick (here, an hour
+// to decide) and the remote's assistant, whose approval expires in 2 s. A
+// decision at duo sends the remote's part only after quick's claim, so
+// one taken within RemotePartMargin of the remote's expiry could reach it
+// after its round closed, and duo would record an approval the remote
+// never took (the torture test's hour, seed 306654: five such). Within the
+// margin the decision is 410 approval_expired and ends the chain: quick's
+// call never runs, the remote's task is canceled there, nothing recorded
+// as approved. Before, quick's append ran and duo answered 200.
+func TestRemotePartTooLateAtAMixedCaller(t *testing.T) {
+	onBothStores(t, testRemotePartTooLateAtAMixedCaller)
+}
+
+func testRemotePartTooLateAtAMixedCaller(t *testing.T) {
+	remoteDef := strings.Replace(agentYAML, "requires_approval: [write_file, append_file, delete_file]",
+		"requires_approval: [write_file, append_file, delete_file]\n        approval_ttl: 2s", 1)
+	remote, srv, dir, paused := duoPausedOn(t, "1h", remoteDef, appendLine("b.txt"), 2)
+	code, out := httpCall(t, "POST", srv.URL+paused["resume_url"].(string), "alice", `{"action":"approve"}`)
+	if e, _ := out["error"].(map[string]any); code != 410 || e["code"] != "approval_expired" {
+		t.Fatalf("approve at duo within the margin of the remote's expiry: %d %v, want 410 approval_expired", code, out)
+	}
+	if got := lines(t, filepath.Join(dir, "sandbox", "q.txt")); got != 0 {
+		t.Errorf("quick's append ran %d times after a 410", got)
+	}
+	if got := lines(t, filepath.Join(remote.sandbox, "b.txt")); got != 0 {
+		t.Errorf("the remote's append ran %d times after a 410", got)
+	}
+	_, v := httpCall(t, "GET", srv.URL+"/agents/duo/tasks/"+paused["task_id"].(string), "alice", "")
+	if v["status"] != "Failed" || len(recordedActions(v)) != 0 {
+		t.Errorf("duo after the 410: %v %q, want Failed, no decision recorded", v["status"], recordedActions(v))
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -312,6 +313,36 @@ func (e *Engine) cancelRemoteLeaves(ctx context.Context, callerAgent string, a *
 			}
 		}
 	}
+}
+
+// RemotePartMargin is how close to its expiry a remote leaf's round may be
+// and still be decided at a caller that decides a local leaf with it. The
+// remote's part goes out only once the local claims landed (a decision at
+// a caller is all or nothing), so a round that closes sooner would be
+// closed by its expiry there after the local part ran, and the chain
+// would record a decision the remote never took: it is taken as expired
+// at the caller instead (docs/architecture.md, "The rules that keep a
+// chain honest").
+const RemotePartMargin = 2 * time.Second
+
+// remotePartTooLate tells whether a decision at the caller a would send a
+// remote leaf's part after local claims too close to that remote round's
+// expiry (RemotePartMargin): a's round awaits a local leaf and a remote
+// one whose pending calls (a's copies) expire within the margin.
+func remotePartTooLate(a *ActiveRequest, now time.Time) bool {
+	local, closing := false, false
+	for _, w := range a.Awaits {
+		if remoteVia(a, w) == nil {
+			local = true
+			continue
+		}
+		for _, p := range a.Pending {
+			if slices.Contains(w.ToolCallIDs, p.ToolCallID) && !p.ExpiresAt.IsZero() && p.ExpiresAt.Sub(now) < RemotePartMargin {
+				closing = true
+			}
+		}
+	}
+	return local && closing
 }
 
 // roundExpired tells whether a paused round has passed its earliest expiry.

@@ -208,7 +208,7 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 		return e.resumePastRound(ag, t, in, now)
 	}
 	chainExpired := false
-	if a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested && roundExpired(a, now) {
+	if a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested && (roundExpired(a, now) || remotePartTooLate(a, now)) {
 		decided, err := e.leafDecided(ctx, t)
 		if err != nil {
 			return nil, err // a read failed: an error answer, never an expiry
@@ -220,6 +220,9 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 		// A leaf of the chain expired: the whole chain ends, nothing runs
 		// and no model is called anywhere (docs/architecture.md).
 		at := roundExpiry(a)
+		if at.After(now) {
+			at = now // a remote part's round taken as expired (remotePartTooLate)
+		}
 		code, msg := expiryOf(a, at)
 		rec := &RequestRecord{RequestView: RequestView{Status: StatusFailed, Error: &ErrorInfo{Code: code, Message: msg}}}
 		if err := e.expireCaller(ctx, ag, t, items, rec); err != nil {
