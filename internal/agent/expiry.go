@@ -35,7 +35,7 @@ func (e *Engine) expireCaller(ctx context.Context, ag *Agent, t *Task, items []I
 		at = now
 	}
 	w := e.callerExpiry(t, items, code, msg, now)
-	ends := []ended{{agent: ag.Name, w: w, open: e.openCalls(t, items), awaits: t.Active.Awaits}}
+	ends := []ended{{agent: ag.Name, w: w, open: e.openCalls(t, items)}}
 	below, err := e.chainBelow(ctx, t, now, at)
 	if err != nil {
 		return err
@@ -89,8 +89,6 @@ type ended struct {
 	agent string
 	w     *Write
 	open  []ChildCall
-	// awaits, for a caller, are the leaf rounds it waited on.
-	awaits []Await
 }
 
 // orphansOf finds the local child requests whose calls the expiry's
@@ -126,7 +124,7 @@ func (e *Engine) orphansOf(ctx context.Context, ends []ended, ci cancelInfo) ([]
 				known[cc.ToolCallID] = ErrorResult(cc.ToolCallID, childUnknownMessage(cc.Agent))
 				continue
 			}
-			if cc.Remote != "" || cc.RequestID == "" || expiring[cc.TaskID] {
+			if cc.RequestID == "" || expiring[cc.TaskID] {
 				continue
 			}
 			if _, ok := e.Agents.Get(cc.Agent); !ok {
@@ -293,7 +291,7 @@ func (e *Engine) callersBetween(ctx context.Context, t *Task, la *ActiveRequest,
 			continue
 		}
 		code, msg := expiryOf(la, at)
-		out = append(out, ended{agent: csub.Name, w: e.callerExpiry(ct, citems, code, msg, now), open: e.openCalls(ct, citems), awaits: ca.Awaits})
+		out = append(out, ended{agent: csub.Name, w: e.callerExpiry(ct, citems, code, msg, now), open: e.openCalls(ct, citems)})
 	}
 	return out, nil
 }
