@@ -39,7 +39,7 @@ func legOf(r *Run, err error) (Leg, error) {
 }
 
 // followLeg follows a leg of request reqID that another invocation runs
-// or ran, and answers that leg's outcome (resume.go, follower).
+// or ran, and answers that leg's outcome (follower, below).
 type followLeg struct {
 	e        *Engine
 	agent    *Agent
