@@ -232,7 +232,10 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 	case a.Status == StatusPaused && len(a.Awaits) > 0 && !a.CancelRequested:
 		// A caller waiting on a sub-agent: the leaves decide (caller.go).
 		return e.resumeAtCaller(ctx, ag, t, items, in, now)
-	case a.Status == StatusPaused && roundExpired(a, now):
+	case a.Status == StatusPaused && roundExpired(a, now) && len(a.Awaits) == 0:
+		// (A caller's round is a chain's, ended above — or, flagged by a
+		// cancel under way, the cancel's: never applyExpiry, whose
+		// did-not-run text would close its sub-agent calls.)
 		if _, err := e.applyExpiry(ctx, ag, t, items, now); err != nil {
 			return nil, err
 		}

@@ -848,3 +848,53 @@ func testCancelAfterTheExpiry(t *testing.T, newStore func(testing.TB) agent.Stor
 		})
 	}
 }
+
+// testFlaggedCallerPastItsExpiry: pair waits on leaf and twin; a cancel of
+// pair flags the chain but cannot finish (leaf's writes refused), so pair
+// stays Paused and flagged, and twin's round then passes its expiry. A
+// decision at pair meanwhile is 409 not_paused (the cancel under way
+// ends it), never an expiry applied to pair as to a leaf: that closed
+// pair's sub-agent calls with a did-not-run text, and leaf's could have
+// run (the torture test, seed 663000159: rmid's call of its remote leaf).
+func testFlaggedCallerPastItsExpiry(t *testing.T, newStore func(testing.TB) agent.Store) {
+	rw := &refusingWrites{Store: newStore(t)}
+	hs := &hookStore{Store: rw}
+	o := NewOrch(t, hs)
+	res, _ := o.Invoke(t, "pair", "", CallAgent("leaf", Append("l.txt", "x"))+"\n"+CallAgent("twin", Append("t.txt", "x")))
+	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 2 {
+		t.Fatalf("pair: %+v", res)
+	}
+	var leaf agent.PendingView
+	for _, p := range res.PendingApprovals {
+		if p.Agent == "leaf" {
+			leaf = p
+		}
+	}
+	hs.match = func(w *agent.Write) bool {
+		return w.Task.ID == res.TaskID && w.Task.Active != nil && w.Task.Active.CancelRequested
+	}
+	hs.after = func() { rw.set(leaf.TaskID) }
+	ctx := context.Background()
+	if out, err := o.E.Cancel(ctx, agent.CancelInput{Agent: "pair", UserID: "alice", TaskID: res.TaskID, Reason: "stop"}); err == nil && !out.Pending {
+		t.Fatalf("cancel of pair with leaf's writes refused: %+v, want it under way", out)
+	}
+	if pv := o.View(t, "pair", res.TaskID); pv.Status != agent.StatusPaused {
+		t.Fatalf("pair once its cancel could not finish: %s, want Paused (flagged)", pv.Status)
+	}
+	time.Sleep(1100 * time.Millisecond) // twin's round expires
+	if _, _, err := o.Resume("pair", res.TaskID, res.RequestID, Approve()); Code(err) != agent.CodeNotPaused {
+		t.Errorf("approve at the flagged pair past twin's expiry: %v, want not_paused", err)
+	}
+	rw.set("")
+	pv := o.View(t, "pair", res.TaskID)
+	for _, r := range pv.Requests {
+		for _, d := range r.Decisions {
+			if d.Approver == agent.ApproverExpiry {
+				t.Errorf("pair's round %d was closed by an expiry while its cancel was under way", d.Round)
+			}
+		}
+	}
+	if got := o.Lines("l.txt"); len(got) != 0 {
+		t.Errorf("l.txt = %q: leaf ran below a canceled caller", got)
+	}
+}

@@ -250,6 +250,7 @@ func RunOrchestration(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 	t.Run("MessageToAnExpiredCaller", func(t *testing.T) { testMessageToAnExpiredCaller(t, newStore) })
 	t.Run("CancelAfterTheExpiry", func(t *testing.T) { testCancelAfterTheExpiry(t, newStore) })
 	t.Run("ReaperCancelsAFlaggedLeaf", func(t *testing.T) { testReaperCancelsAFlaggedLeaf(t, newStore) })
+	t.Run("FlaggedCallerPastItsExpiry", func(t *testing.T) { testFlaggedCallerPastItsExpiry(t, newStore) })
 	t.Run("CallerPausesOnAnExpiredLeaf", func(t *testing.T) { testCallerPausesOnAnExpiredLeaf(t, newStore) })
 	t.Run("GivenUpCallerFlagsItsChildren", func(t *testing.T) { testGivenUpCallerFlagsItsChildren(t, newStore) })
 	t.Run("FailedCallerFlagsItsChildren", func(t *testing.T) { testFailedCallerFlagsItsChildren(t, newStore) })
