@@ -844,7 +844,12 @@ func (c *checker) answersAgree() {
 			case op.Status == 200 && call.Decision != nil && d.Action == "answer" && call.Decision.V != d.V:
 				c.add(5, []string{d.RequestID}, append([]int{op.ID}, c.ridOps[d.RequestID]...), nil,
 					"op #%d (the answer %q to the question %s) answered %s, but the recorded answer is %q", op.ID, d.V, call.Tag, o, call.Decision.V)
-			case op.Status == 410 && call.Decision != nil && call.Decision.Approver != ApproverExpiry:
+			case op.Status == 410 && call.Decision != nil && call.Decision.Approver != ApproverExpiry && call.Decision.Action != d.Action:
+				// (A 410 whose body is the request's RequestResult with the
+				// same decision recorded is an outcome: the decision was
+				// taken, and a later round of the chain expired before the
+				// leg ended (docs/api.md, "The outcome: RequestResult": a
+				// Failed approval_expired outcome answers 410).
 				c.add(5, []string{d.RequestID}, append([]int{op.ID}, c.ridOps[d.RequestID]...), nil,
 					"op #%d (%s of %s, tag %s) answered 410, but the recorded decision is %s by %s", op.ID, d.Action, call.Name, call.Tag, call.Decision.Action, call.Decision.Approver)
 			}
