@@ -256,14 +256,26 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 // still waiting in the round (or a remote one, whose state is not read
 // here) leaves the expiry to end the whole chain. A remote leaf is read on
 // its system (remoteRoundDecided): the caller's copy of its expiry decides
-// nothing there. A failed read is an error: it decides nothing
-// (docs/architecture.md, "Orchestration").
+// nothing there. A failed read is an error: it decides nothing — unless
+// another leaf still waits in the round, which decides it, whichever of
+// them comes first (docs/architecture.md, "Orchestration").
 func (e *Engine) leafDecided(ctx context.Context, t *Task) (bool, error) {
 	a := t.Active
+	var unread error
 	for _, w := range a.Awaits {
-		if ok, err := e.roundDecidedAt(ctx, t, w); !ok || err != nil {
-			return false, err
+		ok, err := e.roundDecidedAt(ctx, t, w)
+		if err != nil {
+			unread = err // decides nothing, unless another leaf still waits
+			continue
 		}
+		if !ok {
+			// One leaf still waiting in the round: the chain expired,
+			// whatever a leaf that could not be read did.
+			return false, nil
+		}
+	}
+	if unread != nil {
+		return false, unread
 	}
 	return len(a.Awaits) > 0, nil
 }
