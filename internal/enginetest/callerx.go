@@ -222,12 +222,7 @@ func testChainExpiryRacesALeafDecision(t *testing.T, newStore func(testing.TB) a
 	hs := &hookStore{Store: newStore(t)}
 	o := NewOrch(t, hs)
 	res := pausedOnTwo(t, o)
-	var leaf agent.PendingView
-	for _, p := range res.PendingApprovals {
-		if p.Agent == "leaf" {
-			leaf = p
-		}
-	}
+	leaf := pendingAt(res, "leaf")
 	var ownErr error
 	hs.match = func(w *agent.Write) bool { return w.Task.ID == res.TaskID && w.Task.Status == agent.StatusFailed }
 	hs.after = func() {
@@ -338,12 +333,7 @@ func testExpiryCancelsALeafDecidedMeanwhile(t *testing.T, newStore func(testing.
 			if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 2 {
 				t.Fatalf("pair: %+v", res)
 			}
-			var leaf agent.PendingView
-			for _, p := range res.PendingApprovals {
-				if p.Agent == "leaf" {
-					leaf = p
-				}
-			}
+			leaf := pendingAt(res, "leaf")
 			atPair := func() {
 				if _, _, err := o.Resume("pair", res.TaskID, res.RequestID, Approve()); Code(err) != agent.CodeApprovalExpired {
 					t.Errorf("approve at pair with twin expired: %v, want approval_expired", err)
@@ -448,12 +438,7 @@ func testReaperCancelsAFlaggedLeaf(t *testing.T, newStore func(testing.TB) agent
 	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 2 {
 		t.Fatalf("pair: %+v", res)
 	}
-	var leaf agent.PendingView
-	for _, p := range res.PendingApprovals {
-		if p.Agent == "leaf" {
-			leaf = p
-		}
-	}
+	leaf := pendingAt(res, "leaf")
 	if out, _, err := o.Resume("leaf", leaf.TaskID, leaf.RequestID, Approve()); err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
 		t.Fatalf("approve at leaf: %+v %v, want Paused in round 2", out, err)
 	}
@@ -660,16 +645,8 @@ func testViewWhileTheRequestEnds(t *testing.T, newStore func(testing.TB) agent.S
 // the copy and answered 200 with the pause that still asks for leaf's
 // call (the torture test: duo, a direct approve of a past round).
 func testWholeRoundAfterAPartialCopy(t *testing.T, o *Orch) {
-	res, _ := o.Invoke(t, "pair", "", CallAgent("leaf", Append("l.txt", "x"))+"\n"+CallAgent("twin", Append("t.txt", "x")))
-	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 2 {
-		t.Fatalf("pair: %+v", res)
-	}
-	var twin agent.PendingView
-	for _, p := range res.PendingApprovals {
-		if p.Agent == "twin" {
-			twin = p
-		}
-	}
+	res := pausedOnTwo(t, o)
+	twin := pendingAt(res, "twin")
 	if out, _, err := o.Resume("twin", twin.TaskID, twin.RequestID, Approve()); err != nil || out.Status != agent.StatusCompleted {
 		t.Fatalf("approve at twin: %+v %v", out, err)
 	}
@@ -860,16 +837,8 @@ func testFlaggedCallerPastItsExpiry(t *testing.T, newStore func(testing.TB) agen
 	rw := &refusingWrites{Store: newStore(t)}
 	hs := &hookStore{Store: rw}
 	o := NewOrch(t, hs)
-	res, _ := o.Invoke(t, "pair", "", CallAgent("leaf", Append("l.txt", "x"))+"\n"+CallAgent("twin", Append("t.txt", "x")))
-	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 2 {
-		t.Fatalf("pair: %+v", res)
-	}
-	var leaf agent.PendingView
-	for _, p := range res.PendingApprovals {
-		if p.Agent == "leaf" {
-			leaf = p
-		}
-	}
+	res := pausedOnTwo(t, o)
+	leaf := pendingAt(res, "leaf")
 	hs.match = func(w *agent.Write) bool {
 		return w.Task.ID == res.TaskID && w.Task.Active != nil && w.Task.Active.CancelRequested
 	}

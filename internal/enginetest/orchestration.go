@@ -907,6 +907,16 @@ func pausedOnTwo(t *testing.T, o *Orch) *agent.RequestResult {
 	return res
 }
 
+// pendingAt is the pending call of res that the agent name's leaf holds.
+func pendingAt(res *agent.RequestResult, name string) agent.PendingView {
+	for _, p := range res.PendingApprovals {
+		if p.Agent == name {
+			return p
+		}
+	}
+	return agent.PendingView{}
+}
+
 // chainEnded checks that pair and both leaves ended Failed
 // approval_expired, with nothing run: no file written, no model called
 // after the pause (pair's history ends with its calls' results).
@@ -951,12 +961,7 @@ func testExpiryAtCaller(t *testing.T, o *Orch) {
 func testExpiryAtLeaf(t *testing.T, o *Orch) {
 	res := pausedOnTwo(t, o)
 	time.Sleep(1100 * time.Millisecond)
-	var twin agent.PendingView
-	for _, p := range res.PendingApprovals {
-		if p.Agent == "twin" {
-			twin = p
-		}
-	}
+	twin := pendingAt(res, "twin")
 	if _, _, err := o.Resume("twin", twin.TaskID, twin.RequestID, Approve()); Code(err) != agent.CodeApprovalExpired {
 		t.Fatalf("approve at twin: %v, want approval_expired", err)
 	}
