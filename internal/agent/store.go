@@ -409,12 +409,14 @@ func (e *Engine) prepared(w *Write) *Write {
 	// An item the write carried already (a leg's own: the remote-cancel
 	// of a call it closed for want of an answer, which its end owes too)
 	// is put once: a transaction puts an item once.
-	seen := map[string]bool{}
-	cp.Outbox = slices.DeleteFunc(cp.Outbox, func(o OutboxItem) bool {
-		dup := seen[o.SK()]
-		seen[o.SK()] = true
-		return dup
-	})
+	if len(cp.Outbox) > 1 {
+		seen := map[string]bool{}
+		cp.Outbox = slices.DeleteFunc(cp.Outbox, func(o OutboxItem) bool {
+			dup := seen[o.SK()]
+			seen[o.SK()] = true
+			return dup
+		})
+	}
 	return &cp
 }
 
