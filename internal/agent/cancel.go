@@ -31,9 +31,25 @@ type cancelInfo struct {
 	cascade bool
 }
 
-// flagOf is the cancel a request's flag records.
-func flagOf(a *ActiveRequest) cancelInfo {
-	return cancelInfo{by: a.CanceledBy, reason: a.CancelReason, at: a.CanceledAt}
+// CancelFlag is a request's cancel flag: set by a cancel call (or a
+// caller's, top-down), read by the engine's polls and claims. Every claim of
+// a flagged request finalises it Canceled and runs nothing. Embedded in
+// ActiveRequest, its fields stay at META's top level.
+type CancelFlag struct {
+	CancelRequested bool      `json:"cancel_requested,omitempty"`
+	CanceledBy      string    `json:"canceled_by,omitempty"`
+	CanceledAt      time.Time `json:"canceled_at,omitzero"`
+	CancelReason    string    `json:"cancel_reason,omitempty"`
+}
+
+// info is the cancel f records.
+func (f CancelFlag) info() cancelInfo {
+	return cancelInfo{by: f.CanceledBy, reason: f.CancelReason, at: f.CanceledAt}
+}
+
+// set flags f canceled by ci.
+func (f *CancelFlag) set(ci cancelInfo) {
+	*f = CancelFlag{CancelRequested: true, CanceledBy: ci.by, CanceledAt: ci.at, CancelReason: ci.reason}
 }
 
 // cascading is ci as a caller's cancel that reaches its children.
@@ -42,16 +58,10 @@ func (ci cancelInfo) cascading() cancelInfo {
 	return ci
 }
 
-// flag marks a request canceled by ci: every claim of it then finalises
-// it Canceled and runs nothing.
-func (ci cancelInfo) flag(a *ActiveRequest) {
-	a.CancelRequested, a.CanceledBy, a.CanceledAt, a.CancelReason = true, ci.by, ci.at, ci.reason
-}
-
 // flagged is the write that flags t's active request canceled by ci.
 func (e *Engine) flagged(t *Task, ci cancelInfo) *Write {
 	next := e.nextOf(t)
-	ci.flag(next.Active)
+	next.Active.CancelFlag.set(ci)
 	return &Write{Task: next, PrevVersion: t.Version}
 }
 
@@ -151,7 +161,7 @@ func (r *Run) watchCancel(ctx context.Context) (context.Context, func()) {
 				continue
 			}
 			if a := meta.Active; a != nil && a.ID == r.reqID && a.CancelRequested {
-				stop(flagOf(a))
+				stop(a.CancelFlag.info())
 			}
 		}
 	}()
@@ -447,10 +457,10 @@ func (e *Engine) endedResult(ctx context.Context, ag *Agent, taskID, rid string)
 func (e *Engine) finaliseCanceled(ctx context.Context, ag *Agent, t *Task, items []Item, ci cancelInfo) (*RequestResult, error) {
 	next := e.nextOf(t)
 	a := next.Active
-	ci.flag(a)
+	a.CancelFlag.set(ci)
 	if a.Status == StatusRunning {
 		// A dead leg may have logged events past what META knows.
-		cutLeg(a, e.lastLogged(ctx, t.ID, t.Active))
+		a.cut(e.lastLogged(ctx, t.ID, t.Active))
 	}
 	// The tree below ends first (bottom-up): a child paused or dead is
 	// canceled now, a running one flagged, so that each sub-agent call is

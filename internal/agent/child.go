@@ -442,7 +442,7 @@ func (e *Engine) createChild(ctx context.Context, caller *Run, sub *Agent, cc Ch
 		Status: StatusRunning, CreatedAt: now, UpdatedAt: now, Version: 1, NextSeq: 2, WriteID: e.newID(),
 		ParentTaskID: pt.ID,
 		Active: &ActiveRequest{
-			ID: cc.RequestID, Kind: KindInvoke, Epoch: 1, CreatedAt: now, FirstSeq: 1,
+			ID: cc.RequestID, Kind: KindInvoke, EventCursor: EventCursor{Epoch: 1}, CreatedAt: now, FirstSeq: 1,
 			Parent: caller.parentRef(cc), Ancestors: caller.ancestors(),
 		},
 	}

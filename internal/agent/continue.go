@@ -75,7 +75,7 @@ func (e *Engine) tryContinue(ctx context.Context, taskID, rid string, poll bool,
 	case a.Status == StatusRunning && now.Before(a.LeaseUntil):
 		return nil, ErrBusy
 	case a.CancelRequested:
-		_, err := e.finaliseCanceled(ctx, ag, t, items, flagOf(a))
+		_, err := e.finaliseCanceled(ctx, ag, t, items, a.CancelFlag.info())
 		return nil, err
 	case a.Status == StatusRunning && len(open) == 0:
 		// Not waiting on a sub-agent: the resume route or a new message

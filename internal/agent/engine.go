@@ -15,7 +15,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hitch-agents/hitch/internal/eventlog"
 )
 
 // Agents finds deployed agents by name.
@@ -185,7 +184,7 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 		Status: StatusRunning, CreatedAt: now, UpdatedAt: now,
 		Metadata: maps.Clone(in.Metadata), Version: 1, NextSeq: 2, WriteID: e.newID(),
 		Active: &ActiveRequest{
-			ID: rid, Kind: KindInvoke, Epoch: 1, CreatedAt: now, FirstSeq: 1,
+			ID: rid, Kind: KindInvoke, EventCursor: EventCursor{Epoch: 1}, CreatedAt: now, FirstSeq: 1,
 		},
 	}
 	deadline := e.claim(t.Active, in.Deadline, now)
@@ -290,7 +289,7 @@ func (e *Engine) claimNew(ctx context.Context, ag *Agent, t *Task, items []Item,
 	next.Status, next.UpdatedAt = StatusRunning, now
 	next.NextSeq++
 	next.Active = &ActiveRequest{
-		ID: rid, Kind: nr.kind, Epoch: 1, CreatedAt: now, FirstSeq: user.Seq,
+		ID: rid, Kind: nr.kind, EventCursor: EventCursor{Epoch: 1}, CreatedAt: now, FirstSeq: user.Seq,
 		Parent: nr.parent, Ancestors: nr.ancestors,
 	}
 	deadline := e.claim(next.Active, nr.deadline, now)
@@ -396,7 +395,7 @@ func (e *Engine) recordLost(ctx context.Context, next *Task, items []Item, now t
 	}
 	// Its leg may have logged events past what META knows: the error event
 	// logSettled writes comes after them, in an epoch of its own.
-	cutLeg(a, e.lastLogged(ctx, next.ID, a))
+	a.cut(e.lastLogged(ctx, next.ID, a))
 	rec := endOf(a, StatusFailed, &ErrorInfo{Code: CodeLeaseExpired, Message: msg}, now)
 	next.Active, next.Status = nil, StatusFailed
 	return extra, rec
@@ -408,23 +407,13 @@ func (e *Engine) recordLost(ctx context.Context, next *Task, items []Item, now t
 // (Run.write), so MaxTakeovers takeovers in a row that die end the
 // request (takeoversDied).
 func (e *Engine) takeOverLeg(ctx context.Context, t *Task, na *ActiveRequest) {
-	cutLeg(na, e.lastLogged(ctx, t.ID, t.Active))
+	na.cut(e.lastLogged(ctx, t.ID, t.Active))
 	na.Takeovers++
 }
 
 // takeoversDied tells whether the request's last MaxTakeovers takeovers
 // all died before a write of theirs.
 func (a *ActiveRequest) takeoversDied() bool { return a.Takeovers >= MaxTakeovers }
-
-// cutLeg ends the events of a's dead leg at its last commit (what META
-// counts): readers drop what it logged later, which a stalled holder may
-// still flush. The next writer logs under a new epoch, numbering on after
-// last, the highest id already logged.
-func cutLeg(a *ActiveRequest, last int64) {
-	a.Cuts = append(a.Cuts, eventlog.Cut{Epoch: a.Epoch, Last: a.LastEventID})
-	a.Epoch++
-	a.LastEventID = max(a.LastEventID, last)
-}
 
 // danglingResults returns error results for the request's tool calls that
 // have no result in items.
@@ -538,22 +527,22 @@ func (e *Engine) nextOf(t *Task) *Task {
 	return next
 }
 
-// recordOf makes the record of the active request ending with status.
 // endOf ends a, a request no leg holds, with status and failure: the ids
 // of the events its end is logged with once written are reserved on it
 // (a failure's error event; a cancel's cancelled and request_complete),
 // and its record is returned.
 func endOf(a *ActiveRequest, status Status, failure *ErrorInfo, at time.Time) RequestRecord {
 	if status == StatusCanceled {
-		a.LastEventID += 2
+		a.reserve(2)
 	} else {
-		a.LastEventID++
+		a.reserve(1)
 	}
 	rec := recordOf(a, status, at)
 	rec.Error = failure
 	return rec
 }
 
+// recordOf makes the record of the active request ending with status.
 func recordOf(a *ActiveRequest, status Status, now time.Time) RequestRecord {
 	decisions := a.Decisions
 	if decisions == nil {
@@ -562,8 +551,8 @@ func recordOf(a *ActiveRequest, status Status, now time.Time) RequestRecord {
 	rec := RequestRecord{
 		RequestView: RequestView{RequestID: a.ID, Kind: a.Kind, Status: status, CreatedAt: a.CreatedAt, UpdatedAt: now,
 			Usage: a.Usage, Decisions: decisions},
-		Round: a.Round, FirstSeq: a.FirstSeq, LastEventID: a.LastEventID, Compactions: a.Compactions,
-		Epoch: a.Epoch, Cuts: a.Cuts, Waiters: a.Waiters, Calls: a.Calls,
+		Round: a.Round, FirstSeq: a.FirstSeq, EventCursor: a.EventCursor, Compactions: a.Compactions,
+		Waiters: a.Waiters, Calls: a.Calls,
 	}
 	rec.Parent = a.Parent
 	if a.CanceledBy != "" {

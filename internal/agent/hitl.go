@@ -125,7 +125,7 @@ func (r *Run) pause(ctx context.Context, pending []PendingCall, round int, await
 		// A cancel landed while the pause was written (the write rebased on
 		// its flag): the request ends Canceled now instead of waiting.
 		r.cancelMu.Lock()
-		ci := flagOf(na)
+		ci := na.CancelFlag.info()
 		r.canceled = &ci
 		r.cancelMu.Unlock()
 		na.Status, na.Pending, na.Awaits = StatusRunning, nil, nil

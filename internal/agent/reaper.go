@@ -199,7 +199,7 @@ func (e *Engine) tryTakeover(ctx context.Context, taskID, rid string) (*Run, err
 	case a.Status == StatusPaused && a.CancelRequested:
 		// Flagged and left paused (the cancel that flagged it died, or
 		// waits on what runs below it): canceled with its tree.
-		ci := flagOf(a)
+		ci := a.CancelFlag.info()
 		_, err := e.cancelTree(ctx, ag, t, items, ci, time.Now().Add(CancelWait))
 		return nil, err
 	case a.Status == StatusPaused:
@@ -220,7 +220,7 @@ func (e *Engine) tryTakeover(ctx context.Context, taskID, rid string) (*Run, err
 	}
 	switch {
 	case a.CancelRequested:
-		_, err := e.finaliseCanceled(ctx, ag, t, items, flagOf(a))
+		_, err := e.finaliseCanceled(ctx, ag, t, items, a.CancelFlag.info())
 		return nil, err
 	case a.takeoversDied():
 		return nil, e.endLost(ctx, ag, t, items, now)

@@ -216,7 +216,7 @@ func (r *Run) execute(ctx context.Context, sink Sink) *RequestResult {
 		// have flagged since: a claim of a flagged request runs nothing.
 		if meta, err := r.e.Store.GetTask(legCtx, r.taskID); err == nil && meta.Active != nil && meta.Active.ID == r.reqID && meta.Active.CancelRequested {
 			ma := meta.Active
-			r.e.legs.cancel(r.reqID, flagOf(ma).cascading())
+			r.e.legs.cancel(r.reqID, ma.CancelFlag.info().cascading())
 		}
 		if r.interrupted(legCtx) {
 			return r.finish(ctx)
@@ -499,7 +499,7 @@ func (r *Run) nextVersion(base *Task, sent time.Time, mutate func(*Task)) (*Task
 		mine.LeaseUntil = sent.Add(LeaseDuration)
 		mine.Takeovers = 0 // a leg that holds and writes: its takeover did not die (takeoversDied)
 		if cur.CancelRequested && !mine.CancelRequested {
-			flagOf(cur).flag(&mine) // a cancel's flag set meanwhile stays
+			mine.CancelFlag = cur.CancelFlag // a cancel's flag set meanwhile stays
 		}
 		// Waiters bound meanwhile (a duplicate that waits,
 		// bindWaiter), read here or by a renewal, stay bound.
@@ -590,7 +590,7 @@ func (r *Run) closeOut(ctx context.Context) *cancelInfo {
 	}
 	if r.status == StatusCanceled {
 		a := r.task.Active
-		ci.flag(a)
+		a.CancelFlag.set(*ci)
 		ev := map[string]string{"by": ci.by}
 		if ci.reason != "" {
 			ev["reason"] = ci.reason

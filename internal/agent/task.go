@@ -135,24 +135,15 @@ type ActiveRequest struct {
 	CreatedAt time.Time `json:"created_at"`
 	FirstSeq  int64     `json:"first_seq"`
 	Usage     Usage     `json:"usage"`
-	// LastEventID numbers the request's events across its legs.
-	LastEventID int64         `json:"last_event_id"`
+	// EventCursor numbers the request's events across its legs.
+	EventCursor
 	Pending     []PendingCall `json:"pending,omitempty"`
 	// Decisions: the current round's; earlier rounds' are DEC# items
 	// (Store.ListDecisions).
 	Decisions []Decision `json:"decisions,omitempty"`
-	// Cancel flag, set by a cancel call, read by the engine's polls.
-	CancelRequested bool      `json:"cancel_requested,omitempty"`
-	CanceledBy      string    `json:"canceled_by,omitempty"`
-	CanceledAt      time.Time `json:"canceled_at,omitzero"`
-	CancelReason    string    `json:"cancel_reason,omitempty"`
+	CancelFlag
 	// Compactions made by the request's legs so far.
 	Compactions []Compaction `json:"compactions,omitempty"`
-	// Epoch counts the request's claims: each leg logs its events under
-	// its own (EVT#<rid>#<epoch>#<first id>).
-	Epoch int `json:"epoch,omitempty"`
-	// Cuts end the events of legs that were taken over.
-	Cuts []eventlog.Cut `json:"cuts,omitempty"`
 	// Waiters are the direct callers told of the request's end through the
 	// outbox (docs/architecture.md); their tokens are TOK# items.
 	Waiters []WaiterRef `json:"waiters,omitempty"`
@@ -253,6 +244,29 @@ type CallDecision struct {
 	Elicit *ElicitAsk `json:"elicit,omitempty"`
 }
 
+// EventCursor is where a request's events stand: the last id given out
+// (across its legs), the epoch its leg in force logs under (each claim's
+// own: EVT#<rid>#<epoch>#<first id>) and the cuts that end the events of
+// legs taken over. Embedded, its fields stay at the item's top level.
+type EventCursor struct {
+	LastEventID int64          `json:"last_event_id,omitempty"`
+	Epoch       int            `json:"epoch,omitempty"`
+	Cuts        []eventlog.Cut `json:"cuts,omitempty"`
+}
+
+// cut ends the events of a dead leg at its last commit (what META counts):
+// readers drop what it logged later, which a stalled holder may still
+// flush. The next writer logs under a new epoch, numbering on after last,
+// the highest id already logged.
+func (c *EventCursor) cut(last int64) {
+	c.Cuts = append(c.Cuts, eventlog.Cut{Epoch: c.Epoch, Last: c.LastEventID})
+	c.Epoch++
+	c.LastEventID = max(c.LastEventID, last)
+}
+
+// reserve gives out n ids for events logged once a write lands.
+func (c *EventCursor) reserve(n int64) { c.LastEventID += n }
+
 // RequestRecord is a finished request's record (REQ#), written once by the
 // commit that ends it: what GET task shows (RequestView) and what a replay of
 // its outcome needs.
@@ -261,14 +275,11 @@ type RequestRecord struct {
 	Output      string `json:"output,omitempty"`
 	Round       int    `json:"round,omitempty"`
 	FirstSeq    int64  `json:"first_seq,omitempty"`
-	LastEventID int64  `json:"last_event_id,omitempty"`
+	// EventCursor: where the request's events ended.
+	EventCursor
 	// Compactions the request made (GET task's compacted_by marks; an edit
 	// rolls them back).
 	Compactions []Compaction `json:"compactions,omitempty"`
-	// Epoch is the request's last claim epoch; Cuts end the events of its
-	// legs that were taken over.
-	Epoch int            `json:"epoch,omitempty"`
-	Cuts  []eventlog.Cut `json:"cuts,omitempty"`
 	// Waiters the request's end answered.
 	Waiters []WaiterRef `json:"waiters,omitempty"`
 	// Calls are the request's sub-agent calls (docs/architecture.md).

@@ -41,7 +41,7 @@ func TestPreparedDerivesOnce(t *testing.T) {
 	ag := &Agent{Name: "acc", Notifications: []Notification{{URL: "http://hooks", Events: []string{EventRequestPaused}}}}
 	e := &Engine{Agents: oneAgent{ag}}
 	task := &Task{ID: "t1", Agent: "acc", UserID: "alice", Status: StatusPaused, UpdatedAt: time.Now(),
-		Active: &ActiveRequest{ID: "r1", Status: StatusPaused, Round: 1, LastEventID: 4}}
+		Active: &ActiveRequest{ID: "r1", Status: StatusPaused, Round: 1, EventCursor: EventCursor{LastEventID: 4}}}
 	w := &Write{Task: task, pausing: true}
 	first := e.prepared(w)
 	again := e.prepared(w)
