@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-
 )
 
 // Agents finds deployed agents by name.

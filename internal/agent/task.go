@@ -137,7 +137,7 @@ type ActiveRequest struct {
 	Usage     Usage     `json:"usage"`
 	// EventCursor numbers the request's events across its legs.
 	EventCursor
-	Pending     []PendingCall `json:"pending,omitempty"`
+	Pending []PendingCall `json:"pending,omitempty"`
 	// Decisions: the current round's; earlier rounds' are DEC# items
 	// (Store.ListDecisions).
 	Decisions []Decision `json:"decisions,omitempty"`
@@ -272,9 +272,9 @@ func (c *EventCursor) reserve(n int64) { c.LastEventID += n }
 // its outcome needs.
 type RequestRecord struct {
 	RequestView
-	Output      string `json:"output,omitempty"`
-	Round       int    `json:"round,omitempty"`
-	FirstSeq    int64  `json:"first_seq,omitempty"`
+	Output   string `json:"output,omitempty"`
+	Round    int    `json:"round,omitempty"`
+	FirstSeq int64  `json:"first_seq,omitempty"`
 	// EventCursor: where the request's events ended.
 	EventCursor
 	// Compactions the request made (GET task's compacted_by marks; an edit
