@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"cmp"
 	"encoding/json"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +16,9 @@ import (
 type ApprovalRule struct {
 	Tool string
 	When []FieldGlob
+	// Approvers, when set, decide the calls the rule asks for instead of
+	// the tool entry's (approvers.go).
+	Approvers *ApproverPolicy
 }
 
 // FieldGlob is one condition of a rule: the input's Field matches Glob
@@ -27,6 +32,9 @@ type FieldGlob struct {
 // Name is how a decision, an event and a trust name the rule:
 // "delete_file when path=reports/**" (fields in order, joined by " and ").
 func (r ApprovalRule) Name() string {
+	if len(r.When) == 0 {
+		return r.Tool // a policy for every call of the tool
+	}
 	parts := make([]string, 0, len(r.When))
 	for _, w := range r.When {
 		parts = append(parts, w.Field+"="+w.Glob)
@@ -85,6 +93,11 @@ type Trust struct {
 	// FirstSeq is the deciding request's first entry: an edit that
 	// supersedes it drops the trust.
 	FirstSeq int64 `json:"first_seq"`
+	// Matched and TenantID are the principals the grantor matched and
+	// their tenant: a trust covers a later call only if they make the
+	// grantor eligible for it (Trust.covers).
+	Matched  []string `json:"matched,omitempty"`
+	TenantID string   `json:"tenant_id,omitempty"`
 }
 
 // TrustView is a trust as GET task shows it.
@@ -108,31 +121,81 @@ func trustViews(ts []Trust) []TrustView {
 	return out
 }
 
-// trusted tells whether the task trusts the tool (and rule).
-func (t *Task) trusted(tool, rule string) bool {
+// trusted tells whether the task trusts the tool (and rule) for a call
+// whose policy is p: only a policy one person settles, without four eyes,
+// that its grantor's recorded principals make them eligible for (no
+// requester bypasses four eyes through trust, and a tightened policy asks
+// again).
+func (t *Task) trusted(tool, rule string, p *ApproverPolicy) bool {
 	for _, tr := range t.Trusted {
-		if tr.Tool == tool && (tr.Rule == "" || tr.Rule == rule) {
+		if tr.Tool == tool && (tr.Rule == "" || tr.Rule == rule) && tr.covers(t, p) {
 			return true
 		}
 	}
 	return false
 }
 
-// approvalOf tells whether a call needs approval in this task, and which
-// rule asks ("" when the tool always needs it).
-func approvalOf(t *Task, bt BoundTool, name string, input json.RawMessage) (bool, string) {
-	if !bt.Policy.RequiresApproval {
-		return false, ""
+// covers tells whether the trust's grantor could decide a call under p alone.
+func (tr Trust) covers(t *Task, p *ApproverPolicy) bool {
+	if p == nil {
+		return tr.By == t.UserID
 	}
-	if len(bt.Policy.Rules) == 0 {
-		return !t.trusted(name, ""), ""
+	if p.Quorum > 1 || p.FourEyes {
+		return false
 	}
-	for _, r := range bt.Policy.Rules {
-		if r.Matches(input) && !t.trusted(name, r.Name()) {
-			return true, r.Name()
+	d := Decider{UserID: tr.By, TenantID: tr.TenantID, Groups: groupsOf(tr.Matched)}
+	for _, pr := range p.Approvers {
+		if d.matches(pr, t.UserID, t.TenantID) {
+			return true
 		}
 	}
-	return false, ""
+	return false
+}
+
+// approvalOf tells whether a call needs approval in this task, which rule
+// asks first ("" when the tool always needs it), and who decides it: a
+// clause for each matching rule not trusted (or the entry's, for a tool
+// listed by name), none under the default policy (approvers.go).
+func approvalOf(t *Task, bt BoundTool, name string, input json.RawMessage) (bool, string, []Clause) {
+	pol := bt.Policy
+	if !pol.RequiresApproval {
+		return false, "", nil
+	}
+	if len(pol.Rules) == 0 {
+		if !t.trusted(name, "", pol.Approvers) {
+			return true, "", clausesOf(pol.Approvers)
+		}
+		return false, "", nil
+	}
+	first := ""
+	var clauses []Clause
+	custom := false
+	for _, r := range pol.Rules {
+		p := cmp.Or(r.Approvers, pol.Approvers)
+		if !r.Matches(input) || t.trusted(name, r.Name(), p) {
+			continue
+		}
+		if first == "" {
+			first = r.Name()
+		}
+		custom = custom || p != nil
+		if p == nil {
+			p = &ApproverPolicy{Approvers: []string{PrincipalOwner}, Quorum: 1}
+		}
+		clauses = append(clauses, clauseOf(p, r.Name()))
+	}
+	if !custom {
+		clauses = nil // every clause the default: the owner decides, alone
+	}
+	return first != "", first, clauses
+}
+
+// clausesOf is an entry's policy as a call's clauses: none by default.
+func clausesOf(p *ApproverPolicy) []Clause {
+	if p == nil {
+		return nil
+	}
+	return []Clause{clauseOf(p, "")}
 }
 
 // remember adds the decision's remembered calls to the task's trust.
@@ -146,10 +209,16 @@ func remember(t *Task, a *ActiveRequest, d *Decision) {
 			continue
 		}
 		p := names[c.ToolCallID]
-		if p.Name == "" || t.trusted(p.Name, p.Rule) {
+		tr := Trust{Tool: p.Name, Rule: p.Rule, By: d.Approver, At: d.DecidedAt, RequestID: a.ID, FirstSeq: a.FirstSeq}
+		if n := len(c.Approvals); n > 0 {
+			// The grantor is who settled the call, with what they matched.
+			last := c.Approvals[n-1]
+			tr.By, tr.Matched, tr.TenantID = last.By, last.Matched, last.TenantID
+		}
+		if p.Name == "" || slices.ContainsFunc(t.Trusted, func(o Trust) bool { return o.Tool == tr.Tool && o.Rule == tr.Rule && o.By == tr.By }) {
 			continue
 		}
-		t.Trusted = append(t.Trusted, Trust{Tool: p.Name, Rule: p.Rule, By: d.Approver, At: d.DecidedAt, RequestID: a.ID, FirstSeq: a.FirstSeq})
+		t.Trusted = append(t.Trusted, tr)
 	}
 }
 

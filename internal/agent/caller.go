@@ -77,7 +77,7 @@ func (c *claimSet) add(w *Write, landed func()) {
 // runs the leaves' legs, continues the chain below it, and goes on.
 func (e *Engine) resumeAtCaller(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (Leg, error) {
 	a := t.Active
-	d, err := e.decide(ag, in, a.Pending, a.Round, now)
+	d, err := e.decide(ag, t, in, a.Pending, a.Round, now)
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +205,14 @@ func (e *Engine) callerClaimLost(ag *Agent, t *Task, in ResumeInput, err error, 
 	return e.followMovedCaller(ag, t, in, leaves), nil
 }
 
+// viaOf is how a decision at the caller t reaches its leaves.
+func viaOf(in ResumeInput, t *Task) string {
+	if in.Via == viaEngine {
+		return viaEngine
+	}
+	return "caller:" + t.ID
+}
+
 // checkLocalLeaves checks the local leaves' parts of a decision at the
 // caller t, each against its leaf's answer table (claimSet): a leaf's
 // claim is added to claims, a duplicate of a decision it took follows
@@ -223,7 +231,10 @@ func (e *Engine) checkLocalLeaves(ctx context.Context, t *Task, awaits []Await, 
 		for _, id := range w.ToolCallIDs {
 			body.Decisions = append(body.Decisions, byCall[id].asInput(id))
 		}
-		run, err := e.StartResume(ctx, ResumeInput{Agent: w.Agent, UserID: t.UserID, TaskID: w.TaskID, RequestID: w.RequestID,
+		// The sender decides at the leaf as its policy lets them, wherever
+		// the decision arrives (approvers.go).
+		run, err := e.StartResume(ctx, ResumeInput{Agent: w.Agent, UserID: in.UserID, TenantID: in.TenantID, Groups: in.Groups,
+			Via: viaOf(in, t), TaskID: w.TaskID, RequestID: w.RequestID,
 			Body: body, Deadline: in.Deadline, claims: claims})
 		if err != nil {
 			return nil, err

@@ -343,7 +343,7 @@ func (e *Engine) attachPaused(ctx context.Context, caller *Run, sub *Agent, cc C
 func (e *Engine) attachDead(ctx context.Context, caller *Run, sub *Agent, cc ChildCall, t *Task, sink Sink) (out childOutcome, again bool, err error) {
 	a := t.Active
 	if d := lastDecision(a); d != nil {
-		run, err := e.StartResume(ctx, ResumeInput{Agent: sub.Name, UserID: t.UserID, TaskID: t.ID, RequestID: a.ID, Body: bodyOf(d), Deadline: caller.deadline})
+		run, err := e.StartResume(ctx, ResumeInput{Agent: sub.Name, UserID: t.UserID, Via: viaEngine, TaskID: t.ID, RequestID: a.ID, Body: bodyOf(d), Deadline: caller.deadline})
 		if err != nil {
 			return childOutcome{}, false, err
 		}
@@ -438,7 +438,7 @@ func (e *Engine) createChild(ctx context.Context, caller *Run, sub *Agent, cc Ch
 	pt := caller.task
 	now := e.now()
 	t := &Task{
-		ID: cc.TaskID, SessionID: pt.SessionID, Agent: sub.Name, UserID: pt.UserID,
+		ID: cc.TaskID, SessionID: pt.SessionID, Agent: sub.Name, UserID: pt.UserID, TenantID: pt.TenantID,
 		Status: StatusRunning, CreatedAt: now, UpdatedAt: now, Version: 1, NextSeq: 2, WriteID: e.newID(),
 		ParentTaskID: pt.ID,
 		Active: &ActiveRequest{

@@ -99,8 +99,10 @@ func (e *Engine) log() *slog.Logger {
 
 // InvokeInput is a validated-by-shape UserMessage with its caller.
 type InvokeInput struct {
-	Agent     string
-	UserID    string
+	Agent  string
+	UserID string
+	// TenantID is the sender's tenant: a new task's owner's (approvers.go).
+	TenantID  string
 	SessionID string
 	TaskID    string
 	Items     []InputItem
@@ -179,7 +181,7 @@ func (e *Engine) createTask(ctx context.Context, ag *Agent, in InvokeInput, cont
 	}
 	rid := e.newID()
 	t := &Task{
-		ID: e.newID(), SessionID: sid, Agent: ag.Name, UserID: in.UserID,
+		ID: e.newID(), SessionID: sid, Agent: ag.Name, UserID: in.UserID, TenantID: in.TenantID,
 		Status: StatusRunning, CreatedAt: now, UpdatedAt: now,
 		Metadata: maps.Clone(in.Metadata), Version: 1, NextSeq: 2, WriteID: e.newID(),
 		Active: &ActiveRequest{

@@ -73,11 +73,14 @@ const (
 	CodeUnauthenticated       = "unauthenticated"
 	CodeNotOwner              = "not_owner"
 	CodeForbidden             = "forbidden"
-	CodeAgentNotFound         = "agent_not_found"
-	CodeTaskNotFound          = "task_not_found"
-	CodeRequestNotFound       = "request_not_found"
-	CodeSessionNotFound       = "session_not_found"
-	CodeArtifactNotFound      = "artifact_not_found"
+	// CodeNotApprover (403): a party of a request deciding a call its
+	// policy does not let them decide (approvers.go).
+	CodeNotApprover      = "not_approver"
+	CodeAgentNotFound    = "agent_not_found"
+	CodeTaskNotFound     = "task_not_found"
+	CodeRequestNotFound  = "request_not_found"
+	CodeSessionNotFound  = "session_not_found"
+	CodeArtifactNotFound = "artifact_not_found"
 	// CodeQuotaExceeded (413) is a save past the user's artifact quota;
 	// it reaches the model as the save's error result.
 	CodeQuotaExceeded        = "quota_exceeded"

@@ -15,6 +15,9 @@ const (
 	EventAnswer           = "answer"
 	EventToolCall         = "tool_call"
 	EventApprovalRequired = "approval_required"
+	// EventApprovalRecorded: a decision counted toward a call's quorum
+	// that does not settle its round (docs/api.md, "Approvers").
+	EventApprovalRecorded = "approval_recorded"
 	EventApproved         = "approved"
 	EventRejected         = "rejected"
 	EventInputRequired    = "input_required"
@@ -118,6 +121,18 @@ type PendingView struct {
 	// call against it before it claims anything (docs/api.md, "Remote
 	// agents"; Engine.WithInputSchemas).
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// On a call whose policy is not the default (docs/api.md,
+	// "Approvers"): who may approve it, how many approvals it needs and
+	// those in, the input they approve (an edit's: the original beside
+	// it), whether its requester is excluded, and its outcome once
+	// settled while its round waits for another call.
+	Approvers     []string       `json:"approvers,omitempty"`
+	Needed        int            `json:"needed,omitempty"`
+	Approvals     []ApprovalView `json:"approvals,omitempty"`
+	InputHash     string         `json:"input_hash,omitempty"`
+	FourEyes      bool           `json:"four_eyes,omitempty"`
+	Outcome       string         `json:"outcome,omitempty"`
+	OriginalInput any            `json:"original_input,omitempty"`
 }
 
 // WithInputSchemas is pending with each approval's tool input schema

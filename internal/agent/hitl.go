@@ -66,7 +66,7 @@ func (r *Run) needApproval(uses []Block, seq int64) []PendingCall {
 		if v, ok := bt.Tool.(InputValidator); ok && v.ValidateInput(inputOrEmpty(u.Input)) != nil {
 			continue
 		}
-		need, rule := approvalOf(r.task, bt, u.Name, inputOrEmpty(u.Input))
+		need, rule, clauses := approvalOf(r.task, bt, u.Name, inputOrEmpty(u.Input))
 		if !need {
 			continue
 		}
@@ -75,7 +75,7 @@ func (r *Run) needApproval(uses []Block, seq int64) []PendingCall {
 			ttl = DefaultApprovalTTL
 		}
 		in := inputOrEmpty(u.Input)
-		out = append(out, PendingCall{ToolCallID: u.ID, Name: u.Name, Input: in, InputHash: InputHash(in), ItemSeq: seq, ExpiresAt: now.Add(ttl), Round: round, Rule: rule})
+		out = append(out, PendingCall{ToolCallID: u.ID, Name: u.Name, Input: in, InputHash: InputHash(in), ItemSeq: seq, ExpiresAt: now.Add(ttl), Round: round, Rule: rule, Clauses: clauses})
 	}
 	return out
 }

@@ -95,7 +95,16 @@ func (r *Run) inputCall(u Block, seq int64, now time.Time, round int) *PendingCa
 	}
 	ask := it.Asked(in)
 	return &PendingCall{ToolCallID: u.ID, Name: u.Name, Kind: it.InputKind(), Input: in, Asked: &ask, InputHash: InputHash(in),
-		ItemSeq: seq, ExpiresAt: now.Add(ttl), Round: round}
+		ItemSeq: seq, ExpiresAt: now.Add(ttl), Round: round, Clauses: answerersOf(bt.Policy.Answerers)}
+}
+
+// answerersOf are an input tool's answerers as its calls' clause: any one
+// of them answers (none: the owner).
+func answerersOf(who []string) []Clause {
+	if len(who) == 0 {
+		return nil
+	}
+	return []Clause{{Approvers: slices.Clone(who), Quorum: 1}}
 }
 
 // fillAsked fills in what each pending input asks, from its agent's

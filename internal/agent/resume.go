@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/hitch-agents/hitch/internal/schema"
@@ -45,6 +44,10 @@ type DecisionInput struct {
 	// engine carries on itself (a takeover, a caller's re-send); never
 	// read from a client.
 	ResultHash string `json:"-"`
+	// InputHash, on an approve, names the input approved: required once
+	// a call's input was edited by an earlier decision of its round (a
+	// quorum's, approvers.go), so nobody approves an input not shown.
+	InputHash string `json:"input_hash,omitempty"`
 }
 
 // Check validates the body's shape (400s that need no state).
@@ -114,14 +117,25 @@ func (b *ResumeRequest) Check() error {
 // ResumeInput is a resume call.
 type ResumeInput struct {
 	Agent, UserID, TaskID, RequestID string
-	Body                             ResumeRequest
-	Deadline                         time.Time
-	Idem                             *Idempotency
+	// TenantID and Groups are the sender's tenant and groups claim's
+	// values, Via how the decision arrived: who may decide which call
+	// (approvers.go).
+	TenantID string
+	Groups   []string
+	Via      string
+	Body     ResumeRequest
+	Deadline time.Time
+	Idem     *Idempotency
 	// Waiter, when set, is told of the request's end (docs/architecture.md).
 	Waiter *Waiter
 	// claims, for a leaf's part of a decision at its caller, gathers the
 	// leaf's claim instead of writing it (caller.go).
 	claims *claimSet
+}
+
+// decider is who sends the decision.
+func (in ResumeInput) decider() Decider {
+	return Decider{UserID: in.UserID, TenantID: in.TenantID, Groups: in.Groups, Via: in.Via}
 }
 
 // StartResume decides a paused request's round and claims it (docs/api.md the
@@ -154,6 +168,9 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (Leg,
 	if t == nil {
 		return nil, denied
 	}
+	if CodeOf(denied) == CodeNotOwner && t.Active != nil && t.Active.ID == in.RequestID && activeParty(t, in.decider()) {
+		denied = nil // one who may decide a call of the request (approvers.go)
+	}
 	if denied == nil && (t.Active == nil || len(t.Active.Awaits) == 0) {
 		// (A caller's pending calls are its leaves': the leaves' own
 		// resumes read their inputs, docs/guide/budgets.md, "Budgets".)
@@ -170,6 +187,15 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (Leg,
 		}
 		if ended == nil {
 			return nil, Errorf(CodeRequestNotFound, "no request %s in task %s", in.RequestID, t.ID)
+		}
+	}
+	if ended != nil && CodeOf(denied) == CodeNotOwner {
+		// One who could decide a call of the ended request sends it again.
+		if err := e.loadDecisions(ctx, t.ID, ended.RequestID, &ended.Decisions); err != nil {
+			return nil, err
+		}
+		if decidedParty(t, ended.Decisions, in.decider()) {
+			denied = nil
 		}
 	}
 	if denied != nil {
@@ -243,7 +269,7 @@ func (e *Engine) resumeActive(ctx context.Context, ag *Agent, t *Task, items []I
 	case a.Status == StatusPaused && a.CancelRequested:
 		return nil, Errorf(CodeNotPaused, "request %s is being canceled", a.ID)
 	case a.Status == StatusPaused:
-		return legOf(e.claimResume(ctx, ag, t, items, in, now))
+		return e.claimResume(ctx, ag, t, items, in, now)
 	}
 	return e.resumeRunning(ctx, ag, t, items, in, now)
 }
@@ -389,7 +415,7 @@ func (e *Engine) awaitDecided(ctx context.Context, w Await) (bool, error) {
 func (e *Engine) resumePastRound(ag *Agent, t *Task, in ResumeInput, now time.Time) (Leg, error) {
 	a := t.Active
 	if past := decisionOf(a.Decisions, *in.Body.Round); past != nil && !wholeRoundOfPart(past, in.Body) {
-		if d, err := e.decide(ag, in, pendingOf(past), past.Round, now); err == nil && sameDecision(past, d) {
+		if e.agrees(ag, t, in, past, now) {
 			return e.pastLeg(e.follower(ag, t.ID, a.ID, past.Round, in.Deadline)), nil
 		}
 	}
@@ -409,11 +435,11 @@ func (e *Engine) resumeRunning(ctx context.Context, ag *Agent, t *Task, items []
 	if last == nil || (in.Body.Round != nil && *in.Body.Round != last.Round) {
 		return nil, Errorf(CodeNotPaused, "request %s is running and not awaiting a decision", a.ID)
 	}
-	d, err := e.decide(ag, in, pendingOf(last), last.Round, now)
+	d, err := e.decide(ag, t, in, pendingOf(last), last.Round, now)
 	if ae := (*Error)(nil); errors.As(err, &ae) && ae.Code == CodeRoundRequired {
 		return nil, err // a stale approve-all is refused as such, whatever the state
 	}
-	if err != nil || !sameDecision(last, d) || wholeRoundOfPart(last, in.Body) {
+	if err != nil || !sameShare(last, d) || wholeRoundOfPart(last, in.Body) {
 		return nil, Errorf(CodeDecisionConflict, "round %d of request %s was already decided otherwise", last.Round, a.ID)
 	}
 	if now.Before(a.LeaseUntil) {
@@ -460,8 +486,7 @@ func (e *Engine) resumeEnded(ag *Agent, t *Task, rec *RequestRecord, in ResumeIn
 	if last == nil || rec.Status == StatusCanceled {
 		return nil, Errorf(CodeNotPaused, "request %s is not paused", in.RequestID)
 	}
-	d, err := e.decide(ag, in, pendingOf(last), last.Round, e.now())
-	if err != nil || !sameDecision(last, d) || wholeRoundOfPart(last, in.Body) {
+	if !e.agrees(ag, t, in, last, e.now()) || wholeRoundOfPart(last, in.Body) {
 		if last.Round < final {
 			return nil, Errorf(CodeNotPaused, "round %d of request %s was decided otherwise, and the request has ended", last.Round, in.RequestID)
 		}
@@ -536,15 +561,21 @@ func closedByExpiry(rec *RequestRecord, last *Decision, round, final int) error 
 	return Errorf(code, "round %d of request %s was closed by its expiry (%s)", round, rec.RequestID, msg)
 }
 
-// decide turns the body into the round's decision, checked against the
-// pending calls: 400 round_required, invalid_decisions, invalid_input.
-func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round int, now time.Time) (*Decision, error) {
+// decide turns the body into the sender's decision of the round, checked
+// against the pending calls: 400 round_required, invalid_decisions,
+// invalid_input; 403 not_approver; 409 decision_conflict. Its calls are
+// the sender's share (approvers.go): the unsettled calls they may decide
+// and have not (an owner may add rejections of any); a call they decided
+// already the same way is left out (nothing new), so under the default
+// policy the share is every pending call, as it always was.
+func (e *Engine) decide(ag *Agent, t *Task, in ResumeInput, pending []PendingCall, round int, now time.Time) (*Decision, error) {
 	b := in.Body
 	d := &Decision{Round: round, Approver: in.UserID, DecidedAt: now}
 	if b.Reason != "" {
 		reason := b.Reason
 		d.Reason = &reason
 	}
+	sh := shareOf(t, in.decider(), pending)
 	if len(b.Decisions) == 0 {
 		if hasInputs(pending) {
 			return nil, Errorf(CodeInvalidAction, "round %d holds inputs: settle it with decisions covering every pending call (answer or reject each input)", round)
@@ -555,8 +586,12 @@ func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round 
 		if b.Round != nil && *b.Round != round {
 			return nil, Errorf(CodeNotPaused, "request %s is not paused in round %d", in.RequestID, *b.Round)
 		}
+		targets, err := sh.ofAction(b.Action, b.Remember)
+		if err != nil {
+			return nil, err
+		}
 		d.Action = b.Action
-		for _, p := range pending {
+		for _, p := range targets {
 			d.Calls = append(d.Calls, CallDecision{ToolCallID: p.ToolCallID, Action: b.Action, Reason: b.Reason, InputHash: p.InputHash,
 				Rule: p.Rule, Remember: b.Remember})
 		}
@@ -566,10 +601,11 @@ func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round 
 	for _, p := range pending {
 		byID[p.ToolCallID] = p
 	}
-	if len(b.Decisions) != len(pending) {
-		return nil, Errorf(CodeInvalidDecisions, "decisions must decide each of the %d pending calls exactly once", len(pending))
+	if err := sh.covered(b.Decisions, len(pending)); err != nil {
+		return nil, err
 	}
 	actions := map[string]bool{}
+	var refused error // a 403 or 409, answered after every 400
 	for i, di := range b.Decisions {
 		p, ok := byID[di.ToolCallID]
 		if !ok {
@@ -577,6 +613,19 @@ func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round 
 		}
 		if err := checkDecisionKind(i, p, di); err != nil {
 			return nil, err
+		}
+		if di.Remember != "" && (p.needed() > 1 || p.fourEyes()) {
+			return nil, Errorf(CodeInvalidDecisions, "decisions[%d]: %s needs %d approvals (four eyes: %v): its decisions cannot be remembered", i, p.ToolCallID, p.needed(), p.fourEyes())
+		}
+		dup, err := sh.judge(i, p, di)
+		if err != nil {
+			if refused == nil {
+				refused = err
+			}
+			continue
+		}
+		if dup {
+			continue // decided so already: nothing new
 		}
 		c := CallDecision{ToolCallID: di.ToolCallID, Action: di.Action, Reason: di.Reason, InputHash: p.InputHash,
 			Rule: p.Rule, Remember: di.Remember}
@@ -596,9 +645,15 @@ func (e *Engine) decide(ag *Agent, in ResumeInput, pending []PendingCall, round 
 		actions[di.Action] = true
 		d.Calls = append(d.Calls, c)
 	}
+	if refused != nil {
+		return nil, refused
+	}
 	d.Action = "mixed"
-	if len(actions) == 1 {
+	if len(actions) <= 1 {
 		d.Action = b.Decisions[0].Action
+		for a := range actions {
+			d.Action = a
+		}
 	}
 	return d, nil
 }
@@ -633,7 +688,8 @@ func pendingOf(d *Decision) []PendingCall {
 		if c.Action == ActionEdit {
 			hash = InputHash(c.OriginalInput)
 		}
-		out = append(out, PendingCall{ToolCallID: c.ToolCallID, Input: in, InputHash: hash, Round: d.Round, Rule: c.Rule, Kind: c.Kind, Elicit: c.Elicit})
+		out = append(out, PendingCall{ToolCallID: c.ToolCallID, Input: in, InputHash: hash, Round: d.Round, Rule: c.Rule, Kind: c.Kind, Elicit: c.Elicit,
+			Clauses: c.Clauses, Approvals: c.Approvals})
 	}
 	return out
 }
@@ -645,22 +701,26 @@ func wholeRoundOfPart(past *Decision, b ResumeRequest) bool {
 	return past.Partial && len(b.Decisions) == 0
 }
 
-// sameDecision compares what was decided: each call's action and input.
-func sameDecision(a, b *Decision) bool {
-	key := func(d *Decision) []string {
-		var out []string
-		for _, c := range d.Calls {
-			out = append(out, c.ToolCallID+"|"+c.Action+"|"+c.InputHash+"|"+c.Remember+"|"+c.ResultHash)
-		}
-		sort.Strings(out)
-		return out
+// agrees tells whether in decides past's round as it was decided.
+func (e *Engine) agrees(ag *Agent, t *Task, in ResumeInput, past *Decision, now time.Time) bool {
+	d, err := e.decide(ag, t, in, pendingOf(past), past.Round, now)
+	return err == nil && sameShare(past, d)
+}
+
+// sameShare tells whether each call d decides was decided so in past: a
+// sender's share of a round (under the default policy, its every call,
+// so the whole decision) agreeing with what settled it. A share with no
+// calls repeats what the sender recorded before.
+func sameShare(past, d *Decision) bool {
+	key := func(c CallDecision) string {
+		return c.Action + "|" + c.InputHash + "|" + c.Remember + "|" + c.ResultHash
 	}
-	ka, kb := key(a), key(b)
-	if len(ka) != len(kb) {
-		return false
+	was := map[string]string{}
+	for _, c := range past.Calls {
+		was[c.ToolCallID] = key(c)
 	}
-	for i := range ka {
-		if ka[i] != kb[i] {
+	for _, c := range d.Calls {
+		if k, ok := was[c.ToolCallID]; !ok || k != key(c) {
 			return false
 		}
 	}
@@ -724,12 +784,18 @@ func lastDecision(a *ActiveRequest) *Decision {
 const ApproverExpiry = "system:expiry"
 
 // claimResume records the decision and claims the request.
-func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (*Run, error) {
+func (e *Engine) claimResume(ctx context.Context, ag *Agent, t *Task, items []Item, in ResumeInput, now time.Time) (Leg, error) {
 	a := t.Active
-	d, err := e.decide(ag, in, a.Pending, a.Round, now)
+	d, err := e.decide(ag, t, in, a.Pending, a.Round, now)
 	if err != nil {
 		return nil, err
 	}
+	pending, settled := recordShare(t, a.Pending, d, in.decider(), now)
+	if !settled || len(d.Calls) == 0 {
+		// Short of a quorum (or nothing new): recorded, still Paused.
+		return e.recordApprovals(ctx, ag, t, in, d, pending, now)
+	}
+	d = roundDecision(d, pending)
 	next := e.nextOf(t)
 	na := next.Active
 	deadline := e.claim(na, in.Deadline, now)

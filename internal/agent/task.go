@@ -68,10 +68,13 @@ type ErrorInfo struct {
 // Task is the task's META: who owns it, its status, the next history seq and
 // the active request's mutable state. Version guards every read-modify-write.
 type Task struct {
-	ID         string            `json:"task_id"`
-	SessionID  string            `json:"session_id"`
-	Agent      string            `json:"agent"`
-	UserID     string            `json:"user_id"`
+	ID        string `json:"task_id"`
+	SessionID string `json:"session_id"`
+	Agent     string `json:"agent"`
+	UserID    string `json:"user_id"`
+	// TenantID is the owner's tenant (the token's tid): a group names
+	// approvers within it (approvers.go).
+	TenantID   string            `json:"tenant_id,omitempty"`
 	Status     Status            `json:"status"`
 	CreatedAt  time.Time         `json:"created_at"`
 	UpdatedAt  time.Time         `json:"updated_at"`
@@ -201,6 +204,16 @@ type PendingCall struct {
 	// Off: what the call asks (Elicit, RemoteInput) is in its JINP# item,
 	// not on META (jinp.go); the stores read it back with the task.
 	Off bool `json:"jinp,omitempty"`
+	// Clauses are who decides the call, recorded when its round paused
+	// (approvers.go); none: its task's owner alone. Approvals are the
+	// decisions counted toward it so far, while its round waits.
+	Clauses   []Clause   `json:"clauses,omitempty"`
+	Approvals []Approval `json:"approvals,omitempty"`
+	// Decided, on a call settled while its round still waits for another
+	// call's approvals, is its decision; Edited/OriginalInput, on a call an
+	// approval edited, is the input its later approvals approve.
+	Decided *CallDecision   `json:"decided,omitempty"`
+	Edited  json.RawMessage `json:"edited,omitempty"`
 }
 
 // Decision records who decided a round's calls, when and why.
@@ -228,6 +241,11 @@ type CallDecision struct {
 	OriginalInput json.RawMessage `json:"original_input,omitempty"`
 	// InputHash binds the decision to the input it approves.
 	InputHash string `json:"input_hash"`
+	// Clauses and Approvals, on a call whose policy is not the default,
+	// are who could decide it and the decisions counted toward it (those
+	// that settled it, or the partial ones an expiry closed).
+	Clauses   []Clause   `json:"clauses,omitempty"`
+	Approvals []Approval `json:"approvals,omitempty"`
 	// Rule is the approval rule that asked; Remember is "task" when the
 	// decision trusts the tool (and rule) for the rest of the task.
 	Rule     string `json:"rule,omitempty"`

@@ -54,6 +54,11 @@ type ToolPolicy struct {
 	// InputTTL, on an input tool, is how long its calls wait for their
 	// answer (0: DefaultInputTTL).
 	InputTTL time.Duration
+	// Approvers, when set, decide the tool's calls that need approval
+	// (a rule's own replace it); nil: the task's owner (approvers.go).
+	Approvers *ApproverPolicy
+	// Answerers, on an input tool, may answer its calls; nil: the owner.
+	Answerers []string
 }
 
 // BoundTool is a tool as an agent has it: the tool and its policy.

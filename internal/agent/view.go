@@ -248,6 +248,16 @@ func pendingView(p PendingCall, now time.Time, withExpired bool) PendingView {
 		exp := !now.Before(p.ExpiresAt)
 		pv.Expired = &exp
 	}
+	if len(p.Clauses) > 0 {
+		pv.Approvers, pv.Needed, pv.Approvals = p.principals(), p.needed(), approvalViews(p.Approvals)
+		pv.InputHash, pv.FourEyes = p.InputHash, p.fourEyes()
+		if p.Decided != nil {
+			pv.Outcome = p.Decided.Action
+		}
+		if p.Edited != nil {
+			pv.Input, pv.OriginalInput = rawOrEmpty(p.Edited), rawOrEmpty(p.Input)
+		}
+	}
 	return pv
 }
 

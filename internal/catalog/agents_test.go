@@ -143,7 +143,7 @@ func TestAgentToolErrors(t *testing.T) {
 		{"bad name", map[string]string{"a.yaml": def("a", "x", "      - agent: Not An Agent\n")},
 			[]string{`agents/a.yaml: spec.agent.tools[0].agent: "Not An Agent" is not an agent name`}},
 		{"foreign field", map[string]string{"a.yaml": def("a", "x", "      - agent: b\n        lambda: f\n"), "b.yaml": def("b", "x", "      - builtin: clock\n")},
-			[]string{`agents/a.yaml: spec.agent.tools[0].lambda: not allowed in an agent entry (agent, a2a, headers, description, requires_approval, approval_ttl)`}},
+			[]string{`agents/a.yaml: spec.agent.tools[0].lambda: not allowed in an agent entry (agent, a2a, headers, description, requires_approval, approval_ttl, approvers, quorum, separate_from_requester)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -219,6 +219,7 @@ func (d *decoder) tools(n *yaml.Node, at string, a *agent.Agent, defaultApproval
 		}
 	}
 	bindArtifactFiles(a.Tools)
+	d.checkPolicies(at, a.Tools)
 }
 
 // bindArtifactFiles gives save_artifact the agent's files tools, for its
@@ -246,10 +247,48 @@ func bindArtifactFiles(bound []agent.BoundTool) {
 func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env Env, dir string) (bound []agent.BoundTool, nameField string) {
 	f := d.fields(n, at, "builtin", "config", "lambda", "name", "description", "input_schema",
 		"requires_approval", "idempotent", "approval_ttl", "timeout", "mcp", "headers", "allow", "optional", "agent", "a2a", "artifacts_from",
-		"client", "result_schema", "input_ttl")
+		"client", "result_schema", "input_ttl", "approvers", "quorum", "separate_from_requester", "answerers")
 	if f == nil {
 		return nil, at
 	}
+	bound, nameField = d.bindEntry(f, at, defaultApproval, env, dir)
+	d.entryPolicy(f, at, bound)
+	return bound, nameField
+}
+
+// entryPolicy gives the entry's approver policy to its tools: those that
+// need approval are decided by it (their rules' own replace it). A policy
+// on an entry none of whose tools needs approval is an error.
+func (d *decoder) entryPolicy(f map[string]*yaml.Node, at string, bound []agent.BoundTool) {
+	if f["answerers"] != nil && !(len(bound) == 1 && isInputTool(bound[0])) {
+		d.fail(join(at, "answerers"), "only for an input tool (builtin: ask_user, or client: NAME); a tool that needs approval names approvers")
+	}
+	if !hasPolicy(f) || (len(bound) == 1 && isInputTool(bound[0])) {
+		return
+	}
+	pol, ok := d.policy(f, at)
+	if !ok || len(bound) == 0 {
+		return
+	}
+	needs := false
+	for i := range bound {
+		bound[i].Policy.Approvers = pol
+		needs = needs || bound[i].Policy.RequiresApproval
+	}
+	if !needs {
+		d.fail(join(at, "approvers"), "no tool of this entry needs approval (requires_approval), so nobody approves its calls")
+	}
+}
+
+// isInputTool tells whether b's calls pause for an answer (ask_user, a
+// client tool).
+func isInputTool(b agent.BoundTool) bool {
+	_, ok := b.Tool.(agent.InputTool)
+	return ok
+}
+
+// bindEntry binds the tools of one entry of spec.agent.tools.
+func (d *decoder) bindEntry(f map[string]*yaml.Node, at string, defaultApproval bool, env Env, dir string) (bound []agent.BoundTool, nameField string) {
 	if b, field, ok := d.inputEntry(f, at); ok {
 		if b == nil {
 			return nil, field
@@ -331,7 +370,7 @@ func (d *decoder) toolEntry(n *yaml.Node, at string, defaultApproval bool, env E
 func (d *decoder) agentEntry(f map[string]*yaml.Node, at string, policy agent.ToolPolicy, env Env) *agent.BoundTool {
 	for _, key := range []string{"builtin", "config", "lambda", "mcp", "name", "input_schema", "idempotent", "timeout", "allow", "optional"} {
 		if f[key] != nil {
-			d.fail(join(at, key), "not allowed in an agent entry (agent, a2a, headers, description, requires_approval, approval_ttl)")
+			d.fail(join(at, key), "not allowed in an agent entry (agent, a2a, headers, description, requires_approval, approval_ttl, approvers, quorum, separate_from_requester)")
 		}
 	}
 	if f["agent"] == nil {
@@ -694,19 +733,23 @@ func (d *decoder) inputEntry(f map[string]*yaml.Node, at string) (b *agent.Bound
 		return nil, "", false
 	}
 	field = join(at, "client")
-	allowed := []string{"client", "description", "input_schema", "result_schema", "input_ttl"}
+	allowed := []string{"client", "description", "input_schema", "result_schema", "input_ttl", "answerers"}
 	if isAsk {
 		field = join(at, "builtin")
-		allowed = []string{"builtin", "input_ttl"}
+		allowed = []string{"builtin", "input_ttl", "answerers"}
 	}
 	for _, key := range slices.Sorted(maps.Keys(f)) {
 		if !contains(allowed, key) {
-			what := "a client tool's entry (client, description, input_schema, result_schema, input_ttl)"
+			what := "a client tool's entry (client, description, input_schema, result_schema, input_ttl, answerers)"
 			if isAsk {
-				what = "ask_user's entry (builtin, input_ttl)"
+				what = "ask_user's entry (builtin, input_ttl, answerers)"
 			}
-			if key == "requires_approval" || key == "approval_ttl" {
+			switch key {
+			case "requires_approval", "approval_ttl":
 				d.fail(join(at, key), "an input tool never needs approval: its calls pause for the user's answer")
+				continue
+			case "approvers", "quorum", "separate_from_requester":
+				d.fail(join(at, key), "an input tool's calls are answered, not approved: answerers names who may answer (any one of them)")
 				continue
 			}
 			d.fail(join(at, key), "not allowed in %s", what)
@@ -716,6 +759,11 @@ func (d *decoder) inputEntry(f map[string]*yaml.Node, at string) (b *agent.Bound
 	if n := f["input_ttl"]; n != nil {
 		if v, okTTL := d.duration(n, join(at, "input_ttl")); okTTL {
 			policy.InputTTL = v
+		}
+	}
+	if n := f["answerers"]; n != nil {
+		if who, okWho := d.principals(n, join(at, "answerers"), agent.MaxPolicyEntries); okWho {
+			policy.Answerers = who
 		}
 	}
 	if isAsk {

@@ -22,14 +22,18 @@ type approvalRule struct {
 }
 
 // ruleEntry reads one rule of a requires_approval list:
-// {tool: NAME, when: {FIELD: GLOB, …}}. The tool must be one of group.
+// {tool: NAME, when: {FIELD: GLOB, …}}, with an approver policy of its own
+// (approvers, quorum, separate_from_requester) replacing the entry's. The
+// tool must be one of group. A rule without when asks for every call of
+// its tool.
 func (d *decoder) ruleEntry(n *yaml.Node, at string, group []string) (approvalRule, bool) {
-	f := d.fields(n, at, "tool", "when")
+	f := d.fields(n, at, "tool", "when", "approvers", "quorum", "separate_from_requester")
 	if f == nil {
 		return approvalRule{}, false
 	}
 	r := approvalRule{at: at}
-	ok := true
+	pol, ok := d.policy(f, at)
+	r.rule.Approvers = pol
 	if f["tool"] == nil {
 		d.fail(join(at, "tool"), "required: the tool the rule governs")
 		ok = false
@@ -42,8 +46,7 @@ func (d *decoder) ruleEntry(n *yaml.Node, at string, group []string) (approvalRu
 		r.rule.Tool = name
 	}
 	if f["when"] == nil {
-		d.fail(join(at, "when"), "required: {field: glob, …}, the input fields that make a call need approval")
-		return r, false
+		return r, ok // every call of the tool
 	}
 	when := d.mapping(f["when"], join(at, "when"))
 	if when == nil {

@@ -30,6 +30,7 @@ var statusOf = map[string]int{
 	agent.CodeUnauthenticated:       http.StatusUnauthorized,
 	agent.CodeNotOwner:              http.StatusUnauthorized,
 	agent.CodeForbidden:             http.StatusForbidden,
+	agent.CodeNotApprover:           http.StatusForbidden,
 	agent.CodeAgentNotFound:         http.StatusNotFound,
 	agent.CodeTaskNotFound:          http.StatusNotFound,
 	agent.CodeRequestNotFound:       http.StatusNotFound,
