@@ -58,6 +58,7 @@ type serveConfig struct {
 	audience         string
 	tenants          string
 	requiredScope    string
+	groupsClaim      string
 	retentionDays    int
 	shutdownDeadline time.Duration
 	corsOrigin       string
@@ -90,6 +91,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.audience, "audience", "", "the audience tokens must carry (with --issuer)")
 	fs.StringVar(&c.tenants, "tenants", "", "comma-separated tenant ids allowed (with --issuer; empty: any)")
 	fs.StringVar(&c.requiredScope, "required-scope", "", "the scope or role tokens must carry (with --issuer)")
+	fs.StringVar(&c.groupsClaim, "groups-claim", os.Getenv("HITCH_GROUPS_CLAIM"), "the token claim holding the user's groups, for approvers (with --issuer; default groups)")
 	fs.IntVar(&c.retentionDays, "retention-days", 0, "days after which a finished task's items expire (0: kept)")
 	fs.DurationVar(&c.shutdownDeadline, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for running requests")
 	fs.StringVar(&c.corsOrigin, "cors-origin", "", "a browser origin allowed to call the API (CORS), e.g. https://console.example.com; empty: none")
@@ -211,6 +213,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	if c.issuers != "" {
 		v, err := auth.NewVerifier(auth.Config{
 			Issuers: splitList(c.issuers), Audience: c.audience, Tenants: splitList(c.tenants), RequiredScope: c.requiredScope,
+			GroupsClaim: c.groupsClaim,
 		})
 		if err != nil {
 			return fmt.Errorf("serve: token verifier: %w", err)

@@ -29,13 +29,16 @@ func main() {
 		Audience:      strings.TrimSpace(os.Getenv("HITCH_AUDIENCE")),
 		Tenants:       list(os.Getenv("HITCH_TENANTS")),
 		RequiredScope: strings.TrimSpace(os.Getenv("HITCH_REQUIRED_SCOPE")),
+		GroupsClaim:   strings.TrimSpace(os.Getenv("HITCH_GROUPS_CLAIM")),
 		Logger:        log,
 	})
 	if err != nil {
 		log.Error("authorizer: bad configuration", "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(lambdaauth.New(v, log).Handle)
+	a := lambdaauth.New(v, log)
+	a.Groups = list(os.Getenv("HITCH_GROUPS")) // the groups some agent names; empty: all
+	lambda.Start(a.Handle)
 }
 
 // list splits a comma-separated value, dropping blanks.

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,8 @@ const (
 	Leeway = 60 * time.Second
 	// TenantPlaceholder in a configured issuer stands for the token's tid.
 	TenantPlaceholder = "{tenantid}"
+	// DefaultGroupsClaim is the claim read for the user's groups.
+	DefaultGroupsClaim = "groups"
 )
 
 // Identity is who a verified token speaks for.
@@ -43,6 +46,9 @@ type Identity struct {
 	TenantID string
 	// Scopes are the "scp" claim's scopes followed by the "roles" claim's.
 	Scopes []string
+	// Groups are the groups claim's values (Config.GroupsClaim): who
+	// may approve what is matched against them (docs/api.md, "Approvers").
+	Groups []string
 	// ExpiresAt is the token's "exp".
 	ExpiresAt time.Time
 }
@@ -90,6 +96,10 @@ type Config struct {
 	// RequiredScope, when not empty, must be among the token's scopes
 	// ("scp" or "roles").
 	RequiredScope string
+	// GroupsClaim names the claim holding the user's groups, a list or a
+	// space-separated string ("groups" when empty; "cognito:groups",
+	// "roles"). A claim of another type fails the token.
+	GroupsClaim string
 
 	// HTTPClient fetches discovery documents and JWKS; default: a client
 	// with a 10 s timeout.
@@ -102,6 +112,7 @@ type Config struct {
 
 // Verifier verifies bearer tokens. It is safe for concurrent use.
 type Verifier struct {
+	groups   string
 	issuers  []*issuer
 	audience string
 	tenants  []string
@@ -127,6 +138,7 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 		return nil, errors.New("auth: no audience configured")
 	}
 	v := &Verifier{
+		groups:   cmp.Or(cfg.GroupsClaim, DefaultGroupsClaim),
 		audience: cfg.Audience,
 		tenants:  slices.Clone(cfg.Tenants),
 		scope:    cfg.RequiredScope,
@@ -184,6 +196,10 @@ type claims struct {
 	TID   string     `json:"tid,omitempty"`
 	Scp   stringList `json:"scp,omitempty"`
 	Roles stringList `json:"roles,omitempty"`
+	// Groups is the configured groups claim (groupsClaim), decoded by
+	// Verify from all the claims (all).
+	Groups stringList `json:"-"`
+	all    map[string]json.RawMessage
 }
 
 // UnmarshalJSON decodes the claims strictly, where encoding/json and
@@ -199,6 +215,7 @@ func (c *claims) UnmarshalJSON(b []byte) error {
 	if m == nil {
 		return errors.New("the claims are not a JSON object")
 	}
+	c.all = m
 	for _, f := range []struct {
 		name string
 		dst  any
@@ -274,10 +291,16 @@ func (v *Verifier) Verify(ctx context.Context, tok Token) (Identity, error) {
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: %w", ErrUnauthorized, err)
 	}
+	if raw, ok := c.all[v.groups]; ok {
+		if err := json.Unmarshal(raw, &c.Groups); err != nil {
+			return Identity{}, fmt.Errorf("%w: claim %q: %w", ErrUnauthorized, v.groups, err)
+		}
+	}
 	id := Identity{
 		UserID:   c.OID,
 		TenantID: c.TID,
 		Scopes:   append(slices.Clone([]string(c.Scp)), c.Roles...),
+		Groups:   c.Groups,
 	}
 	if id.UserID == "" {
 		id.UserID = c.Subject

@@ -600,3 +600,45 @@ func TestTokenRedacted(t *testing.T) {
 		t.Errorf("log output %s, want REDACTED", buf.String())
 	}
 }
+
+// TestVerifyGroups: the groups claim, a list or a space-separated string,
+// under its default name or a configured one; a claim of another type
+// fails the token.
+func TestVerifyGroups(t *testing.T) {
+	is := authtest.NewIssuer(t)
+	for _, tc := range []struct {
+		name, claim string
+		value       any
+		want        []string
+		wantErr     bool
+	}{
+		{name: "list", value: []string{"sre", "dba"}, want: []string{"sre", "dba"}},
+		{name: "spaces", value: "sre dba", want: []string{"sre", "dba"}},
+		{name: "cognito", claim: "cognito:groups", value: []string{"sre"}, want: []string{"sre"}},
+		{name: "a number", value: 7, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, clk := newVerifier(t, is, func(c *auth.Config) { c.GroupsClaim = tc.claim })
+			c := validClaims(is, clk)
+			name := tc.claim
+			if name == "" {
+				name = auth.DefaultGroupsClaim
+			}
+			c[name] = tc.value
+			c["groups_not_read"] = []string{"x"}
+			got, err := v.Verify(context.Background(), auth.Token(is.Sign(t, c)))
+			if tc.wantErr {
+				if !errors.Is(err, auth.ErrUnauthorized) {
+					t.Fatalf("Verify = %v, want ErrUnauthorized", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got.Groups); diff != "" {
+				t.Errorf("groups (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -36,7 +36,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	ctx := context.WithoutCancel(r.Context())
 	deadline, _ := r.Context().Deadline()
 	run, err := s.Engine.StartInvoke(ctx, agent.InvokeInput{
-		Agent: r.PathValue("agent"), UserID: userOf(r), SessionID: msg.SessionID, TaskID: msg.TaskID,
+		Agent: r.PathValue("agent"), UserID: userOf(r), TenantID: identityOf(r).TenantID, SessionID: msg.SessionID, TaskID: msg.TaskID,
 		Items: msg.Items, Metadata: msg.Metadata, Deadline: deadline,
 		Idem: idempotency(r, agent.MessageHash(msg.SessionID, msg.TaskID, msg.Items, msg.Metadata)),
 	})

@@ -118,7 +118,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 // embedded document.
 func TestServeOpenAPI(t *testing.T) {
 	e := newEnv(t)
-	e.api.Auth = func(*http.Request) (string, error) { return "", httpapi.ErrUnauthenticated }
+	e.api.Auth = func(*http.Request) (httpapi.Identity, error) { return httpapi.Identity{}, httpapi.ErrUnauthenticated }
 	r := e.do(t, "GET", "/openapi.yaml", "", "")
 	if r.status != 200 || r.header.Get("Content-Type") != "application/yaml" || string(r.body) != string(docs.OpenAPI) {
 		t.Fatalf("GET /openapi.yaml: %d %q, %d bytes", r.status, r.header.Get("Content-Type"), len(r.body))

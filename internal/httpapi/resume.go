@@ -21,8 +21,9 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := context.WithoutCancel(r.Context())
 	deadline, _ := r.Context().Deadline()
+	id := identityOf(r)
 	run, err := s.Engine.StartResume(ctx, agent.ResumeInput{
-		Agent: r.PathValue("agent"), UserID: userOf(r), TaskID: r.PathValue("task_id"),
+		Agent: r.PathValue("agent"), UserID: id.UserID, TenantID: id.TenantID, Groups: id.Groups, Via: "http", TaskID: r.PathValue("task_id"),
 		RequestID: r.PathValue("request_id"), Body: req, Deadline: deadline, Idem: idempotency(r, callHash(r, body)),
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hitch-agents/hitch/internal/agent"
@@ -24,22 +25,40 @@ var (
 	ErrForbidden       = errors.New("forbidden")
 )
 
-// Authenticator tells who makes a request: the user id, or ErrUnauthenticated
-// / ErrForbidden.
-type Authenticator func(r *http.Request) (string, error)
+// Identity is who makes a request: the user, their tenant and the values
+// of their groups claim (who may approve what: docs/api.md, "Approvers").
+type Identity struct {
+	UserID   string
+	TenantID string
+	Groups   []string
+}
+
+// Authenticator tells who makes a request, or ErrUnauthenticated /
+// ErrForbidden.
+type Authenticator func(r *http.Request) (Identity, error)
 
 // DevAuth is the local development mode of docs/api.md: "Authorization: Bearer
-// <user-id>"; no header is user "dev".
-func DevAuth(r *http.Request) (string, error) {
+// <user-id>", or "Bearer <user-id>;groups=sre,dba" with groups; no header
+// is user "dev".
+func DevAuth(r *http.Request) (Identity, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return "dev", nil
+		return Identity{UserID: "dev"}, nil
 	}
 	const p = "Bearer "
 	if len(h) <= len(p) || h[:len(p)] != p {
-		return "", ErrUnauthenticated
+		return Identity{}, ErrUnauthenticated
 	}
-	return h[len(p):], nil
+	user, groups, withGroups := strings.Cut(h[len(p):], ";groups=")
+	id := Identity{UserID: user}
+	if withGroups {
+		for _, g := range strings.Split(groups, ",") {
+			if g = strings.TrimSpace(g); g != "" {
+				id.Groups = append(id.Groups, g)
+			}
+		}
+	}
+	return id, nil
 }
 
 // Server serves the API.
@@ -195,24 +214,28 @@ func (s *Server) Handler() http.Handler {
 
 type userKey struct{}
 
-func userOf(r *http.Request) string {
-	u, _ := r.Context().Value(userKey{}).(string)
-	return u
+// userOf is the id of the user who makes the request.
+func userOf(r *http.Request) string { return identityOf(r).UserID }
+
+// identityOf is who makes the request.
+func identityOf(r *http.Request) Identity {
+	id, _ := r.Context().Value(userKey{}).(Identity)
+	return id
 }
 
-func (s *Server) authenticate(r *http.Request) (string, error) {
+func (s *Server) authenticate(r *http.Request) (Identity, error) {
 	auth := s.Auth
 	if auth == nil {
-		return "", agent.Errorf(agent.CodeUnauthenticated, "no authenticator is configured")
+		return Identity{}, agent.Errorf(agent.CodeUnauthenticated, "no authenticator is configured")
 	}
-	user, err := auth(r)
+	id, err := auth(r)
 	switch {
 	case errors.Is(err, ErrForbidden):
-		return "", agent.Errorf(agent.CodeForbidden, "the token does not grant access to this API")
-	case err != nil || user == "":
-		return "", agent.Errorf(agent.CodeUnauthenticated, "a valid bearer token is required")
+		return Identity{}, agent.Errorf(agent.CodeForbidden, "the token does not grant access to this API")
+	case err != nil || id.UserID == "":
+		return Identity{}, agent.Errorf(agent.CodeUnauthenticated, "a valid bearer token is required")
 	}
-	return user, nil
+	return id, nil
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

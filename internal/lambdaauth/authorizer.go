@@ -21,9 +21,11 @@ package lambdaauth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,9 +40,11 @@ var ErrUnauthorized = errors.New("Unauthorized")
 
 // Keys of the Allow policy's context.
 const (
-	ContextUserID    = "user_id"
-	ContextTenantID  = "tenant_id"
-	ContextScopes    = "scopes"
+	ContextUserID   = "user_id"
+	ContextTenantID = "tenant_id"
+	ContextScopes   = "scopes"
+	// ContextGroups is the groups claim's values as a JSON array string.
+	ContextGroups    = "groups"
 	ContextExpiresAt = "expires_at"
 )
 
@@ -53,6 +57,34 @@ type Verifier interface {
 type Authorizer struct {
 	v   Verifier
 	log *slog.Logger
+	// Groups, when set, are the only groups passed on: those some agent
+	// names (HITCH_GROUPS). Empty passes every group, up to MaxGroups.
+	Groups []string
+}
+
+// MaxGroups bounds the groups an Allow's context carries (API Gateway
+// caches the context with the Allow; a user in thousands of groups would
+// not fit): past it the rest are left out, and logged.
+const MaxGroups = 64
+
+// groupsOf are the token's groups the functions need, as the context's
+// JSON array.
+func (a *Authorizer) groupsOf(id auth.Identity, log *slog.Logger) string {
+	var keep []string
+	for _, g := range id.Groups {
+		if len(a.Groups) == 0 || slices.Contains(a.Groups, g) {
+			keep = append(keep, g)
+		}
+	}
+	if len(keep) > MaxGroups {
+		log.Warn("authorizer: groups left out", "user_id", id.UserID, "groups", len(keep), "kept", MaxGroups)
+		keep = keep[:MaxGroups]
+	}
+	if len(keep) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(keep)
+	return string(b)
 }
 
 // New returns an Authorizer; log may be nil (slog.Default()).
@@ -81,12 +113,16 @@ func (a *Authorizer) Handle(ctx context.Context, ev events.APIGatewayCustomAutho
 	switch {
 	case err == nil:
 		log.Info("authorizer: allow", "user_id", id.UserID, "tenant_id", id.TenantID)
-		return policy(id.UserID, "Allow", stage, map[string]any{
+		allow := map[string]any{
 			ContextUserID:    id.UserID,
 			ContextTenantID:  id.TenantID,
 			ContextScopes:    strings.Join(id.Scopes, " "),
 			ContextExpiresAt: strconv.FormatInt(id.ExpiresAt.Unix(), 10),
-		}), nil
+		}
+		if g := a.groupsOf(id, log); g != "" {
+			allow[ContextGroups] = g // none: no key
+		}
+		return policy(id.UserID, "Allow", stage, allow), nil
 	case errors.Is(err, auth.ErrForbidden):
 		log.Info("authorizer: deny", "user_id", id.UserID, "tenant_id", id.TenantID, "reason", err)
 		return policy(id.UserID, "Deny", stage, nil), nil

@@ -231,3 +231,38 @@ func TestEventShape(t *testing.T) {
 		t.Fatalf("Handle: %v, want Unauthorized", err)
 	}
 }
+
+// TestAllowGroups: the groups claim reaches the functions as a JSON array,
+// only the groups some agent names when the authorizer is told them, at
+// most MaxGroups.
+func TestAllowGroups(t *testing.T) {
+	a, is, now := setup(t)
+	many := make([]string, lambdaauth.MaxGroups+5)
+	for i := range many {
+		many[i] = "g" + strconv.Itoa(i)
+	}
+	for _, tc := range []struct {
+		name   string
+		named  []string
+		groups []string
+		want   any
+	}{
+		{"all", nil, []string{"sre", "dba"}, `["sre","dba"]`},
+		{"only those named", []string{"sre"}, []string{"sre", "dba"}, `["sre"]`},
+		{"none named", []string{"oncall"}, []string{"sre"}, nil},
+		{"too many", nil, many, `["` + strings.Join(many[:lambdaauth.MaxGroups], `","`) + `"]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a.Groups = tc.named
+			c := claims(is, now)
+			c["groups"] = tc.groups
+			got, err := a.Handle(context.Background(), event(map[string]string{"Authorization": "Bearer " + is.Sign(t, c)}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got.Context["groups"]); diff != "" {
+				t.Errorf("context groups (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

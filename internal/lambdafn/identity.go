@@ -1,6 +1,7 @@
 package lambdafn
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -19,7 +20,7 @@ import (
 // seconds) and the function refuses once it has passed, with the verifier's
 // leeway, so that a cached Allow never outlives its token. A context without
 // a valid expires_at did not come from Hitch's authorizer and is refused.
-func AuthorizerIdentity(r *http.Request) (string, error) {
+func AuthorizerIdentity(r *http.Request) (httpapi.Identity, error) {
 	return identityAt(r, time.Now())
 }
 
@@ -28,22 +29,29 @@ func AuthorizerIdentity(r *http.Request) (string, error) {
 // libraries only the authorizer needs.
 const Leeway = 60 * time.Second
 
-func identityAt(r *http.Request, now time.Time) (string, error) {
+func identityAt(r *http.Request, now time.Time) (httpapi.Identity, error) {
 	ctx := lambdahttp.Authorizer(r.Context())
 	if ctx == nil {
-		return "", httpapi.ErrUnauthenticated
+		return httpapi.Identity{}, httpapi.ErrUnauthenticated
 	}
 	user, _ := ctx[lambdaauth.ContextUserID].(string)
 	if user == "" {
-		return "", httpapi.ErrUnauthenticated
+		return httpapi.Identity{}, httpapi.ErrUnauthenticated
 	}
 	exp, _ := ctx[lambdaauth.ContextExpiresAt].(string)
 	sec, err := strconv.ParseInt(exp, 10, 64)
 	if err != nil || sec <= 0 {
-		return "", httpapi.ErrUnauthenticated
+		return httpapi.Identity{}, httpapi.ErrUnauthenticated
 	}
 	if now.After(time.Unix(sec, 0).Add(Leeway)) {
-		return "", httpapi.ErrUnauthenticated
+		return httpapi.Identity{}, httpapi.ErrUnauthenticated
 	}
-	return user, nil
+	id := httpapi.Identity{UserID: user}
+	id.TenantID, _ = ctx[lambdaauth.ContextTenantID].(string)
+	if g, _ := ctx[lambdaauth.ContextGroups].(string); g != "" {
+		if json.Unmarshal([]byte(g), &id.Groups) != nil {
+			return httpapi.Identity{}, httpapi.ErrUnauthenticated // not Hitch's authorizer's
+		}
+	}
+	return id, nil
 }

@@ -2,6 +2,7 @@ package lambdafn_test
 
 import (
 	"errors"
+	"github.com/google/go-cmp/cmp"
 	"net/http/httptest"
 	"strconv"
 	"testing"
@@ -25,18 +26,23 @@ func TestAuthorizerIdentity(t *testing.T) {
 		name       string
 		authorizer map[string]any // nil: no authorizer context at all
 		want       string
+		wantID     *httpapi.Identity // when set, the whole identity
 	}{
-		{"valid", map[string]any{"principalId": "u-1", "user_id": "u-1", "tenant_id": "t", "scopes": "s", "expires_at": unix(time.Hour)}, "u-1"},
-		{"expired within the leeway", map[string]any{"user_id": "u-1", "expires_at": unix(-lambdafn.Leeway / 2)}, "u-1"},
-		{"expired", map[string]any{"user_id": "u-1", "expires_at": unix(-lambdafn.Leeway - 5*time.Second)}, ""},
-		{"expired long ago (a cached Allow)", map[string]any{"user_id": "u-1", "expires_at": unix(-10 * time.Minute)}, ""},
-		{"no expires_at", map[string]any{"user_id": "u-1"}, ""},
-		{"expires_at not a number", map[string]any{"user_id": "u-1", "expires_at": "tomorrow"}, ""},
-		{"expires_at not a string", map[string]any{"user_id": "u-1", "expires_at": float64(time.Now().Add(time.Hour).Unix())}, ""},
-		{"expires_at zero", map[string]any{"user_id": "u-1", "expires_at": "0"}, ""},
-		{"no user_id", map[string]any{"principalId": "u-1", "expires_at": unix(time.Hour)}, ""},
-		{"user_id not a string", map[string]any{"user_id": 42, "expires_at": unix(time.Hour)}, ""},
-		{"no authorizer context", nil, ""},
+		{"valid", map[string]any{"principalId": "u-1", "user_id": "u-1", "tenant_id": "t", "scopes": "s", "expires_at": unix(time.Hour)}, "u-1",
+			&httpapi.Identity{UserID: "u-1", TenantID: "t"}},
+		{"groups", map[string]any{"user_id": "u-1", "tenant_id": "t", "groups": `["sre","dba"]`, "expires_at": unix(time.Hour)}, "u-1",
+			&httpapi.Identity{UserID: "u-1", TenantID: "t", Groups: []string{"sre", "dba"}}},
+		{"groups not a JSON array", map[string]any{"user_id": "u-1", "groups": "sre,dba", "expires_at": unix(time.Hour)}, "", nil},
+		{"expired within the leeway", map[string]any{"user_id": "u-1", "expires_at": unix(-lambdafn.Leeway / 2)}, "u-1", nil},
+		{"expired", map[string]any{"user_id": "u-1", "expires_at": unix(-lambdafn.Leeway - 5*time.Second)}, "", nil},
+		{"expired long ago (a cached Allow)", map[string]any{"user_id": "u-1", "expires_at": unix(-10 * time.Minute)}, "", nil},
+		{"no expires_at", map[string]any{"user_id": "u-1"}, "", nil},
+		{"expires_at not a number", map[string]any{"user_id": "u-1", "expires_at": "tomorrow"}, "", nil},
+		{"expires_at not a string", map[string]any{"user_id": "u-1", "expires_at": float64(time.Now().Add(time.Hour).Unix())}, "", nil},
+		{"expires_at zero", map[string]any{"user_id": "u-1", "expires_at": "0"}, "", nil},
+		{"no user_id", map[string]any{"principalId": "u-1", "expires_at": unix(time.Hour)}, "", nil},
+		{"user_id not a string", map[string]any{"user_id": 42, "expires_at": unix(time.Hour)}, "", nil},
+		{"no authorizer context", nil, "", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,13 +55,18 @@ func TestAuthorizerIdentity(t *testing.T) {
 			}
 			got, err := lambdafn.AuthorizerIdentity(r)
 			if tc.want == "" {
-				if !errors.Is(err, httpapi.ErrUnauthenticated) || got != "" {
-					t.Fatalf("AuthorizerIdentity = %q, %v; want ErrUnauthenticated", got, err)
+				if !errors.Is(err, httpapi.ErrUnauthenticated) || got.UserID != "" {
+					t.Fatalf("AuthorizerIdentity = %+v, %v; want ErrUnauthenticated", got, err)
 				}
 				return
 			}
-			if err != nil || got != tc.want {
-				t.Fatalf("AuthorizerIdentity = %q, %v; want %q", got, err, tc.want)
+			if err != nil || got.UserID != tc.want {
+				t.Fatalf("AuthorizerIdentity = %+v, %v; want %q", got, err, tc.want)
+			}
+			if tc.wantID != nil {
+				if diff := cmp.Diff(*tc.wantID, got); diff != "" {
+					t.Errorf("identity (-want +got):\n%s", diff)
+				}
 			}
 		})
 	}
