@@ -378,7 +378,8 @@ func (e *Engine) expireRound(next *Task, items []Item, now, at time.Time) ([]Ite
 	}
 	d := Decision{Round: a.Round, Approver: "system:expiry", DecidedAt: now, Action: "reject"}
 	for _, p := range a.Pending {
-		d.Calls = append(d.Calls, CallDecision{ToolCallID: p.ToolCallID, Action: "reject", Reason: msg})
+		// A call's partial approvals stay beside the expiry that closed it.
+		d.Calls = append(d.Calls, CallDecision{ToolCallID: p.ToolCallID, Action: "reject", Reason: msg, Clauses: p.Clauses, Approvals: p.Approvals})
 	}
 	a.Decisions = append(a.Decisions, d)
 	rec := endOf(a, StatusFailed, &ErrorInfo{Code: code, Message: msg}, now)

@@ -22,6 +22,14 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		fn   func(*testing.T, *Env)
 	}{
 		{"PauseRunsNothing", testPauseRunsNothing},
+		{"ApproversFourEyes", testFourEyes},
+		{"ApproversStrangers", testStrangers},
+		{"ApproversQuorumTwo", testQuorumTwo},
+		{"ApproversQuorumRace", testQuorumRace},
+		{"ApproversQuorumReject", testQuorumReject},
+		{"ApproversQuorumEdit", testQuorumEdit},
+		{"ApproversQuorumTrust", testQuorumTrust},
+		{"ApproversQuorumExpiry", testQuorumExpiry},
 		{"ApproveRunsOnceAndContinues", testApprove},
 		{"RejectReachesTheModel", testReject},
 		{"EditRunsTheNewInput", testEdit},
