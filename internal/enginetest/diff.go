@@ -83,3 +83,26 @@ func canceledOf(c *agent.CancelOutcome) canceled {
 func taskIDs(due []agent.Takeover) []string {
 	return each(due, func(d agent.Takeover) string { return d.TaskID })
 }
+
+// said is a result's status and output.
+type said struct {
+	Status agent.Status
+	Output string
+}
+
+func saidOf(r *agent.RequestResult) said { return said{r.Status, r.Output} }
+
+// toolCallIDs are the calls of pending approvals or inputs.
+func toolCallIDs(ps []agent.PendingView) []string {
+	return each(ps, func(p agent.PendingView) string { return p.ToolCallID })
+}
+
+// dueLeg is what a check compares of a due takeover.
+type dueLeg struct {
+	TaskID, RequestID string
+	Expired           bool
+}
+
+func dueLegs(due []agent.Takeover) []dueLeg {
+	return each(due, func(d agent.Takeover) dueLeg { return dueLeg{d.TaskID, d.RequestID, d.Expired} })
+}
