@@ -106,3 +106,23 @@ type dueLeg struct {
 func dueLegs(due []agent.Takeover) []dueLeg {
 	return each(due, func(d agent.Takeover) dueLeg { return dueLeg{d.TaskID, d.RequestID, d.Expired} })
 }
+
+// asking is a result's status and how many inputs it asks for.
+type asking struct {
+	Status agent.Status
+	Inputs int
+}
+
+func askingOf(r *agent.RequestResult) asking { return asking{r.Status, len(r.PendingInputs)} }
+
+// question is what a check compares of a pending input.
+type question struct{ ToolCallID, Question string }
+
+func questions(ps []agent.PendingView) []question {
+	return each(ps, func(p agent.PendingView) question { return question{p.ToolCallID, p.Question} })
+}
+
+// rules are the trust rules pending approvals matched.
+func rules(ps []agent.PendingView) []string {
+	return each(ps, func(p agent.PendingView) string { return p.Rule })
+}
