@@ -126,3 +126,11 @@ func questions(ps []agent.PendingView) []question {
 func rules(ps []agent.PendingView) []string {
 	return each(ps, func(p agent.PendingView) string { return p.Rule })
 }
+
+// strOf is *p, "" for nil.
+func strOf(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
