@@ -68,9 +68,17 @@ func (env *Env) askTwice(t *testing.T) (*agent.RequestResult, agent.ResumeReques
 	res, _ := env.Invoke(t, "", "pay")
 	accept := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1", `{"action":"accept"}`)}}
 	out, _, err := env.Resume(res, "alice", accept)
-	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 || len(out.PendingInputs) != 1 ||
-		out.PendingInputs[0].ToolCallID != "b1" || out.PendingInputs[0].Question != "Confirm paying $5000" {
-		t.Fatalf("round 2: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("round 2: %v", err)
+	}
+	type round2 struct {
+		Status agent.Status
+		Round  int
+		Inputs []question
+	}
+	want := round2{agent.StatusPaused, 2, []question{{"b1", "Confirm paying $5000"}}}
+	if diff := cmp.Diff(want, round2{out.Status, out.Round, questions(out.PendingInputs)}); diff != "" {
+		t.Fatalf("round 2 (-want +got):\n%s", diff)
 	}
 	return res, accept
 }
@@ -99,8 +107,10 @@ func testAskedAgainNeedsRound(t *testing.T, env *Env) {
 	}
 	first := accept
 	first.Round = Round(1)
-	if out, _, err := env.Resume(res, "alice", first); err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
-		t.Errorf("round 1's answer again, with its round: %+v %v, want its leg's outcome (Paused, round 2)", out, err)
+	if out, _, err := env.Resume(res, "alice", first); err != nil {
+		t.Errorf("round 1's answer again, with its round: %v, want its leg's outcome (Paused, round 2)", err)
+	} else if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(out)); diff != "" {
+		t.Errorf("round 1's answer again, with its round, want its leg's outcome (-want +got):\n%s", diff)
 	}
 	decline := agent.ResumeRequest{Round: Round(1), Decisions: []agent.DecisionInput{answer("b1", `{"action":"decline"}`)}}
 	if _, _, err := env.Resume(res, "alice", decline); Code(err) != agent.CodeNotPaused {
@@ -117,8 +127,18 @@ func testAskedAgainNeedsRound(t *testing.T, env *Env) {
 		t.Fatalf("round 2's answer: %+v %v", out, err)
 	}
 	runs := env.Booker.Runs()
-	if r := runs[len(runs)-1].Reply; len(runs) != 3 || r == nil || r.State != "round-1" || len(r.Responses) != 1 || r.Responses[0].Key != "pay" {
-		t.Errorf("the tool's runs: %+v", runs)
+	type lastRun struct {
+		Runs  int
+		State string
+		Keys  []string
+	}
+	got := lastRun{Runs: len(runs)}
+	if r := runs[len(runs)-1].Reply; r != nil {
+		got.State = r.State
+		got.Keys = each(r.Responses, func(e agent.ElicitResponse) string { return e.Key })
+	}
+	if diff := cmp.Diff(lastRun{3, "round-1", []string{"pay"}}, got); diff != "" {
+		t.Errorf("the tool's runs, and the last one's reply (-want +got):\n%s", diff)
 	}
 	if _, _, err := env.Resume(res, "alice", accept); Code(err) != agent.CodeRoundRequired {
 		t.Errorf("the answer without a round after the end: %v, want round_required", err)
@@ -182,15 +202,19 @@ func testExpiredRoundAnswers410(t *testing.T, env *Env) {
 func testPastRoundOfAnExpiredRequest(t *testing.T, env *Env) {
 	res, _ := env.Pause(t)
 	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g2", "guarded", "second")))
-	if out, _, err := env.Resume(res, "alice", Approve()); err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
-		t.Fatalf("round 2: %+v %v", out, err)
+	if out, _, err := env.Resume(res, "alice", Approve()); err != nil {
+		t.Fatalf("round 2: %v", err)
+	} else if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(out)); diff != "" {
+		t.Fatalf("round 2 (-want +got):\n%s", diff)
 	}
 	env.Advance(2 * time.Hour)
 	if run, err := env.E.StartTakeover(context.Background(), res.TaskID, res.RequestID); run != nil || err != nil {
 		t.Fatalf("the reaper's expiry: %v %v", run, err)
 	}
-	if out, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(1)}); err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
-		t.Errorf("round 1's approval again: %+v %v, want its leg's outcome", out, err)
+	if out, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(1)}); err != nil {
+		t.Errorf("round 1's approval again: %v, want its leg's outcome", err)
+	} else if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(out)); diff != "" {
+		t.Errorf("round 1's approval again, want its leg's outcome (-want +got):\n%s", diff)
 	}
 	if _, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: agent.ActionReject, Round: Round(1)}); Code(err) != agent.CodeNotPaused {
 		t.Errorf("round 1 decided otherwise: %v, want not_paused", err)
@@ -214,15 +238,22 @@ func testElicitAgainAtRoot(t *testing.T, o *Orch) {
 	pay := agent.Elicitation{Key: "pay", Mode: agent.ElicitURL, Message: "Confirm paying $5000", URL: "https://pay.example.com/confirm"}
 	o.Booker.Asks = [][]agent.Elicitation{{login}, {pay}}
 	res, _ := o.Invoke(t, "chief", "", CallAgent("front", CallAgent("asker", `/call book_table {"day":"friday"}`)))
-	if res.Status != agent.StatusPaused || len(res.PendingInputs) != 1 {
-		t.Fatalf("chief: %+v", res)
+	if diff := cmp.Diff(asking{agent.StatusPaused, 1}, askingOf(res)); diff != "" {
+		t.Fatalf("chief (-want +got):\n%s", diff)
 	}
 	p := res.PendingInputs[0]
 	accept := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer(p.ToolCallID, `{"action":"accept"}`)}}
 	out, _, err := o.Resume("chief", res.TaskID, res.RequestID, accept)
-	if err != nil || out.Status != agent.StatusPaused || len(out.PendingInputs) != 1 || out.PendingInputs[0].ToolCallID != p.ToolCallID ||
-		out.PendingInputs[0].Question != "Confirm paying $5000" {
-		t.Fatalf("round 2 at chief: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("round 2 at chief: %v", err)
+	}
+	type round2 struct {
+		Status agent.Status
+		Inputs []question
+	}
+	want := round2{agent.StatusPaused, []question{{p.ToolCallID, "Confirm paying $5000"}}}
+	if diff := cmp.Diff(want, round2{out.Status, questions(out.PendingInputs)}); diff != "" {
+		t.Fatalf("round 2 at chief (-want +got):\n%s", diff)
 	}
 	ctx := context.Background()
 	chief, _ := o.Store.GetTask(ctx, res.TaskID)
@@ -246,8 +277,17 @@ func testElicitAgainAtRoot(t *testing.T, o *Orch) {
 	if done, _, err := o.Resume("chief", res.TaskID, res.RequestID, second); err != nil || done.Status != agent.StatusCompleted {
 		t.Fatalf("round 2 answered at chief: %+v %v", done, err)
 	}
-	if runs := o.Booker.Runs(); len(runs) != 3 || runs[2].Reply == nil || runs[2].Reply.Responses[0].Key != "pay" {
-		t.Errorf("the tool's runs: %+v", runs)
+	type thirdRun struct {
+		Runs     int
+		FirstKey string
+	}
+	runs := o.Booker.Runs()
+	got := thirdRun{Runs: len(runs)}
+	if len(runs) == 3 && runs[2].Reply != nil {
+		got.FirstKey = runs[2].Reply.Responses[0].Key
+	}
+	if diff := cmp.Diff(thirdRun{3, "pay"}, got); diff != "" {
+		t.Errorf("the tool's runs, and the third one's reply (-want +got):\n%s", diff)
 	}
 }
 
@@ -264,8 +304,8 @@ func testLeafRoundsCopiedByRound(t *testing.T, o *Orch) {
 	pay := agent.Elicitation{Key: "pay", Mode: agent.ElicitURL, Message: "Confirm paying $5000", URL: "https://pay.example.com/confirm"}
 	o.Booker.Asks = [][]agent.Elicitation{{login}, {pay}}
 	res, _ := o.Invoke(t, "front", "", CallAgent("asker", `/call book_table {"day":"friday"}`))
-	if res.Status != agent.StatusPaused || len(res.PendingInputs) != 1 {
-		t.Fatalf("front: %+v", res)
+	if diff := cmp.Diff(asking{agent.StatusPaused, 1}, askingOf(res)); diff != "" {
+		t.Fatalf("front (-want +got):\n%s", diff)
 	}
 	p := res.PendingInputs[0]
 	accept := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer(p.ToolCallID, `{"action":"accept"}`)}}
@@ -361,8 +401,10 @@ func outcome(res *agent.RequestResult, err error) string {
 func testRunningRoundNeedsRound(t *testing.T, env *Env) {
 	res, _ := env.Pause(t)
 	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g2", "guarded", "second")))
-	if out, _, err := env.Resume(res, "alice", Approve()); err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
-		t.Fatalf("round 2: %+v %v", out, err)
+	if out, _, err := env.Resume(res, "alice", Approve()); err != nil {
+		t.Fatalf("round 2: %v", err)
+	} else if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(out)); diff != "" {
+		t.Fatalf("round 2 (-want +got):\n%s", diff)
 	}
 	if _, err := env.E.StartResume(context.Background(), agent.ResumeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, RequestID: res.RequestID,
 		Body: agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(2)}}); err != nil {

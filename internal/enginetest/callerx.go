@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/hitch-agents/hitch/internal/agent"
 )
 
@@ -27,8 +29,12 @@ func pausedOnDuo(t *testing.T, o *Orch, file string, askerFirst bool) (*agent.Re
 		slices.Reverse(lines)
 	}
 	res, _ := o.Invoke(t, "duo", "", strings.Join(lines, "\n"))
-	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 || len(res.PendingInputs) != 1 {
-		t.Fatalf("duo: %+v", res)
+	type pending struct {
+		Status            agent.Status
+		Approvals, Inputs int
+	}
+	if diff := cmp.Diff(pending{agent.StatusPaused, 1, 1}, pending{res.Status, len(res.PendingApprovals), len(res.PendingInputs)}); diff != "" {
+		t.Fatalf("duo (-want +got):\n%s", diff)
 	}
 	return res, res.PendingApprovals[0], res.PendingInputs[0]
 }
@@ -187,8 +193,8 @@ func testReadErrorCheckingALeaf(t *testing.T, newStore func(testing.TB) agent.St
 	fr := &failingReads{Store: newStore(t)}
 	o := NewOrch(t, fr)
 	res, _ := o.Invoke(t, "pair", "", CallAgent("twin", Append("t.txt", "x")))
-	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 {
-		t.Fatalf("pair: %+v", res)
+	if diff := cmp.Diff(paused{agent.StatusPaused, 1}, pausedOf(res)); diff != "" {
+		t.Fatalf("pair (-want +got):\n%s", diff)
 	}
 	p := res.PendingApprovals[0]
 	if out, _, err := o.Resume("twin", p.TaskID, p.RequestID, Approve()); err != nil || out.Status != agent.StatusCompleted {
@@ -330,8 +336,8 @@ func testExpiryCancelsALeafDecidedMeanwhile(t *testing.T, newStore func(testing.
 			hs := &hookStore{Store: newStore(t)}
 			o := NewOrch(t, hs)
 			res, _ := o.Invoke(t, "pair", "", CallAgent("leaf", leafScript)+"\n"+CallAgent("twin", Append("t.txt", "x")))
-			if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 2 {
-				t.Fatalf("pair: %+v", res)
+			if diff := cmp.Diff(paused{agent.StatusPaused, 2}, pausedOf(res)); diff != "" {
+				t.Fatalf("pair (-want +got):\n%s", diff)
 			}
 			leaf := pendingAt(res, "leaf")
 			atPair := func() {
@@ -361,8 +367,8 @@ func testExpiryCancelsALeafDecidedMeanwhile(t *testing.T, newStore func(testing.
 				}
 				atPair()
 			case !running:
-				if out.Status != agent.StatusPaused || out.Round != 2 {
-					t.Fatalf("approve at leaf: %+v, want Paused in round 2", out)
+				if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(out)); diff != "" {
+					t.Fatalf("approve at leaf (-want +got):\n%s", diff)
 				}
 				atPair()
 			}
@@ -435,12 +441,16 @@ func testReaperCancelsAFlaggedLeaf(t *testing.T, newStore func(testing.TB) agent
 	o := NewOrch(t, hs)
 	then, _ := json.Marshal(map[string]string{"path": "l.txt", "content": "y\n"})
 	res, _ := o.Invoke(t, "pair", "", CallAgent("leaf", Append("l.txt", "x")+"\n/then append_file "+string(then))+"\n"+CallAgent("twin", Append("t.txt", "x")))
-	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 2 {
-		t.Fatalf("pair: %+v", res)
+	if diff := cmp.Diff(paused{agent.StatusPaused, 2}, pausedOf(res)); diff != "" {
+		t.Fatalf("pair (-want +got):\n%s", diff)
 	}
 	leaf := pendingAt(res, "leaf")
-	if out, _, err := o.Resume("leaf", leaf.TaskID, leaf.RequestID, Approve()); err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
-		t.Fatalf("approve at leaf: %+v %v, want Paused in round 2", out, err)
+	out, _, err := o.Resume("leaf", leaf.TaskID, leaf.RequestID, Approve())
+	if err != nil {
+		t.Fatalf("approve at leaf: %v", err)
+	}
+	if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(out)); diff != "" {
+		t.Fatalf("approve at leaf (-want +got):\n%s", diff)
 	}
 	time.Sleep(1100 * time.Millisecond) // twin's round expires
 	hs.match = func(w *agent.Write) bool { return w.Task.ID == res.TaskID && w.Task.Status == agent.StatusFailed }
@@ -457,8 +467,8 @@ func testReaperCancelsAFlaggedLeaf(t *testing.T, newStore func(testing.TB) agent
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(due) != 1 || due[0].TaskID != leaf.TaskID {
-		t.Fatalf("due = %+v, want leaf alone (flagged for cancel below an ended root)", due)
+	if diff := cmp.Diff([]string{leaf.TaskID}, taskIDs(due)); diff != "" {
+		t.Fatalf("due takeovers, want leaf alone (flagged for cancel below an ended root) (-want +got):\n%s", diff)
 	}
 	if _, err := o.E.StartTakeover(ctx, due[0].TaskID, due[0].RequestID); err != nil {
 		t.Fatalf("the reaper's takeover of leaf: %v", err)
@@ -571,8 +581,8 @@ func testFailedCallerFlagsItsChildren(t *testing.T, newStore func(testing.TB) ag
 	}
 	res, _ := o.Invoke(t, "desk", "", CallAgent("leaf", Append("failed_caller.txt", "x")))
 	rw.set("")
-	if res.Status != agent.StatusFailed || res.Error == nil || res.Error.Code != agent.CodeInternal {
-		t.Fatalf("desk, its pause refused: %+v", res)
+	if diff := cmp.Diff(ended{agent.StatusFailed, agent.CodeInternal}, ended{res.Status, codeOf(res.Error)}); diff != "" {
+		t.Fatalf("desk, its pause refused (-want +got):\n%s", diff)
 	}
 	if leafID == "" {
 		t.Fatal("desk's end never landed, or named no child")
@@ -651,8 +661,13 @@ func testWholeRoundAfterAPartialCopy(t *testing.T, o *Orch) {
 		t.Fatalf("approve at twin: %+v %v", out, err)
 	}
 	o.runContinuations(t, res.TaskID)
-	if v := o.View(t, "pair", res.TaskID); v.Status != agent.StatusPaused || v.Requests[0].Decisions[0].Round != 1 {
-		t.Fatalf("pair after twin's end: %s %+v, want Paused on leaf alone, its round 1 twin's copy", v.Status, v.Requests[0].Decisions)
+	type copied struct {
+		Status       agent.Status
+		DecidedRound int
+	}
+	v := o.View(t, "pair", res.TaskID)
+	if diff := cmp.Diff(copied{agent.StatusPaused, 1}, copied{v.Status, v.Requests[0].Decisions[0].Round}); diff != "" {
+		t.Fatalf("pair after twin's end, want Paused on leaf alone, its round 1 twin's copy (-want +got):\n%s", diff)
 	}
 	whole := agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(1)}
 	if out, _, err := o.Resume("pair", res.TaskID, res.RequestID, whole); Code(err) != agent.CodeNotPaused {
@@ -748,8 +763,8 @@ func testMessageToAnExpiredCaller(t *testing.T, newStore func(testing.TB) agent.
 		t.Run(map[bool]string{true: "decided at the leaf", false: "nobody decided"}[decided], func(t *testing.T) {
 			o := NewOrch(t, newStore(t))
 			res, _ := o.Invoke(t, "pair", "", CallAgent("twin", Append("t.txt", "x")))
-			if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 {
-				t.Fatalf("pair: %+v", res)
+			if diff := cmp.Diff(paused{agent.StatusPaused, 1}, pausedOf(res)); diff != "" {
+				t.Fatalf("pair (-want +got):\n%s", diff)
 			}
 			p := res.PendingApprovals[0]
 			if decided {
@@ -805,8 +820,8 @@ func testCancelAfterTheExpiry(t *testing.T, newStore func(testing.TB) agent.Stor
 				text = CallAgent("twin", text)
 			}
 			res, _ := o.Invoke(t, top, "", text)
-			if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 {
-				t.Fatalf("%s: %+v", top, res)
+			if diff := cmp.Diff(paused{agent.StatusPaused, 1}, pausedOf(res)); diff != "" {
+				t.Fatalf("%s (-want +got):\n%s", top, diff)
 			}
 			leaf := res.PendingApprovals[0].TaskID
 			if leaf == "" {
@@ -818,8 +833,12 @@ func testCancelAfterTheExpiry(t *testing.T, newStore func(testing.TB) agent.Stor
 			}
 			for name, id := range map[string]string{top: res.TaskID, "twin": leaf} {
 				v := o.View(t, name, id)
-				if v.Status != agent.StatusFailed || len(v.Requests) == 0 || v.Requests[0].Error == nil || v.Requests[0].Error.Code != agent.CodeApprovalExpired {
-					t.Errorf("%s after the cancel: %s %+v, want Failed approval_expired", name, v.Status, v.Requests)
+				got := ended{Status: v.Status}
+				if len(v.Requests) > 0 {
+					got.Code = codeOf(v.Requests[0].Error)
+				}
+				if diff := cmp.Diff(ended{agent.StatusFailed, agent.CodeApprovalExpired}, got); diff != "" {
+					t.Errorf("%s after the cancel (-want +got):\n%s", name, diff)
 				}
 			}
 		})

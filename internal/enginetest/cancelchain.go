@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/notify"
 	"github.com/hitch-agents/hitch/internal/notify/notifytest"
@@ -61,8 +63,11 @@ func testCancelAfterTheLeafEnded(t *testing.T, o *Orch) {
 		t.Fatalf("approve at the leaf: %+v %v", leaf, err)
 	}
 	c, err := o.E.Cancel(context.Background(), agent.CancelInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID, Reason: "stop"})
-	if err != nil || c.Pending || c.Result.Status != agent.StatusCanceled {
-		t.Fatalf("cancel of desk: %+v %v", c, err)
+	if err != nil {
+		t.Fatalf("cancel of desk: %v", err)
+	}
+	if diff := cmp.Diff(canceled{false, agent.StatusCanceled}, canceledOf(c)); diff != "" {
+		t.Fatalf("cancel of desk (-want +got):\n%s", diff)
 	}
 	if got := o.Lines("ended.txt"); len(got) != 1 {
 		t.Fatalf("ended.txt = %q, want the one approved line", got)
@@ -149,8 +154,11 @@ func testCancelOwesOnlyItsOwn(t *testing.T, o *Orch) {
 		t.Fatalf("%d webhooks delivered after the pause, want 2 (desk's and the leaf's request.paused): %v", n, notifytest.Types(hooks.Delivered()))
 	}
 	c, err := o.E.Cancel(ctx, agent.CancelInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID})
-	if err != nil || c.Pending || c.Result.Status != agent.StatusCanceled {
-		t.Fatalf("cancel of desk: %+v %v", c, err)
+	if err != nil {
+		t.Fatalf("cancel of desk: %v", err)
+	}
+	if diff := cmp.Diff(canceled{false, agent.StatusCanceled}, canceledOf(c)); diff != "" {
+		t.Fatalf("cancel of desk (-want +got):\n%s", diff)
 	}
 	deliver()
 	got := hooks.Delivered()

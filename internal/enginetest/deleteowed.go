@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/hitch-agents/hitch/internal/agent"
 	"github.com/hitch-agents/hitch/internal/agent/agenttest"
 )
@@ -67,8 +69,16 @@ func testDeleteKeepsOwedNotifications(t *testing.T, env *Env) {
 	}
 	for _, it := range items {
 		got, err := env.E.OutboxResult(ctx, it)
-		if err != nil || got.Status != agent.StatusCompleted || got.Output != "done" || got.RequestID != res.RequestID {
-			t.Errorf("the %s item after the delete resolves to %+v (%v), want the Completed result", it.Kind, got, err)
+		if err != nil {
+			t.Errorf("the %s item after the delete: %v, want the Completed result", it.Kind, err)
+			continue
+		}
+		type result struct {
+			Status            agent.Status
+			Output, RequestID string
+		}
+		if diff := cmp.Diff(result{agent.StatusCompleted, "done", res.RequestID}, result{got.Status, got.Output, got.RequestID}); diff != "" {
+			t.Errorf("the %s item after the delete resolves to another result (-want +got):\n%s", it.Kind, diff)
 		}
 	}
 }

@@ -30,8 +30,8 @@ func bookCall(id string) agent.Block {
 func testElicitPause(t *testing.T, env *Env) {
 	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("s1", "safe", "look"), bookCall("b1")))
 	res, rec := env.Invoke(t, "", "book a table")
-	if res.Status != agent.StatusPaused || res.Round != 1 {
-		t.Fatalf("want Paused in round 1, got %+v", res)
+	if diff := cmp.Diff(inRound{agent.StatusPaused, 1}, inRoundOf(res)); diff != "" {
+		t.Fatalf("the pause (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"look"}, env.Safe.Runs()); diff != "" {
 		t.Errorf("the turn's other call (-want +got):\n%s", diff)
@@ -60,11 +60,18 @@ func testElicitPause(t *testing.T, env *Env) {
 		t.Errorf("the input shows the call's arguments: %s", in)
 	}
 	v := env.view(t, res.TaskID, agent.ViewOptions{})
-	if len(v.PendingInputs) != 1 || v.PendingInputs[0].Question != "How many people?" || v.PendingInputs[0].Server == "" {
-		t.Fatalf("GET task: %+v", v.PendingInputs)
+	type shown struct {
+		Question  string
+		HasServer bool
 	}
-	if got := v.Items[len(v.Items)-1]; len(got.Content) != 1 || got.Content[0]["tool_use_id"] != "s1" {
-		t.Errorf("the pause recorded the other call's result: %+v", got.Content)
+	inputs := each(v.PendingInputs, func(p agent.PendingView) shown { return shown{p.Question, p.Server != ""} })
+	if diff := cmp.Diff([]shown{{"How many people?", true}}, inputs); diff != "" {
+		t.Fatalf("GET task's pending inputs (-want +got):\n%s", diff)
+	}
+	last := v.Items[len(v.Items)-1]
+	recorded := each(last.Content, func(b map[string]any) any { return b["tool_use_id"] })
+	if diff := cmp.Diff([]any{"s1"}, recorded); diff != "" {
+		t.Errorf("the pause recorded the other call's result alone (-want +got):\n%s", diff)
 	}
 
 	before, items, _ := env.Store.LoadTask(context.Background(), res.TaskID)
@@ -99,8 +106,11 @@ func testElicitPause(t *testing.T, env *Env) {
 	env.Model.Add(agenttest.Say("booked"))
 	good := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1", `{"action":"accept","content":{"size":4}}`)}}
 	out, rec, err := env.Resume(res, "alice", good)
-	if err != nil || out.Status != agent.StatusCompleted || out.Output != "booked" {
-		t.Fatalf("answered: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("answered: %v", err)
+	}
+	if diff := cmp.Diff(said{agent.StatusCompleted, "booked"}, saidOf(out)); diff != "" {
+		t.Fatalf("answered (-want +got):\n%s", diff)
 	}
 	want = []string{"request_started", "answered", "tool_result", "answer", "request_complete"}
 	if diff := cmp.Diff(want, rec.Names()); diff != "" {
@@ -142,8 +152,11 @@ func testElicitRounds(t *testing.T, env *Env) {
 	env.Model.Add(agenttest.CallTools(agent.StopToolUse, bookCall("b1")))
 	res, _ := env.Invoke(t, "", "book")
 	out, _, err := env.Resume(res, "alice", agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1", `{"action":"decline"}`)}})
-	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
-		t.Fatalf("round 2: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("round 2: %v", err)
+	}
+	if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(out)); diff != "" {
+		t.Fatalf("round 2 (-want +got):\n%s", diff)
 	}
 	var ids []string
 	for _, p := range out.PendingInputs {
@@ -152,8 +165,20 @@ func testElicitRounds(t *testing.T, env *Env) {
 	if diff := cmp.Diff([]string{"b1#login|https://book.example.com/login?x=1", "b1#seat|"}, ids); diff != "" {
 		t.Errorf("round 2's inputs (-want +got):\n%s", diff)
 	}
-	if r := env.Booker.Runs()[1].Reply; r == nil || r.State != "round-0" || len(r.Responses) != 1 || r.Responses[0].Action != "decline" || r.Responses[0].Content != nil {
-		t.Errorf("the decline reached the tool as %+v", r)
+	type response struct {
+		Action     string
+		HasContent bool
+	}
+	type reply struct {
+		State     string
+		Responses []response
+	}
+	var got reply
+	if r := env.Booker.Runs()[1].Reply; r != nil {
+		got = reply{r.State, each(r.Responses, func(e agent.ElicitResponse) response { return response{e.Action, e.Content != nil} })}
+	}
+	if diff := cmp.Diff(reply{"round-0", []response{{"decline", false}}}, got); diff != "" {
+		t.Errorf("the decline as it reached the tool (-want +got):\n%s", diff)
 	}
 	bad := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("b1#login", `{"action":"accept","content":{"ok":true}}`), answer("b1#seat", `{"action":"accept","content":{"where":"inside"}}`)}}
 	if _, _, err := env.Resume(res, "alice", bad); Code(err) != agent.CodeInvalidInput {
@@ -204,8 +229,14 @@ func testElicitExpiry(t *testing.T, env *Env) {
 		t.Errorf("the expiry ran something: %d model calls, %d runs", c, n)
 	}
 	v := env.view(t, res.TaskID, agent.ViewOptions{})
-	if last := v.Items[len(v.Items)-1]; v.Status != agent.StatusFailed || len(last.Content) != 1 || last.Content[0]["status"] != "error" {
-		t.Errorf("after the expiry: %s %+v", v.Status, last.Content)
+	type closed struct {
+		Status  agent.Status
+		Results []any // their status
+	}
+	last := v.Items[len(v.Items)-1]
+	got := closed{v.Status, each(last.Content, func(b map[string]any) any { return b["status"] })}
+	if diff := cmp.Diff(closed{agent.StatusFailed, []any{"error"}}, got); diff != "" {
+		t.Errorf("after the expiry (-want +got):\n%s", diff)
 	}
 }
 
@@ -223,8 +254,8 @@ func testFiftyElicitAnswers(t *testing.T, env *Env) {
 			out, _, err := env.Resume(res, "alice", body)
 			return out, err
 		})
-	if first.Status != agent.StatusCompleted || first.Output != "booked once" {
-		t.Errorf("outcome = %+v", first)
+	if diff := cmp.Diff(said{agent.StatusCompleted, "booked once"}, saidOf(first)); diff != "" {
+		t.Errorf("outcome (-want +got):\n%s", diff)
 	}
 	if n := len(env.Booker.Runs()); n != 2 {
 		t.Errorf("the tool ran %d times, want 2 (the call, then once with the answer)", n)
@@ -263,8 +294,16 @@ func testElicitTakeover(t *testing.T, env *Env) {
 		got := modelResults(env.Model.Call(env.Model.NCalls() - 1))
 		all := env.Booker.Runs()
 		if idempotent {
-			if len(all) != runs+1 || all[len(all)-1].Reply == nil || all[len(all)-1].Reply.State != "round-0" {
-				t.Errorf("an idempotent tool's takeover: runs %+v", all[runs:])
+			type ran struct {
+				Runs      int
+				LastState string
+			}
+			took := ran{Runs: len(all)}
+			if len(all) > 0 && all[len(all)-1].Reply != nil {
+				took.LastState = all[len(all)-1].Reply.State
+			}
+			if diff := cmp.Diff(ran{runs + 1, "round-0"}, took); diff != "" {
+				t.Errorf("an idempotent tool's takeover (-want +got):\n%s", diff)
 			}
 			if got != `b1=success:booked: party=accept{"size":3}` {
 				t.Errorf("results sent to the model: %s", got)
@@ -337,8 +376,8 @@ func testElicitBeyondMETA(t *testing.T, env *Env) {
 	}
 	env.Model.Add(agenttest.CallTools(agent.StopToolUse, calls...))
 	res, _ := env.Invoke(t, "", "book five")
-	if res.Status != agent.StatusPaused || len(res.PendingInputs) != 5 {
-		t.Fatalf("outcome = %s %+v, want Paused with five inputs", res.Status, res.Error)
+	if diff := cmp.Diff(asking{agent.StatusPaused, 5}, askingOf(res)); diff != "" {
+		t.Fatalf("outcome, want Paused with five inputs (error %v) (-want +got):\n%s", res.Error, diff)
 	}
 	v := env.view(t, res.TaskID, agent.ViewOptions{})
 	var shown []string
@@ -367,8 +406,11 @@ func testElicitBeyondMETA(t *testing.T, env *Env) {
 		ds = append(ds, answer(id, `{"action":"accept","content":{"size":2}}`))
 	}
 	out, _, err := env.Resume(res, "alice", agent.ResumeRequest{Decisions: ds})
-	if err != nil || out.Status != agent.StatusCompleted || out.Output != "booked five" {
-		t.Fatalf("answered: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("answered: %v", err)
+	}
+	if diff := cmp.Diff(said{agent.StatusCompleted, "booked five"}, saidOf(out)); diff != "" {
+		t.Fatalf("answered (-want +got):\n%s", diff)
 	}
 	runs := env.Booker.Runs()
 	if len(runs) != 10 {
@@ -410,8 +452,8 @@ func testElicitTooManyToKeep(t *testing.T, env *Env) {
 	}
 	env.Model.Add(agenttest.CallTools(agent.StopToolUse, calls...))
 	res, _ := env.Invoke(t, "", "book eighty")
-	if res.Status != agent.StatusFailed || res.Error == nil || res.Error.Code != agent.CodeInternal {
-		t.Fatalf("outcome = %s %+v, want Failed internal", res.Status, res.Error)
+	if diff := cmp.Diff(ended{agent.StatusFailed, agent.CodeInternal}, ended{res.Status, codeOf(res.Error)}); diff != "" {
+		t.Fatalf("outcome (-want +got):\n%s", diff)
 	}
 	v := env.view(t, res.TaskID, agent.ViewOptions{})
 	last := v.Items[len(v.Items)-1]

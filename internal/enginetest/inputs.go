@@ -92,8 +92,8 @@ func testInputPause(t *testing.T, env *Env) {
 	if diff := cmp.Diff(want, rec.Names()); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	if len(res.PendingApprovals) != 1 || res.PendingApprovals[0].ToolCallID != "g1" {
-		t.Errorf("pending approvals = %+v", res.PendingApprovals)
+	if diff := cmp.Diff([]string{"g1"}, toolCallIDs(res.PendingApprovals)); diff != "" {
+		t.Errorf("pending approvals (-want +got):\n%s", diff)
 	}
 	exp := env.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339)
 	wantInputs := []agent.PendingView{
@@ -119,12 +119,27 @@ func testInputPause(t *testing.T, env *Env) {
 			_ = json.Unmarshal(b, &ev)
 		}
 	}
-	if ins, _ := ev["inputs"].([]any); len(ins) != 2 || ev["resume_url"] != res.ResumeURL || ev["round"] != float64(1) {
-		t.Errorf("input_required = %v", ev)
+	type inputRequired struct {
+		Inputs           int
+		ResumeURL, Round any
+	}
+	ins, _ := ev["inputs"].([]any)
+	if diff := cmp.Diff(inputRequired{2, res.ResumeURL, float64(1)}, inputRequired{len(ins), ev["resume_url"], ev["round"]}); diff != "" {
+		t.Errorf("input_required (-want +got):\n%s", diff)
 	}
 	v := env.view(t, res.TaskID, agent.ViewOptions{})
-	if v.Status != agent.StatusPaused || len(v.PendingApprovals) != 1 || len(v.PendingInputs) != 2 || v.PendingInputs[0].Question != "Go ahead?" || *v.PendingInputs[0].Expired {
-		t.Fatalf("GET task: %+v", v)
+	type task struct {
+		Status            agent.Status
+		Approvals, Inputs int
+		FirstQuestion     string
+		FirstExpired      bool
+	}
+	got := task{Status: v.Status, Approvals: len(v.PendingApprovals), Inputs: len(v.PendingInputs)}
+	if len(v.PendingInputs) > 0 {
+		got.FirstQuestion, got.FirstExpired = v.PendingInputs[0].Question, *v.PendingInputs[0].Expired
+	}
+	if diff := cmp.Diff(task{agent.StatusPaused, 1, 2, "Go ahead?", false}, got); diff != "" {
+		t.Fatalf("GET task (-want +got):\n%s", diff)
 	}
 
 	// Every refusal is a 400 that changes nothing.
@@ -162,8 +177,11 @@ func testInputPause(t *testing.T, env *Env) {
 	env.Model.Add(agenttest.Say("all done"))
 	good := agent.ResumeRequest{Decisions: []agent.DecisionInput{approve("g1"), answer("q1", `"yes"`), region}}
 	out, rec, err := env.Resume(res, "alice", good)
-	if err != nil || out.Status != agent.StatusCompleted || out.Output != "all done" {
-		t.Fatalf("answered: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("answered: %v", err)
+	}
+	if diff := cmp.Diff(said{agent.StatusCompleted, "all done"}, saidOf(out)); diff != "" {
+		t.Fatalf("answered (-want +got):\n%s", diff)
 	}
 	want = []string{"request_started", "approved", "answered", "answered", "tool_result", "tool_result", "tool_result", "tool_result", "answer", "request_complete"}
 	if diff := cmp.Diff(want, rec.Names()); diff != "" {
@@ -177,12 +195,19 @@ func testInputPause(t *testing.T, env *Env) {
 	}
 	v = env.view(t, res.TaskID, agent.ViewOptions{})
 	d := v.Requests[0].Decisions
-	if len(d) != 1 || d[0].Approver != "alice" || d[0].Action != "mixed" || len(d[0].Calls) != 3 {
-		t.Fatalf("decisions = %+v", d)
+	type decision struct {
+		Approver, Action string
+		Calls            int
+	}
+	got2 := each(d, func(d agent.Decision) decision { return decision{d.Approver, d.Action, len(d.Calls)} })
+	if diff := cmp.Diff([]decision{{"alice", "mixed", 3}}, got2); diff != "" {
+		t.Fatalf("decisions (-want +got):\n%s", diff)
 	}
 	sum := sha256.Sum256([]byte(`{"region":"eu-west-1"}`))
-	if c := d[0].Calls[2]; c.Action != "answer" || c.Kind != "client" || c.ResultHash != hex.EncodeToString(sum[:]) {
-		t.Errorf("the answer's record = %+v", c)
+	type record struct{ Action, Kind, ResultHash string }
+	c := d[0].Calls[2]
+	if diff := cmp.Diff(record{"answer", "client", hex.EncodeToString(sum[:])}, record{c.Action, c.Kind, c.ResultHash}); diff != "" {
+		t.Errorf("the answer's record (-want +got):\n%s", diff)
 	}
 	if len(v.PendingInputs) != 0 {
 		t.Errorf("pending inputs after the answer: %+v", v.PendingInputs)
@@ -190,8 +215,11 @@ func testInputPause(t *testing.T, env *Env) {
 
 	// The same answer again: the stored outcome; another: a conflict.
 	again, _, err := env.Resume(res, "alice", good)
-	if err != nil || again.Status != agent.StatusCompleted || again.Output != "all done" {
-		t.Fatalf("the same answer again: %+v %v", again, err)
+	if err != nil {
+		t.Fatalf("the same answer again: %v", err)
+	}
+	if diff := cmp.Diff(said{agent.StatusCompleted, "all done"}, saidOf(again)); diff != "" {
+		t.Fatalf("the same answer again (-want +got):\n%s", diff)
 	}
 	other := agent.ResumeRequest{Decisions: []agent.DecisionInput{approve("g1"), answer("q1", `"no"`), region}}
 	if _, _, err := env.Resume(res, "alice", other); Code(err) != agent.CodeDecisionConflict {
@@ -208,24 +236,39 @@ func testInputPause(t *testing.T, env *Env) {
 func testInputRounds(t *testing.T, env *Env) {
 	env.Model.Add(agenttest.CallTools(agent.StopToolUse, pickCall("c1")))
 	res, _ := env.Invoke(t, "", "where?")
-	if len(res.PendingInputs) != 1 || len(res.PendingApprovals) != 0 {
-		t.Fatalf("paused: %+v", res)
+	type pending struct{ Inputs, Approvals int }
+	if diff := cmp.Diff(pending{1, 0}, pending{len(res.PendingInputs), len(res.PendingApprovals)}); diff != "" {
+		t.Fatalf("paused (-want +got):\n%s", diff)
 	}
 	env.Model.Add(agenttest.CallTools(agent.StopToolUse, askCall("q2")))
 	out, _, err := env.Resume(res, "alice", agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("c1", `{"region":"eu-west-1"}`)}})
-	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 || out.PendingInputs[0].ToolCallID != "q2" {
-		t.Fatalf("round 2: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("round 2: %v", err)
+	}
+	type round struct {
+		Status     agent.Status
+		Round      int
+		FirstInput string
+	}
+	if diff := cmp.Diff(round{agent.StatusPaused, 2, "q2"}, round{out.Status, out.Round, out.PendingInputs[0].ToolCallID}); diff != "" {
+		t.Fatalf("round 2 (-want +got):\n%s", diff)
 	}
 	meta, err := env.Store.GetTask(context.Background(), res.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := meta.Active.Decisions[0].Calls[0]; c.Result != nil || c.ResultHash == "" {
-		t.Errorf("META keeps the answer itself: %+v", c)
+	type kept struct{ Result, Hash bool }
+	c := meta.Active.Decisions[0].Calls[0]
+	if diff := cmp.Diff(kept{false, true}, kept{c.Result != nil, c.ResultHash != ""}); diff != "" {
+		t.Errorf("META keeps the answer's hash, not the answer itself (-want +got):\n%s", diff)
 	}
 	decs, err := env.Store.ListDecisions(context.Background(), res.TaskID, res.RequestID)
-	if err != nil || len(decs) != 1 || string(decs[0].Decision.Calls[0].Result) != `{"region":"eu-west-1"}` {
-		t.Fatalf("the round's DEC# item: %+v %v", decs, err)
+	if err != nil {
+		t.Fatalf("the round's DEC# item: %v", err)
+	}
+	results := each(decs, func(d agent.RequestDecision) string { return string(d.Decision.Calls[0].Result) })
+	if diff := cmp.Diff([]string{`{"region":"eu-west-1"}`}, results); diff != "" {
+		t.Fatalf("the round's DEC# items' first results (-want +got):\n%s", diff)
 	}
 	env.Model.Add(agenttest.Say("fine"))
 	out, _, err = env.Resume(res, "alice", agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: "q2", Action: "reject", Reason: "not now"}}})
@@ -238,8 +281,10 @@ func testInputRounds(t *testing.T, env *Env) {
 	// The first round's answer again names its round by its call: that
 	// leg's pause answers.
 	past, _, err := env.Resume(res, "alice", agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("c1", `{"region":"eu-west-1"}`)}})
-	if err != nil || past.Status != agent.StatusPaused || past.Round != 2 {
-		t.Errorf("round 1's answer again: %+v %v", past, err)
+	if err != nil {
+		t.Errorf("round 1's answer again: %v", err)
+	} else if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(past)); diff != "" {
+		t.Errorf("round 1's answer again (-want +got):\n%s", diff)
 	}
 	if _, _, err := env.Resume(res, "alice", agent.ResumeRequest{Decisions: []agent.DecisionInput{answer("c1", `{"region":"us-east-1"}`)}}); Code(err) != agent.CodeNotPaused {
 		t.Errorf("another answer to round 1: %v", err)
@@ -261,12 +306,26 @@ func testInputExpiry(t *testing.T, env *Env) {
 	}
 	v := env.view(t, res.TaskID, agent.ViewOptions{})
 	r := v.Requests[0]
-	if v.Status != agent.StatusFailed || r.Error == nil || r.Error.Code != agent.CodeInputExpired || !strings.HasPrefix(r.Error.Message, "input expired at ") {
-		t.Fatalf("after the expiry: %s %+v", v.Status, r.Error)
+	type expired struct {
+		Status         agent.Status
+		Code           string
+		InputExpiredAt bool // the message starts "input expired at "
+	}
+	got := expired{v.Status, codeOf(r.Error), r.Error != nil && strings.HasPrefix(r.Error.Message, "input expired at ")}
+	if diff := cmp.Diff(expired{agent.StatusFailed, agent.CodeInputExpired, true}, got); diff != "" {
+		t.Fatalf("after the expiry (-want +got):\n%s", diff)
 	}
 	last := v.Items[len(v.Items)-1]
-	if len(last.Content) != 2 || last.Content[0]["status"] != "error" {
-		t.Errorf("the closing results: %+v", last.Content)
+	type closing struct {
+		Results     int
+		FirstStatus any
+	}
+	gotClosing := closing{Results: len(last.Content)}
+	if len(last.Content) > 0 {
+		gotClosing.FirstStatus = last.Content[0]["status"]
+	}
+	if diff := cmp.Diff(closing{2, "error"}, gotClosing); diff != "" {
+		t.Errorf("the closing results (-want +got):\n%s", diff)
 	}
 	if _, _, err := env.Resume(res, "alice", body); Code(err) != agent.CodeInputExpired {
 		t.Errorf("an answer after the expiry: %v", err)
@@ -296,8 +355,8 @@ func testFiftyAnswers(t *testing.T, env *Env) {
 			out, _, err := env.Resume(res, "alice", body)
 			return out, err
 		})
-	if first.Status != agent.StatusCompleted || first.Output != "answered once" {
-		t.Errorf("outcome = %+v", first)
+	if diff := cmp.Diff(said{agent.StatusCompleted, "answered once"}, saidOf(first)); diff != "" {
+		t.Errorf("outcome (-want +got):\n%s", diff)
 	}
 	if c := env.Model.NCalls(); c != 2 {
 		t.Errorf("the model was called %d times, want 2", c)
@@ -339,8 +398,11 @@ func testAnswerTakeover(t *testing.T, env *Env) {
 	env.Advance(5 * time.Minute)
 	env.Model.Add(agenttest.Say("recovered"))
 	out, _, err := env.Resume(res, "alice", body)
-	if err != nil || out.Status != agent.StatusCompleted || out.Output != "recovered" {
-		t.Fatalf("takeover: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("takeover: %v", err)
+	}
+	if diff := cmp.Diff(said{agent.StatusCompleted, "recovered"}, saidOf(out)); diff != "" {
+		t.Fatalf("takeover (-want +got):\n%s", diff)
 	}
 	if got := modelResults(env.Model.Call(1)); got != `c1=success:{"region":"eu-west-1"}` {
 		t.Errorf("results sent to the model: %s", got)

@@ -103,8 +103,13 @@ func testRequestLost(t *testing.T, env *Env) {
 	}
 	env.Advance(5 * time.Minute)
 	got := env.follow(t, &agent.RequestResult{TaskID: run.TaskID(), RequestID: run.RequestID()}, 0)
-	if len(got) != 1 || got[0].Name != agent.EventError || got[0].Data.(map[string]string)["code"] != agent.CodeRequestLost {
-		t.Fatalf("follower of a dead request: %v", sig(got))
+	type event struct{ Name, Code string }
+	events := each(got, func(e agent.Event) event {
+		data, _ := e.Data.(map[string]string)
+		return event{e.Name, data["code"]}
+	})
+	if diff := cmp.Diff([]event{{agent.EventError, agent.CodeRequestLost}}, events); diff != "" {
+		t.Fatalf("follower of a dead request (-want +got):\n%s", diff)
 	}
 }
 
@@ -163,8 +168,8 @@ func testIdempotentInvokes(t *testing.T, env *Env) {
 	if c := env.Model.NCalls(); c != 1 {
 		t.Errorf("the model was called %d times", c)
 	}
-	if first.Status != agent.StatusCompleted || first.Output != "once" {
-		t.Errorf("outcome %+v", first)
+	if diff := cmp.Diff(said{agent.StatusCompleted, "once"}, saidOf(first)); diff != "" {
+		t.Errorf("outcome (-want +got):\n%s", diff)
 	}
 	// The same key with another body: 422, nothing runs.
 	other := &agent.Idempotency{Key: "order-42", BodyHash: agent.BodyHash(nil, []byte(`{"items":[{"content":"something else"}]}`))}
@@ -203,14 +208,20 @@ func testIdempotentResume(t *testing.T, env *Env) {
 		return run.Execute(context.Background(), nil), nil
 	}
 	first, err := resume()
-	if err != nil || first.Status != agent.StatusPaused || first.Round != 2 {
-		t.Fatalf("first: %+v %v", first, err)
+	if err != nil {
+		t.Fatalf("first: %v", err)
+	}
+	if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(first)); diff != "" {
+		t.Fatalf("first (-want +got):\n%s", diff)
 	}
 	// The retry (no round in its body) still means round 1: it answers the
 	// outcome of that leg instead of round_required.
 	again, err := resume()
-	if err != nil || again.Status != agent.StatusPaused || again.Round != 2 {
-		t.Fatalf("retry: %+v %v", again, err)
+	if err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(again)); diff != "" {
+		t.Fatalf("retry (-want +got):\n%s", diff)
 	}
 	if n := len(env.Guarded.Runs()); n != 1 {
 		t.Errorf("guarded ran %d times", n)
@@ -304,13 +315,19 @@ func testDeadLegEvents(t *testing.T, env *Env) {
 	env.Invoke(t, run.TaskID(), "after the crash")
 	dead := &agent.RequestResult{TaskID: run.TaskID(), RequestID: run.RequestID()}
 	got := env.follow(t, dead, 5)
-	if len(got) != 1 || got[0].ID != 6 || got[0].Name != agent.EventError {
-		t.Fatalf("after the dead leg's events: %v", sig(got))
+	type event struct {
+		ID   int64
+		Name string
+	}
+	events := each(got, func(e agent.Event) event { return event{e.ID, e.Name} })
+	if diff := cmp.Diff([]event{{6, agent.EventError}}, events); diff != "" {
+		t.Fatalf("after the dead leg's events (-want +got):\n%s", diff)
 	}
 	// What the dead leg logged after its last commit (here: all of it) is
 	// cut off (docs/architecture.md): the log shows the error that ended it.
-	if all := env.follow(t, dead, 0); len(all) != 1 || all[0].ID != 6 {
-		t.Errorf("the whole log: %v", sig(all))
+	ids := each(env.follow(t, dead, 0), func(e agent.Event) int64 { return e.ID })
+	if diff := cmp.Diff([]int64{6}, ids); diff != "" {
+		t.Errorf("the whole log's event ids (-want +got):\n%s", diff)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
 	"github.com/hitch-agents/hitch/internal/agent"
@@ -323,13 +324,25 @@ func testChildCompletes(t *testing.T, o *Orch) {
 			}
 		}
 	}
-	if ids["agent"] != "leaf" || ids["status"] != "Completed" || ids["task_id"] == "" {
-		t.Fatalf("the result's ids block: %v (items %+v)", ids, v.Items)
+	type idsBlock struct {
+		Agent, Status string
+		HasTaskID     bool
+	}
+	if diff := cmp.Diff(idsBlock{"leaf", "Completed", true}, idsBlock{ids["agent"], ids["status"], ids["task_id"] != ""}); diff != "" {
+		t.Fatalf("the result's ids block (-want +got):\n%s", diff)
 	}
 	child := o.View(t, "leaf", ids["task_id"])
-	if child.ParentTaskID != res.TaskID || child.SessionID != res.SessionID || child.Status != agent.StatusCompleted ||
-		child.Requests[0].Parent == nil || child.Requests[0].Parent.RequestID != res.RequestID {
-		t.Errorf("the child task: %+v", child)
+	type childTask struct {
+		ParentTaskID, SessionID string
+		Status                  agent.Status
+		ParentRequestID         string
+	}
+	got := childTask{child.ParentTaskID, child.SessionID, child.Status, ""}
+	if p := child.Requests[0].Parent; p != nil {
+		got.ParentRequestID = p.RequestID
+	}
+	if diff := cmp.Diff(childTask{res.TaskID, res.SessionID, agent.StatusCompleted, res.RequestID}, got); diff != "" {
+		t.Errorf("the child task (-want +got):\n%s", diff)
 	}
 }
 
@@ -337,13 +350,18 @@ func testChildCompletes(t *testing.T, o *Orch) {
 func pausedAtLeaf(t *testing.T, o *Orch, file string) (*agent.RequestResult, *Recorder, agent.PendingView) {
 	t.Helper()
 	res, rec := o.Invoke(t, "desk", "", CallAgent("leaf", Append(file, "x")))
-	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 {
-		t.Fatalf("desk: %+v", res)
+	if diff := cmp.Diff(paused{agent.StatusPaused, 1}, pausedOf(res)); diff != "" {
+		t.Fatalf("desk (-want +got):\n%s", diff)
 	}
 	p := res.PendingApprovals[0]
-	if p.Agent != "leaf" || p.Name != "append_file" || p.TaskID == "" || p.RequestID == "" ||
-		p.ResumeURL != agent.ResumeURL("leaf", p.TaskID, p.RequestID) || res.ResumeURL != agent.ResumeURL("desk", res.TaskID, res.RequestID) {
-		t.Fatalf("desk's pending call: %+v", res)
+	type pendingCall struct {
+		Agent, Name                 string
+		HasTaskID, HasRequestID     bool
+		ResumeURL, CallersResumeURL string
+	}
+	want := pendingCall{"leaf", "append_file", true, true, agent.ResumeURL("leaf", p.TaskID, p.RequestID), agent.ResumeURL("desk", res.TaskID, res.RequestID)}
+	if diff := cmp.Diff(want, pendingCall{p.Agent, p.Name, p.TaskID != "", p.RequestID != "", p.ResumeURL, res.ResumeURL}); diff != "" {
+		t.Fatalf("desk's pending call (-want +got):\n%s", diff)
 	}
 	return res, rec, p
 }
@@ -358,16 +376,28 @@ func testDepthOneLeaf(t *testing.T, o *Orch) {
 		t.Errorf("desk's stream ends %v", names)
 	}
 	dv := o.View(t, "desk", res.TaskID)
-	if dv.Status != agent.StatusPaused || len(dv.WaitingOn) != 1 || dv.WaitingOn[0].RequestID != p.RequestID || len(dv.PendingApprovals) != 1 {
-		t.Fatalf("GET desk while paused: %+v", dv)
+	type waiting struct {
+		Status    agent.Status
+		WaitingOn []string // request ids
+		Pending   int
+	}
+	if diff := cmp.Diff(waiting{agent.StatusPaused, []string{p.RequestID}, 1}, waiting{dv.Status, waitingOn(dv), len(dv.PendingApprovals)}); diff != "" {
+		t.Fatalf("GET desk while paused (-want +got):\n%s", diff)
 	}
 	lv := o.View(t, "leaf", p.TaskID)
-	if lv.Status != agent.StatusPaused || lv.ParentTaskID != res.TaskID {
-		t.Fatalf("GET leaf while paused: %+v", lv)
+	type child struct {
+		Status       agent.Status
+		ParentTaskID string
+	}
+	if diff := cmp.Diff(child{agent.StatusPaused, res.TaskID}, child{lv.Status, lv.ParentTaskID}); diff != "" {
+		t.Fatalf("GET leaf while paused (-want +got):\n%s", diff)
 	}
 	out, lrec, err := o.Resume("leaf", p.TaskID, p.RequestID, Approve())
-	if err != nil || out.Status != agent.StatusCompleted || out.RequestID != p.RequestID {
-		t.Fatalf("resume at the leaf: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("resume at the leaf: %v", err)
+	}
+	if diff := cmp.Diff(answered{agent.StatusCompleted, p.RequestID}, answeredOf(out)); diff != "" {
+		t.Fatalf("resume at the leaf (-want +got):\n%s", diff)
 	}
 	if len(lrec.Events) == 0 {
 		t.Fatal("the leaf's resume streamed nothing")
@@ -382,12 +412,13 @@ func testDepthOneLeaf(t *testing.T, o *Orch) {
 		t.Fatal(err)
 	}
 	dv = o.View(t, "desk", res.TaskID)
-	if dv.Status != agent.StatusCompleted || len(dv.WaitingOn) != 0 {
-		t.Fatalf("desk after its continuation: %+v", dv)
+	if diff := cmp.Diff(waiting{Status: agent.StatusCompleted}, waiting{Status: dv.Status, WaitingOn: waitingOn(dv)}); diff != "" {
+		t.Fatalf("desk after its continuation (-want +got):\n%s", diff)
 	}
 	req := dv.Requests[len(dv.Requests)-1]
-	if len(req.Decisions) != 1 || req.Decisions[0].Approver != "alice" || req.Decisions[0].Calls[0].ToolCallID != p.ToolCallID {
-		t.Errorf("desk's copied decision: %+v", req.Decisions)
+	decided := each(req.Decisions, func(d agent.Decision) string { return d.Approver + " decided " + d.Calls[0].ToolCallID })
+	if diff := cmp.Diff([]string{"alice decided " + p.ToolCallID}, decided); diff != "" {
+		t.Errorf("desk's copied decision (-want +got):\n%s", diff)
 	}
 	// A second continuation is a no-op; the file still has one line.
 	if err := o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID); err != nil {
@@ -424,8 +455,11 @@ func (o *Orch) follow(tb testing.TB, agentName, taskID, rid string, after int64)
 func testDepthOneCaller(t *testing.T, o *Orch) {
 	res, rec, p := pausedAtLeaf(t, o, "two.txt")
 	out, crec, err := o.Resume("desk", res.TaskID, res.RequestID, agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionApprove}}})
-	if err != nil || out.Status != agent.StatusCompleted || out.RequestID != res.RequestID || !strings.Contains(out.Output, "append_file success") {
-		t.Fatalf("resume at desk: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("resume at desk: %v", err)
+	}
+	if diff := cmp.Diff(answered{agent.StatusCompleted, res.RequestID}, answeredOf(out)); diff != "" || !strings.Contains(out.Output, "append_file success") {
+		t.Fatalf("resume at desk: output %q, (-want +got):\n%s", out.Output, diff)
 	}
 	continuous(t, "desk's resume", crec, lastID(rec)+1)
 	evs := childEvents(crec)
@@ -436,8 +470,12 @@ func testDepthOneCaller(t *testing.T, o *Orch) {
 		t.Fatalf("two.txt = %q", got)
 	}
 	lv := o.View(t, "leaf", p.TaskID)
-	if lv.Status != agent.StatusCompleted || lv.Requests[0].Decisions[0].Approver != "alice" {
-		t.Errorf("the leaf after the caller's decision: %+v", lv)
+	type decided struct {
+		Status   agent.Status
+		Approver string
+	}
+	if diff := cmp.Diff(decided{agent.StatusCompleted, "alice"}, decided{lv.Status, lv.Requests[0].Decisions[0].Approver}); diff != "" {
+		t.Errorf("the leaf after the caller's decision (-want +got):\n%s", diff)
 	}
 	// The same decision again: the stored outcome; another: 409.
 	again, _, err := o.Resume("desk", res.TaskID, res.RequestID, agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionApprove}}})
@@ -460,8 +498,9 @@ func testDepthOneCaller(t *testing.T, o *Orch) {
 func pausedAtDepthTwo(t *testing.T, o *Orch, file string) (*agent.RequestResult, *Recorder, agent.PendingView) {
 	t.Helper()
 	res, rec := o.Invoke(t, "boss", "", CallAgent("desk", CallAgent("leaf", Append(file, "x"))))
-	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 || res.PendingApprovals[0].Agent != "leaf" {
-		t.Fatalf("boss: %+v", res)
+	pending := each(res.PendingApprovals, func(p agent.PendingView) string { return p.Agent })
+	if diff := cmp.Diff(callsAt{agent.StatusPaused, []string{"leaf"}}, callsAt{res.Status, pending}); diff != "" {
+		t.Fatalf("boss (-want +got):\n%s", diff)
 	}
 	continuous(t, "boss's pause", rec, 1)
 	evs := childEvents(rec)
@@ -493,8 +532,13 @@ func testDepthTwo(t *testing.T, o *Orch) {
 			file := "deep-" + at + ".txt"
 			res, _, p := pausedAtDepthTwo(t, o, file)
 			dt, dr := o.middle(t, res.TaskID)
-			if dv := o.View(t, "desk", dt); dv.Status != agent.StatusPaused || len(dv.WaitingOn) != 1 || dv.WaitingOn[0].RequestID != p.RequestID {
-				t.Fatalf("desk while paused: %+v", dv)
+			type waiting struct {
+				Status    agent.Status
+				WaitingOn []string // request ids
+			}
+			dv := o.View(t, "desk", dt)
+			if diff := cmp.Diff(waiting{agent.StatusPaused, []string{p.RequestID}}, waiting{dv.Status, waitingOn(dv)}); diff != "" {
+				t.Fatalf("desk while paused (-want +got):\n%s", diff)
 			}
 			approve := agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionApprove}}}
 			var out *agent.RequestResult
@@ -558,8 +602,9 @@ func testChildReused(t *testing.T, o *Orch) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 2 || list[0].ParentTaskID != first.TaskID || list[1].ParentTaskID != first.TaskID {
-		t.Fatalf("leaf's tasks in the session: %+v", list)
+	parents := each(list, func(s agent.TaskSummary) string { return s.ParentTaskID })
+	if diff := cmp.Diff([]string{first.TaskID, first.TaskID}, parents); diff != "" {
+		t.Fatalf("the parents of leaf's tasks in the session (-want +got):\n%s", diff)
 	}
 	older := list[1]
 	v := o.View(t, "leaf", older.TaskID)
@@ -600,8 +645,10 @@ func testLeafRootRace(t *testing.T, o *Orch) {
 		if a.at == "desk" {
 			want = res.RequestID
 		}
-		if a.err != nil || a.res.RequestID != want || a.res.Status != agent.StatusCompleted {
-			t.Errorf("an answer at %s: %+v %v", a.at, a.res, a.err)
+		if a.err != nil {
+			t.Errorf("an answer at %s: %v", a.at, a.err)
+		} else if diff := cmp.Diff(answered{agent.StatusCompleted, want}, answeredOf(a.res)); diff != "" {
+			t.Errorf("an answer at %s (-want +got):\n%s", a.at, diff)
 		}
 	}
 	if err := o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID); err != nil {
@@ -689,8 +736,8 @@ func testChainExpiry(t *testing.T, o *Orch) {
 	for _, lvl := range []struct{ agent, task string }{{"leaf", p.TaskID}, {"desk", dt}, {"boss", res.TaskID}} {
 		v := o.View(t, lvl.agent, lvl.task)
 		req := v.Requests[len(v.Requests)-1]
-		if v.Status != agent.StatusFailed || req.Error == nil || req.Error.Code != agent.CodeApprovalExpired {
-			t.Errorf("%s after the expiry: %s %+v", lvl.agent, v.Status, req.Error)
+		if diff := cmp.Diff(ended{agent.StatusFailed, agent.CodeApprovalExpired}, ended{v.Status, codeOf(req.Error)}); diff != "" {
+			t.Errorf("%s after the expiry (-want +got):\n%s", lvl.agent, diff)
 		}
 	}
 	if got := o.Lines("late.txt"); got != nil {
@@ -718,8 +765,9 @@ func testBadChainResumes(t *testing.T, o *Orch) {
 	if _, _, err := o.Resume("leaf", p.TaskID, p.RequestID, agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(2)}); Code(err) != agent.CodeNotPaused {
 		t.Errorf("the leaf with the caller's wrong round: %v", err)
 	}
-	if v := o.View(t, "desk", res.TaskID); v.Status != agent.StatusPaused || len(v.PendingApprovals) != 1 {
-		t.Errorf("desk after the refusals: %+v", v)
+	dv := o.View(t, "desk", res.TaskID)
+	if diff := cmp.Diff(paused{agent.StatusPaused, 1}, paused{dv.Status, len(dv.PendingApprovals)}); diff != "" {
+		t.Errorf("desk after the refusals (-want +got):\n%s", diff)
 	}
 	if v := o.View(t, "leaf", p.TaskID); v.Status != agent.StatusPaused {
 		t.Errorf("leaf after the refusals: %s", v.Status)
@@ -791,8 +839,8 @@ func testSubAgentRemoved(t *testing.T, o *Orch) {
 func testOrphanCanceled(t *testing.T, o *Orch) {
 	// Two calls of leaf in one turn: the first pauses, the second waits.
 	res, _ := o.Invoke(t, "desk", "", CallAgent("leaf", Append("orphan.txt", "x"))+"\n"+CallAgent("leaf", "second"))
-	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 {
-		t.Fatalf("desk: %+v", res)
+	if diff := cmp.Diff(paused{agent.StatusPaused, 1}, pausedOf(res)); diff != "" {
+		t.Fatalf("desk (-want +got):\n%s", diff)
 	}
 	p := res.PendingApprovals[0]
 	// Cancel desk: the leaf below is canceled with it, the second call
@@ -817,8 +865,11 @@ func testChainHandedOff(t *testing.T, o *Orch) {
 	o.E.ChainMinRemaining = 24 * time.Hour // always too little left
 	out, rec, err := o.Resume("boss", res.TaskID, res.RequestID, agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: p.ToolCallID, Action: agent.ActionApprove}}})
 	o.E.ChainMinRemaining = 5 * time.Second
-	if err != nil || out.Status != agent.StatusRunning || out.RequestID != res.RequestID {
-		t.Fatalf("resume at boss: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("resume at boss: %v", err)
+	}
+	if diff := cmp.Diff(answered{agent.StatusRunning, res.RequestID}, answeredOf(out)); diff != "" {
+		t.Fatalf("resume at boss (-want +got):\n%s", diff)
 	}
 	if names := rec.Names(); slices.Contains(names, agent.EventRequestComplete) {
 		t.Errorf("a handed-off stream has request_complete: %v", names)
@@ -873,8 +924,11 @@ func testDeadCallerTakenOver(t *testing.T, o *Orch) {
 		t.Fatalf("a message to the dead caller: %v, want task_busy", err)
 	}
 	due, err := o.E.DueTakeovers(ctx, 100)
-	if err != nil || len(due) != 1 || due[0].TaskID != res.TaskID {
-		t.Fatalf("due = %+v %v, want desk alone", due, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{res.TaskID}, taskIDs(due)); diff != "" {
+		t.Fatalf("due takeovers, want desk alone (-want +got):\n%s", diff)
 	}
 	run, err := o.E.StartTakeover(ctx, res.TaskID, res.RequestID)
 	if err != nil || run == nil {
@@ -901,8 +955,8 @@ func testDeadCallerTakenOver(t *testing.T, o *Orch) {
 func pausedOnTwo(t *testing.T, o *Orch) *agent.RequestResult {
 	t.Helper()
 	res, _ := o.Invoke(t, "pair", "", CallAgent("leaf", Append("l.txt", "x"))+"\n"+CallAgent("twin", Append("t.txt", "x")))
-	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 2 {
-		t.Fatalf("pair: %+v", res)
+	if diff := cmp.Diff(paused{agent.StatusPaused, 2}, pausedOf(res)); diff != "" {
+		t.Fatalf("pair (-want +got):\n%s", diff)
 	}
 	return res
 }
@@ -923,13 +977,14 @@ func pendingAt(res *agent.RequestResult, name string) agent.PendingView {
 func chainEnded(t *testing.T, o *Orch, res *agent.RequestResult) {
 	t.Helper()
 	pv := o.View(t, "pair", res.TaskID)
-	if pv.Status != agent.StatusFailed || pv.Requests[0].Error == nil || pv.Requests[0].Error.Code != agent.CodeApprovalExpired {
-		t.Errorf("pair: %s %+v", pv.Status, pv.Requests[0])
+	want := ended{agent.StatusFailed, agent.CodeApprovalExpired}
+	if diff := cmp.Diff(want, ended{pv.Status, codeOf(pv.Requests[0].Error)}); diff != "" {
+		t.Errorf("pair (-want +got):\n%s", diff)
 	}
 	for _, p := range res.PendingApprovals {
 		lv := o.View(t, p.Agent, p.TaskID)
-		if lv.Status != agent.StatusFailed || lv.Requests[0].Error == nil || lv.Requests[0].Error.Code != agent.CodeApprovalExpired {
-			t.Errorf("%s: %s %+v (a leaf of an expired chain must not stay approvable)", p.Agent, lv.Status, lv.Requests[0])
+		if diff := cmp.Diff(want, ended{lv.Status, codeOf(lv.Requests[0].Error)}); diff != "" {
+			t.Errorf("%s, a leaf of an expired chain, must not stay approvable (-want +got):\n%s", p.Agent, diff)
 		}
 		if _, _, err := o.Resume(p.Agent, p.TaskID, p.RequestID, Approve()); Code(err) != agent.CodeApprovalExpired {
 			t.Errorf("approving %s at its own URL afterwards: %v, want approval_expired (its round closed by the chain's expiry)", p.Agent, err)
@@ -981,12 +1036,15 @@ func testExpiryAtLeaf(t *testing.T, o *Orch) {
 func testPastRoundAtExpiredCaller(t *testing.T, o *Orch) {
 	then, _ := json.Marshal(map[string]string{"path": "t.txt", "content": "y\n"})
 	res, _ := o.Invoke(t, "pair", "", CallAgent("twin", Append("t.txt", "x")+"\n/then append_file "+string(then)))
-	if res.Status != agent.StatusPaused || res.Round != 1 {
-		t.Fatalf("pair: %+v", res)
+	if diff := cmp.Diff(inRound{agent.StatusPaused, 1}, inRoundOf(res)); diff != "" {
+		t.Fatalf("pair (-want +got):\n%s", diff)
 	}
 	out, _, err := o.Resume("pair", res.TaskID, res.RequestID, Approve())
-	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
-		t.Fatalf("round 1 at pair: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("round 1 at pair: %v", err)
+	}
+	if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(out)); diff != "" {
+		t.Fatalf("round 1 at pair (-want +got):\n%s", diff)
 	}
 	time.Sleep(1100 * time.Millisecond)
 	if _, _, err := o.Resume("pair", res.TaskID, res.RequestID, agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(2)}); Code(err) != agent.CodeApprovalExpired {
@@ -1005,8 +1063,10 @@ func testPastRoundAtExpiredCaller(t *testing.T, o *Orch) {
 			}
 			continue
 		}
-		if err != nil || again.Status != agent.StatusPaused || again.Round != 2 {
-			t.Errorf("round 1's decision sent again (%s): %+v %v, want its leg's outcome (Paused, round 2)", name, again, err)
+		if err != nil {
+			t.Errorf("round 1's decision sent again (%s): %v, want its leg's outcome (Paused, round 2)", name, err)
+		} else if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(again)); diff != "" {
+			t.Errorf("round 1's decision sent again (%s), want its leg's outcome (-want +got):\n%s", name, diff)
 		}
 	}
 	if got := o.Lines("t.txt"); !slices.Equal(got, []string{"x"}) {
@@ -1157,8 +1217,11 @@ func testDeadContinuationTakenOver(t *testing.T, o *Orch) {
 	}
 	time.Sleep(agent.LeaseDuration + 100*time.Millisecond) // it dies unrun
 	due, err := o.E.DueTakeovers(ctx, 100)
-	if err != nil || len(due) != 1 || due[0].TaskID != res.TaskID {
-		t.Fatalf("due = %+v %v, want desk", due, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{res.TaskID}, taskIDs(due)); diff != "" {
+		t.Fatalf("due takeovers, want desk (-want +got):\n%s", diff)
 	}
 	taken, err := o.E.StartTakeover(ctx, res.TaskID, res.RequestID)
 	if err != nil || taken == nil {
@@ -1227,12 +1290,18 @@ func testCancelAfterASecondRound(t *testing.T, o *Orch) {
 		t.Fatalf("desk: %+v", res)
 	}
 	out, _, err := o.Resume("desk", res.TaskID, res.RequestID, Approve())
-	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
-		t.Fatalf("round 1 approved at desk: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("round 1 approved at desk: %v", err)
+	}
+	if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(out)); diff != "" {
+		t.Fatalf("round 1 approved at desk (-want +got):\n%s", diff)
 	}
 	c, err := o.E.Cancel(context.Background(), agent.CancelInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID, Reason: "enough"})
-	if err != nil || c.Pending || c.Result.Status != agent.StatusCanceled {
-		t.Fatalf("cancel of desk in round 2: %+v %v", c, err)
+	if err != nil {
+		t.Fatalf("cancel of desk in round 2: %v", err)
+	}
+	if diff := cmp.Diff(canceled{false, agent.StatusCanceled}, canceledOf(c)); diff != "" {
+		t.Fatalf("cancel of desk in round 2 (-want +got):\n%s", diff)
 	}
 }
 
@@ -1252,12 +1321,16 @@ func testCancelAfterASecondRoundAtTheLeaf(t *testing.T, o *Orch) {
 	if err := o.E.ContinueCaller(context.Background(), res.TaskID, res.RequestID); err != nil {
 		t.Fatal(err)
 	}
-	if v := o.View(t, "desk", res.TaskID); v.Status != agent.StatusPaused || v.Requests[len(v.Requests)-1].Status != agent.StatusPaused {
-		t.Fatalf("desk after its continuation: %+v", v)
+	v := o.View(t, "desk", res.TaskID)
+	if diff := cmp.Diff([]agent.Status{agent.StatusPaused, agent.StatusPaused}, []agent.Status{v.Status, v.Requests[len(v.Requests)-1].Status}); diff != "" {
+		t.Fatalf("desk's and its last request's status after its continuation (-want +got):\n%s", diff)
 	}
 	c, err := o.E.Cancel(context.Background(), agent.CancelInput{Agent: "desk", UserID: "alice", TaskID: res.TaskID, Reason: "enough"})
-	if err != nil || c.Pending || c.Result.Status != agent.StatusCanceled {
-		t.Fatalf("cancel of desk in round 2: %+v %v", c, err)
+	if err != nil {
+		t.Fatalf("cancel of desk in round 2: %v", err)
+	}
+	if diff := cmp.Diff(canceled{false, agent.StatusCanceled}, canceledOf(c)); diff != "" {
+		t.Fatalf("cancel of desk in round 2 (-want +got):\n%s", diff)
 	}
 }
 
@@ -1325,8 +1398,8 @@ func testCancelLandsAsTheCallerPauses(t *testing.T, newStore func(testing.TB) ag
 // answer table: the same decision, its stored outcome; pair goes on.
 func testLeafDecidedBeforeTheCallersExpiry(t *testing.T, o *Orch) {
 	res, _ := o.Invoke(t, "pair", "", CallAgent("twin", Append("t.txt", "x")))
-	if res.Status != agent.StatusPaused || len(res.PendingApprovals) != 1 {
-		t.Fatalf("pair: %+v", res)
+	if diff := cmp.Diff(paused{agent.StatusPaused, 1}, pausedOf(res)); diff != "" {
+		t.Fatalf("pair (-want +got):\n%s", diff)
 	}
 	p := res.PendingApprovals[0]
 	if out, _, err := o.Resume("twin", p.TaskID, p.RequestID, Approve()); err != nil || out.Status != agent.StatusCompleted {

@@ -24,13 +24,22 @@ const askLine = `/call ask_user {"question":"Which colour?","choices":["red","bl
 func pausedOnQuestion(t *testing.T, o *Orch) (*agent.RequestResult, agent.PendingView) {
 	t.Helper()
 	res, rec := o.Invoke(t, "chief", "", CallAgent("front", CallAgent("asker", askLine)))
-	if res.Status != agent.StatusPaused || len(res.PendingInputs) != 1 || len(res.PendingApprovals) != 0 {
-		t.Fatalf("chief: %+v", res)
+	type pending struct {
+		Status            agent.Status
+		Inputs, Approvals int
+	}
+	if diff := cmp.Diff(pending{agent.StatusPaused, 1, 0}, pending{res.Status, len(res.PendingInputs), len(res.PendingApprovals)}); diff != "" {
+		t.Fatalf("chief (-want +got):\n%s", diff)
 	}
 	p := res.PendingInputs[0]
-	if p.Agent != "asker" || p.Kind != agent.InputQuestion || p.Question != "Which colour?" || !slices.Equal(p.Choices, []string{"red", "blue"}) ||
-		p.ResumeURL != agent.ResumeURL("asker", p.TaskID, p.RequestID) {
-		t.Fatalf("chief's pending input: %+v", p)
+	type input struct {
+		Agent, Kind, Question string
+		Choices               []string
+		ResumeURL             string
+	}
+	want := input{"asker", agent.InputQuestion, "Which colour?", []string{"red", "blue"}, agent.ResumeURL("asker", p.TaskID, p.RequestID)}
+	if diff := cmp.Diff(want, input{p.Agent, p.Kind, p.Question, p.Choices, p.ResumeURL}); diff != "" {
+		t.Fatalf("chief's pending input (-want +got):\n%s", diff)
 	}
 	continuous(t, "chief's pause", rec, 1)
 	evs := childEvents(rec)
@@ -121,15 +130,23 @@ func testInputEveryLevel(t *testing.T, o *Orch) {
 				t.Errorf("the answer is in asker's history %d times", n)
 			}
 			for _, lvl := range []struct{ agent, task string }{{"front", ft}, {"chief", res.TaskID}} {
-				if v := o.View(t, lvl.agent, lvl.task); v.Status != agent.StatusCompleted || len(v.PendingInputs) != 0 {
-					t.Errorf("%s after the answer at %s: %s %+v", lvl.agent, at, v.Status, v.PendingInputs)
+				v := o.View(t, lvl.agent, lvl.task)
+				if diff := cmp.Diff(asking{agent.StatusCompleted, 0}, asking{v.Status, len(v.PendingInputs)}); diff != "" {
+					t.Errorf("%s after the answer at %s (-want +got):\n%s", lvl.agent, at, diff)
 				}
 			}
 			// Callers' copies of the decision keep the answer's hash only.
 			cv := o.View(t, "chief", res.TaskID)
-			d := cv.Requests[0].Decisions
-			if len(d) != 1 || d[0].Calls[0].Action != agent.ActionAnswer || d[0].Calls[0].Result != nil || d[0].Calls[0].ResultHash == "" {
-				t.Errorf("chief's copy of the decision: %+v", d)
+			type copied struct {
+				Action             string
+				HasResult, HasHash bool
+			}
+			d := each(cv.Requests[0].Decisions, func(d agent.Decision) copied {
+				c := d.Calls[0]
+				return copied{c.Action, c.Result != nil, c.ResultHash != ""}
+			})
+			if diff := cmp.Diff([]copied{{agent.ActionAnswer, false, true}}, d); diff != "" {
+				t.Errorf("chief's copy of the decision, its first call (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -208,12 +225,17 @@ func testInputLeafRootRace(t *testing.T, o *Orch) {
 // server's state, and the chain completes.
 func testElicitAtRoot(t *testing.T, o *Orch) {
 	res, _ := o.Invoke(t, "chief", "", CallAgent("front", CallAgent("asker", `/call book_table {"day":"friday"}`)))
-	if res.Status != agent.StatusPaused || len(res.PendingInputs) != 1 {
-		t.Fatalf("chief: %+v", res)
+	if diff := cmp.Diff(asking{agent.StatusPaused, 1}, askingOf(res)); diff != "" {
+		t.Fatalf("chief (-want +got):\n%s", diff)
 	}
 	p := res.PendingInputs[0]
-	if p.Agent != "asker" || p.Kind != agent.InputElicitation || p.Question != "How many people?" || p.Server != "https://mcp.example.com/mcp" || p.Schema == nil {
-		t.Fatalf("chief's pending input: %+v", p)
+	type input struct {
+		Agent, Kind, Question, Server string
+		HasSchema                     bool
+	}
+	want := input{"asker", agent.InputElicitation, "How many people?", "https://mcp.example.com/mcp", true}
+	if diff := cmp.Diff(want, input{p.Agent, p.Kind, p.Question, p.Server, p.Schema != nil}); diff != "" {
+		t.Fatalf("chief's pending input (-want +got):\n%s", diff)
 	}
 	before, _ := o.Store.GetTask(context.Background(), p.TaskID)
 	bad := agent.ResumeRequest{Decisions: []agent.DecisionInput{answer(p.ToolCallID, `{"action":"accept","content":{"size":0}}`)}}
@@ -229,8 +251,20 @@ func testElicitAtRoot(t *testing.T, o *Orch) {
 		t.Fatalf("the answer at chief: %+v %v", out, err)
 	}
 	runs := o.Booker.Runs()
-	if len(runs) != 2 || runs[1].Reply == nil || runs[1].Reply.State != "round-0" || runs[1].Key != runs[0].Key {
-		t.Fatalf("the leaf's tool runs: %+v", runs)
+	type ran struct {
+		Runs        int
+		SecondState string
+		SameKey     bool
+	}
+	got := ran{Runs: len(runs)}
+	if len(runs) >= 2 {
+		got.SameKey = runs[1].Key == runs[0].Key
+		if runs[1].Reply != nil {
+			got.SecondState = runs[1].Reply.State
+		}
+	}
+	if diff := cmp.Diff(ran{2, "round-0", true}, got); diff != "" {
+		t.Fatalf("the leaf's tool runs (-want +got):\n%s", diff)
 	}
 	lv := o.View(t, "asker", p.TaskID)
 	if n := strings.Count(itemsJSON(t, lv), `{"text":"booked: party=accept{\"size\":3}"`); lv.Status != agent.StatusCompleted || n != 1 {
@@ -252,8 +286,8 @@ func bigAsks(t *testing.T, o *Orch) (string, *agent.RequestResult) {
 		lines = append(lines, fmt.Sprintf(`/call book_table {"day":"day%d"}`, i))
 	}
 	res, _ := o.Invoke(t, "chief", "", CallAgent("front", CallAgent("asker", strings.Join(lines, "\n"))))
-	if res.Status != agent.StatusPaused || len(res.PendingInputs) != 5 {
-		t.Fatalf("chief: %s %+v, %d inputs, want Paused with five", res.Status, res.Error, len(res.PendingInputs))
+	if diff := cmp.Diff(asking{agent.StatusPaused, 5}, askingOf(res)); diff != "" {
+		t.Fatalf("chief, want Paused with five inputs (error %v) (-want +got):\n%s", res.Error, diff)
 	}
 	return pad, res
 }
@@ -281,8 +315,12 @@ func testElicitBeyondMETAUpAChain(t *testing.T, o *Orch) {
 	v := o.View(t, "chief", res.TaskID)
 	var ds []agent.DecisionInput
 	for _, p := range v.PendingInputs {
-		if p.Agent != "asker" || p.Question != "How many people?" || p.Server == "" || p.Schema == nil {
-			t.Errorf("chief's pending input: %+v", p)
+		type input struct {
+			Agent, Question      string
+			HasServer, HasSchema bool
+		}
+		if diff := cmp.Diff(input{"asker", "How many people?", true, true}, input{p.Agent, p.Question, p.Server != "", p.Schema != nil}); diff != "" {
+			t.Errorf("chief's pending input %s (-want +got):\n%s", p.ToolCallID, diff)
 		}
 		ds = append(ds, answer(p.ToolCallID, `{"action":"accept","content":{"size":2}}`))
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
 	"github.com/hitch-agents/hitch/internal/agent"
@@ -91,8 +92,9 @@ func testDeadLegHistoryTellsTheTruth(t *testing.T, env *Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := v.Requests[0]; r.Status != agent.StatusFailed || r.Error == nil || r.Error.Code != agent.CodeLeaseExpired {
-		t.Errorf("the dead request: %+v", r)
+	r := v.Requests[0]
+	if diff := cmp.Diff(ended{agent.StatusFailed, agent.CodeLeaseExpired}, ended{r.Status, codeOf(r.Error)}); diff != "" {
+		t.Errorf("the dead request (-want +got):\n%s", diff)
 	}
 	if runs := env.Safe.Runs(); len(runs) != 1 {
 		t.Errorf("safe ran %v, want once", runs)
@@ -104,8 +106,11 @@ func testDeadLegHistoryTellsTheTruth(t *testing.T, env *Env) {
 func testCancelDeadLegTellsTheTruth(t *testing.T, env *Env) {
 	dead := env.deadLeg(t)
 	out, err := env.E.Cancel(context.Background(), agent.CancelInput{Agent: "acc", UserID: "alice", TaskID: dead.TaskID})
-	if err != nil || out.Pending || out.Result.Status != agent.StatusCanceled {
-		t.Fatalf("cancel of a dead request: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("cancel of a dead request: %v", err)
+	}
+	if diff := cmp.Diff(canceled{false, agent.StatusCanceled}, canceledOf(out)); diff != "" {
+		t.Fatalf("cancel of a dead request (-want +got):\n%s", diff)
 	}
 	env.Model.Add(agenttest.Say("ok"))
 	env.Invoke(t, dead.TaskID, "and now?")
@@ -125,8 +130,8 @@ func testReaperTakesOverADeadInvoke(t *testing.T, env *Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(due) != 1 || due[0].TaskID != dead.TaskID || due[0].RequestID != dead.RequestID || due[0].Expired {
-		t.Fatalf("due = %+v, want the dead request", due)
+	if diff := cmp.Diff([]dueLeg{{dead.TaskID, dead.RequestID, false}}, dueLegs(due)); diff != "" {
+		t.Fatalf("due takeovers, want the dead request (-want +got):\n%s", diff)
 	}
 	env.Model.Add(agenttest.Say("recovered"))
 	run, err := env.E.StartTakeover(ctx, dead.TaskID, dead.RequestID)
@@ -134,8 +139,8 @@ func testReaperTakesOverADeadInvoke(t *testing.T, env *Env) {
 		t.Fatalf("takeover: %v %v", run, err)
 	}
 	res := run.Execute(ctx, &Recorder{})
-	if res.Status != agent.StatusCompleted || res.Output != "recovered" {
-		t.Fatalf("the taken-over request: %+v", res)
+	if diff := cmp.Diff(said{agent.StatusCompleted, "recovered"}, saidOf(res)); diff != "" {
+		t.Fatalf("the taken-over request (-want +got):\n%s", diff)
 	}
 	got := results(env.Model.Call(1))
 	for _, id := range []string{"s1", "w1"} {
@@ -183,16 +188,24 @@ func testReaperExpiresRounds(t *testing.T, env *Env) {
 	}
 	env.Advance(2 * time.Hour)
 	due, err := env.E.DueTakeovers(ctx, 100)
-	if err != nil || len(due) != 1 || !due[0].Expired || due[0].RequestID != res.RequestID {
-		t.Fatalf("due = %+v %v, want the expired round", due, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type expiredLeg struct {
+		RequestID string
+		Expired   bool
+	}
+	got := each(due, func(d agent.Takeover) expiredLeg { return expiredLeg{d.RequestID, d.Expired} })
+	if diff := cmp.Diff([]expiredLeg{{res.RequestID, true}}, got); diff != "" {
+		t.Fatalf("due takeovers, want the expired round (-want +got):\n%s", diff)
 	}
 	calls := env.Model.NCalls()
 	if run, err := env.E.StartTakeover(ctx, res.TaskID, res.RequestID); run != nil || err != nil {
 		t.Fatalf("the expiry: %v %v", run, err)
 	}
 	v, _ := env.E.GetTask(ctx, "acc", "alice", res.TaskID, agent.ViewOptions{})
-	if v.Status != agent.StatusFailed || v.Requests[0].Error == nil || v.Requests[0].Error.Code != agent.CodeApprovalExpired {
-		t.Errorf("after the reaper: %s %+v", v.Status, v.Requests[0])
+	if diff := cmp.Diff(ended{agent.StatusFailed, agent.CodeApprovalExpired}, ended{v.Status, codeOf(v.Requests[0].Error)}); diff != "" {
+		t.Errorf("after the reaper (-want +got):\n%s", diff)
 	}
 	if env.Model.NCalls() != calls || len(env.Safe.Runs())+len(env.Guarded.Runs()) != 0 {
 		t.Errorf("the expiry called the model or ran a tool")
@@ -222,8 +235,8 @@ func testReaperGivesUp(t *testing.T, env *Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Status != agent.StatusFailed || v.Requests[0].Error == nil || v.Requests[0].Error.Code != agent.CodeLeaseExpired {
-		t.Fatalf("after %d dead takeovers: %s %+v", agent.MaxTakeovers, v.Status, v.Requests[0])
+	if diff := cmp.Diff(ended{agent.StatusFailed, agent.CodeLeaseExpired}, ended{v.Status, codeOf(v.Requests[0].Error)}); diff != "" {
+		t.Fatalf("after %d dead takeovers (-want +got):\n%s", agent.MaxTakeovers, diff)
 	}
 	if env.Model.NCalls() != 1 {
 		t.Errorf("the model was called %d times, want 1 (the dead leg's)", env.Model.NCalls())
@@ -259,8 +272,11 @@ func testPastRoundAnswersItsLeg(t *testing.T, env *Env) {
 	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g2", "guarded", "two")))
 	round1 := agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: "g1", Action: agent.ActionApprove}}}
 	out, _, err := env.Resume(res, "alice", round1)
-	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
-		t.Fatalf("round 1: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("round 1: %v", err)
+	}
+	if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(out)); diff != "" {
+		t.Fatalf("round 1 (-want +got):\n%s", diff)
 	}
 	env.Model.Add(agenttest.Say("done"))
 	if out, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(2)}); err != nil || out.Status != agent.StatusCompleted {
@@ -271,8 +287,10 @@ func testPastRoundAnswersItsLeg(t *testing.T, env *Env) {
 		"by its calls only": round1,
 	} {
 		again, _, err := env.Resume(res, "alice", body)
-		if err != nil || again.Status != agent.StatusPaused || again.Round != 2 {
-			t.Errorf("round 1's decision sent again (%s): %+v %v, want its leg's outcome (Paused, round 2)", name, again, err)
+		if err != nil {
+			t.Errorf("round 1's decision sent again (%s): %v, want its leg's outcome (Paused, round 2)", name, err)
+		} else if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(again)); diff != "" {
+			t.Errorf("round 1's decision sent again (%s), want its leg's outcome (-want +got):\n%s", name, diff)
 		}
 	}
 	if runs := env.Guarded.Runs(); len(runs) != 2 {
@@ -309,20 +327,27 @@ func testPastRoundWithoutItsLog(t *testing.T, env *Env) {
 	round1 := agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(1)}
 	out, _, err := env.Resume(res, "alice", round1)
 	lost.drop.Store(false)
-	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 {
-		t.Fatalf("round 1: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("round 1: %v", err)
+	}
+	if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(out)); diff != "" {
+		t.Fatalf("round 1 (-want +got):\n%s", diff)
 	}
 	again, _, err := env.Resume(res, "alice", round1)
-	if err != nil || again.Status != agent.StatusPaused || again.Round != 2 {
-		t.Errorf("round 1's decision again while round 2 waits: %+v %v, want Paused, round 2", again, err)
+	if err != nil {
+		t.Errorf("round 1's decision again while round 2 waits: %v, want Paused, round 2", err)
+	} else if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(again)); diff != "" {
+		t.Errorf("round 1's decision again while round 2 waits (-want +got):\n%s", diff)
 	}
 	env.Model.Add(agenttest.Say("done"))
 	if out, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: agent.ActionApprove, Round: Round(2)}); err != nil || out.Status != agent.StatusCompleted {
 		t.Fatalf("round 2: %+v %v", out, err)
 	}
 	again, _, err = env.Resume(res, "alice", round1)
-	if err != nil || again.Status != agent.StatusPaused || again.Round != 2 {
-		t.Errorf("round 1's decision again after the request completed: %+v %v, want its leg's outcome (Paused, round 2)", again, err)
+	if err != nil {
+		t.Errorf("round 1's decision again after the request completed: %v, want its leg's outcome (Paused, round 2)", err)
+	} else if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(again)); diff != "" {
+		t.Errorf("round 1's decision again after the request completed, want its leg's outcome (-want +got):\n%s", diff)
 	}
 }
 
@@ -365,8 +390,10 @@ func testDuplicateAnswersItsLeg(t *testing.T, env *Env) {
 	for name, ch := range map[string]chan answer{"the approval": first, "its duplicate": dup} {
 		select {
 		case a := <-ch:
-			if a.err != nil || a.out.Status != agent.StatusPaused || a.out.Round != 2 {
-				t.Errorf("%s: %+v %v, want its leg's outcome (Paused, round 2)", name, a.out, a.err)
+			if a.err != nil {
+				t.Errorf("%s: %v, want its leg's outcome (Paused, round 2)", name, a.err)
+			} else if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(a.out)); diff != "" {
+				t.Errorf("%s, want its leg's outcome (-want +got):\n%s", name, diff)
 			}
 		case <-time.After(30 * time.Second):
 			t.Fatalf("%s did not answer", name)

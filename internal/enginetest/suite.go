@@ -115,9 +115,14 @@ func testPauseRunsNothing(t *testing.T, env *Env) {
 	if n := len(env.Safe.Runs()) + len(env.Guarded.Runs()); n != 0 {
 		t.Fatalf("%d calls ran before the decision", n)
 	}
-	if res.Round != 1 || len(res.PendingApprovals) != 1 || res.PendingApprovals[0].ToolCallID != "g1" ||
-		res.ResumeURL != agent.ResumeURL("acc", res.TaskID, res.RequestID) {
-		t.Fatalf("result = %+v", res)
+	type pause struct {
+		Round     int
+		Pending   []string
+		ResumeURL string
+	}
+	wantPause := pause{1, []string{"g1"}, agent.ResumeURL("acc", res.TaskID, res.RequestID)}
+	if diff := cmp.Diff(wantPause, pause{res.Round, toolCallIDs(res.PendingApprovals), res.ResumeURL}); diff != "" {
+		t.Fatalf("result (-want +got):\n%s", diff)
 	}
 	want := []string{"request_started", "tool_call", "tool_call", "approval_required", "request_complete"}
 	if diff := cmp.Diff(want, rec.Names()); diff != "" {
@@ -127,8 +132,13 @@ func testPauseRunsNothing(t *testing.T, env *Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Status != agent.StatusPaused || len(v.PendingApprovals) != 1 || *v.PendingApprovals[0].Expired {
-		t.Fatalf("task = %+v", v)
+	type task struct {
+		Status  agent.Status
+		Expired []bool
+	}
+	expired := each(v.PendingApprovals, func(p agent.PendingView) bool { return *p.Expired })
+	if diff := cmp.Diff(task{agent.StatusPaused, []bool{false}}, task{v.Status, expired}); diff != "" {
+		t.Fatalf("task (-want +got):\n%s", diff)
 	}
 	// A new message to a paused task is refused.
 	_, err = env.E.StartInvoke(context.Background(), agent.InvokeInput{Agent: "acc", UserID: "alice", TaskID: res.TaskID, Items: []agent.InputItem{{Content: "hello?"}}})
@@ -148,8 +158,12 @@ func testApprove(t *testing.T, env *Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Status != agent.StatusCompleted || out.Output != "all done" || out.RequestID != res.RequestID {
-		t.Fatalf("outcome = %+v", out)
+	type outcome struct {
+		Status            agent.Status
+		Output, RequestID string
+	}
+	if diff := cmp.Diff(outcome{agent.StatusCompleted, "all done", res.RequestID}, outcome{out.Status, out.Output, out.RequestID}); diff != "" {
+		t.Fatalf("outcome (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"delete"}, env.Guarded.Runs()); diff != "" {
 		t.Errorf("guarded runs (-want +got):\n%s", diff)
@@ -171,17 +185,26 @@ func testApprove(t *testing.T, env *Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := v.Requests[0].Decisions
-	if len(d) != 1 || d[0].Approver != "alice" || d[0].Round != 1 || d[0].Action != "approve" || len(d[0].Calls) != 1 {
-		t.Fatalf("decisions = %+v", d)
+	type decision struct {
+		Approver string
+		Round    int
+		Action   string
+		Calls    int
 	}
-	if v.Status != agent.StatusCompleted || len(v.PendingApprovals) != 0 {
-		t.Errorf("task = %s, pending %v", v.Status, v.PendingApprovals)
+	d := each(v.Requests[0].Decisions, func(d agent.Decision) decision { return decision{d.Approver, d.Round, d.Action, len(d.Calls)} })
+	if diff := cmp.Diff([]decision{{"alice", 1, "approve", 1}}, d); diff != "" {
+		t.Fatalf("decisions (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(paused{agent.StatusCompleted, 0}, paused{v.Status, len(v.PendingApprovals)}); diff != "" {
+		t.Errorf("task (-want +got):\n%s", diff)
 	}
 	// The same approval again: the stored outcome, nothing runs again.
 	again, _, err := env.Resume(res, "alice", Approve())
-	if err != nil || again.Status != agent.StatusCompleted || again.Output != "all done" {
-		t.Fatalf("repeat: %+v %v", again, err)
+	if err != nil {
+		t.Fatalf("repeat: %v", err)
+	}
+	if diff := cmp.Diff(said{agent.StatusCompleted, "all done"}, saidOf(again)); diff != "" {
+		t.Fatalf("repeat (-want +got):\n%s", diff)
 	}
 	if n := len(env.Guarded.Runs()); n != 1 {
 		t.Errorf("guarded ran %d times", n)
@@ -257,8 +280,9 @@ func testEdit(t *testing.T, env *Env) {
 		t.Errorf("the stored tool_use input is %s, want the edited one", stored)
 	}
 	c := v.Requests[0].Decisions[0].Calls[0]
-	if string(c.OriginalInput) != `{"text":"delete"}` || c.Action != "edit" {
-		t.Errorf("decision record = %+v", c)
+	type record struct{ OriginalInput, Action string }
+	if diff := cmp.Diff(record{`{"text":"delete"}`, "edit"}, record{string(c.OriginalInput), c.Action}); diff != "" {
+		t.Errorf("decision record (-want +got):\n%s", diff)
 	}
 }
 
@@ -266,8 +290,16 @@ func testRounds(t *testing.T, env *Env) {
 	res, _ := env.Pause(t)
 	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("g2", "guarded", "second")))
 	out, _, err := env.Resume(res, "alice", Approve())
-	if err != nil || out.Status != agent.StatusPaused || out.Round != 2 || out.PendingApprovals[0].ToolCallID != "g2" {
-		t.Fatalf("round 2: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("round 2: %v", err)
+	}
+	type round struct {
+		Status       agent.Status
+		Round        int
+		FirstPending string
+	}
+	if diff := cmp.Diff(round{agent.StatusPaused, 2, "g2"}, round{out.Status, out.Round, out.PendingApprovals[0].ToolCallID}); diff != "" {
+		t.Fatalf("round 2 (-want +got):\n%s", diff)
 	}
 	if _, _, err := env.Resume(res, "alice", Approve()); Code(err) != agent.CodeRoundRequired {
 		t.Fatalf("approve all without round in round 2: %v", err)
@@ -277,16 +309,22 @@ func testRounds(t *testing.T, env *Env) {
 	}
 	// Round 1's approval again is a retry of a decided round: it answers the pause.
 	again, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: "approve", Round: Round(1)})
-	if err != nil || again.Status != agent.StatusPaused || again.Round != 2 {
-		t.Fatalf("round 1 again: %+v %v", again, err)
+	if err != nil {
+		t.Fatalf("round 1 again: %v", err)
+	}
+	if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(again)); diff != "" {
+		t.Fatalf("round 1 again (-want +got):\n%s", diff)
 	}
 	if _, _, err := env.Resume(res, "alice", agent.ResumeRequest{Action: "reject", Round: Round(1)}); Code(err) != agent.CodeNotPaused {
 		t.Fatalf("a past round's other decision: %v", err)
 	}
 	// Decisions bind by their calls: round 1's, sent again without a round.
 	byCall, _, err := env.Resume(res, "alice", agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: "g1", Action: "approve"}}})
-	if err != nil || byCall.Status != agent.StatusPaused || byCall.Round != 2 {
-		t.Fatalf("round 1's decisions again: %+v %v", byCall, err)
+	if err != nil {
+		t.Fatalf("round 1's decisions again: %v", err)
+	}
+	if diff := cmp.Diff(inRound{agent.StatusPaused, 2}, inRoundOf(byCall)); diff != "" {
+		t.Fatalf("round 1's decisions again (-want +got):\n%s", diff)
 	}
 	env.Model.Add(agenttest.Say("both done"))
 	out, _, err = env.Resume(res, "alice", agent.ResumeRequest{Action: "approve", Round: Round(2)})
@@ -328,8 +366,8 @@ func testFiftyApprovals(t *testing.T, env *Env) {
 			out, _, err := env.Resume(res, "alice", Approve())
 			return out, err
 		})
-	if first.Status != agent.StatusCompleted || first.Output != "done once" {
-		t.Errorf("outcome = %+v", first)
+	if diff := cmp.Diff(said{agent.StatusCompleted, "done once"}, saidOf(first)); diff != "" {
+		t.Errorf("outcome (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"delete"}, env.Guarded.Runs()); diff != "" {
 		t.Errorf("the tool ran (-want +got):\n%s", diff)
@@ -378,8 +416,12 @@ func testExpiry(t *testing.T, env *Env) {
 	res, _ := env.Pause(t)
 	env.Advance(2 * time.Hour)
 	v, _ := env.E.GetTask(context.Background(), "acc", "alice", res.TaskID, agent.ViewOptions{})
-	if v.Status != agent.StatusPaused || !*v.PendingApprovals[0].Expired {
-		t.Fatalf("before any write the task shows Paused, expired: %+v", v.PendingApprovals)
+	type shown struct {
+		Status       agent.Status
+		FirstExpired bool
+	}
+	if diff := cmp.Diff(shown{agent.StatusPaused, true}, shown{v.Status, *v.PendingApprovals[0].Expired}); diff != "" {
+		t.Fatalf("before any write the task shows Paused, expired (-want +got):\n%s", diff)
 	}
 	if _, _, err := env.Resume(res, "alice", Approve()); Code(err) != agent.CodeApprovalExpired {
 		t.Fatalf("resume after expiry: %v", err)
@@ -389,8 +431,13 @@ func testExpiry(t *testing.T, env *Env) {
 	}
 	v, _ = env.E.GetTask(context.Background(), "acc", "alice", res.TaskID, agent.ViewOptions{})
 	r := v.Requests[0]
-	if v.Status != agent.StatusFailed || r.Error.Code != agent.CodeApprovalExpired || r.Decisions[0].Approver != agent.ApproverExpiry {
-		t.Fatalf("after expiry: %s %+v", v.Status, r)
+	type expired struct {
+		Status        agent.Status
+		Code          string
+		FirstApprover string
+	}
+	if diff := cmp.Diff(expired{agent.StatusFailed, agent.CodeApprovalExpired, agent.ApproverExpiry}, expired{v.Status, codeOf(r.Error), r.Decisions[0].Approver}); diff != "" {
+		t.Fatalf("after expiry (-want +got):\n%s", diff)
 	}
 	if env.Model.NCalls() != 1 {
 		t.Errorf("expiry called the model")
@@ -533,8 +580,8 @@ func testStalledHolder(t *testing.T, env *Env) {
 	meta, _ := env.Store.GetTask(ctx, res.TaskID)
 	rec := &Recorder{}
 	got := stalled.Execute(ctx, rec)
-	if got.Status != agent.StatusFailed || got.Error.Code != agent.CodeRequestLost {
-		t.Errorf("the stalled holder answered %s %+v, want request_lost", got.Status, got.Error)
+	if diff := cmp.Diff(ended{agent.StatusFailed, agent.CodeRequestLost}, ended{got.Status, codeOf(got.Error)}); diff != "" {
+		t.Errorf("the stalled holder's answer (-want +got):\n%s", diff)
 	}
 	if runs := env.Guarded.Runs(); len(runs) != 0 {
 		t.Errorf("the guarded call ran %v (the takeover reported it outcome_unknown; nobody may run it)", runs)
@@ -561,8 +608,8 @@ func testFiftyAppends(t *testing.T, env *Env) {
 		out, _, err := env.Resume(res, "alice", Approve())
 		return out, err
 	})
-	if first.Status != agent.StatusCompleted || first.Output != "appended" {
-		t.Fatalf("outcome = %+v", first)
+	if diff := cmp.Diff(said{agent.StatusCompleted, "appended"}, saidOf(first)); diff != "" {
+		t.Fatalf("outcome (-want +got):\n%s", diff)
 	}
 	b, err := os.ReadFile(filepath.Join(env.Sandbox, "audit.log"))
 	if err != nil || string(b) != "approved once\n" {

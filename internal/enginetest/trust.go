@@ -71,8 +71,12 @@ func testConditionalApproval(t *testing.T, env *Env) {
 	// A path that only cleans into reports/ is still asked about.
 	env.callTurn("g1", "guarded", "tmp/../reports/q1.csv")
 	paused, rec := env.Invoke(t, res.TaskID, "clean reports")
-	if paused.Status != agent.StatusPaused || len(paused.PendingApprovals) != 1 || paused.PendingApprovals[0].Rule != ruleReports {
-		t.Fatalf("matched call: %+v", paused)
+	type ruled struct {
+		Status agent.Status
+		Rules  []string
+	}
+	if diff := cmp.Diff(ruled{agent.StatusPaused, []string{ruleReports}}, ruled{paused.Status, rules(paused.PendingApprovals)}); diff != "" {
+		t.Fatalf("matched call (-want +got):\n%s", diff)
 	}
 	for _, e := range rec.Events {
 		if e.Name == agent.EventApprovalRequired {
@@ -82,17 +86,19 @@ func testConditionalApproval(t *testing.T, env *Env) {
 			}
 		}
 	}
-	if v := env.view(t, res.TaskID, agent.ViewOptions{}); len(v.PendingApprovals) != 1 || v.PendingApprovals[0].Rule != ruleReports {
-		t.Errorf("GET task pending: %+v", v.PendingApprovals)
+	pv := env.view(t, res.TaskID, agent.ViewOptions{})
+	if diff := cmp.Diff([]string{ruleReports}, rules(pv.PendingApprovals)); diff != "" {
+		t.Errorf("GET task's pending rules (-want +got):\n%s", diff)
 	}
 	out, _, err := env.Resume(paused, "alice", Approve())
 	if err != nil || out.Status != agent.StatusCompleted {
 		t.Fatalf("approve: %+v %v", out, err)
 	}
 	v := env.view(t, res.TaskID, agent.ViewOptions{})
-	d := v.Requests[1].Decisions
-	if len(d) != 1 || d[0].Calls[0].Rule != ruleReports || d[0].Calls[0].Remember != "" {
-		t.Errorf("the decision record: %+v", d)
+	type trusted struct{ Rule, Remember string }
+	d := each(v.Requests[1].Decisions, func(d agent.Decision) trusted { return trusted{d.Calls[0].Rule, d.Calls[0].Remember} })
+	if diff := cmp.Diff([]trusted{{ruleReports, ""}}, d); diff != "" {
+		t.Errorf("the decision record's first call (-want +got):\n%s", diff)
 	}
 	if len(v.Trusted) != 0 {
 		t.Errorf("trusted without remember: %+v", v.Trusted)
@@ -116,22 +122,35 @@ func testTrust(t *testing.T, env *Env) {
 	}
 	// The next round's call of the same rule ran without approval; the
 	// other rule's call asks.
-	if out.Status != agent.StatusPaused || out.Round != 2 || out.PendingApprovals[0].ToolCallID != "a3" || out.PendingApprovals[0].Rule != ruleLogs {
-		t.Fatalf("after remembering: %+v", out)
+	type round struct {
+		Status                  agent.Status
+		Round                   int
+		FirstPending, FirstRule string
+	}
+	p := out.PendingApprovals[0]
+	if diff := cmp.Diff(round{agent.StatusPaused, 2, "a3", ruleLogs}, round{out.Status, out.Round, p.ToolCallID, p.Rule}); diff != "" {
+		t.Fatalf("after remembering (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"reports/a", "reports/b"}, env.Guarded.Runs()); diff != "" {
 		t.Errorf("runs (-want +got):\n%s", diff)
 	}
-	if ev := rec.Events[1]; ev.Name != agent.EventApproved || ev.Data.(map[string]any)["remember"] != "task" {
-		t.Errorf("approved event: %+v", ev)
+	type approved struct {
+		Name     string
+		Remember any
+	}
+	ev := rec.Events[1]
+	if diff := cmp.Diff(approved{agent.EventApproved, "task"}, approved{ev.Name, ev.Data.(map[string]any)["remember"]}); diff != "" {
+		t.Errorf("approved event (-want +got):\n%s", diff)
 	}
 	v := env.view(t, r1.TaskID, agent.ViewOptions{})
 	want := []agent.TrustView{{Tool: "guarded", Rule: ruleReports, By: "alice", RequestID: r1.RequestID}}
 	if diff := cmp.Diff(want, v.Trusted, cmpopts.IgnoreFields(agent.TrustView{}, "At")); diff != "" || v.Trusted[0].At.IsZero() {
 		t.Errorf("trusted (-want +got):\n%s", diff)
 	}
-	if c := v.Requests[0].Decisions[0].Calls[0]; c.Remember != "task" || c.Rule != ruleReports {
-		t.Errorf("decision: %+v", c)
+	type trusted struct{ Rule, Remember string }
+	c := v.Requests[0].Decisions[0].Calls[0]
+	if diff := cmp.Diff(trusted{ruleReports, "task"}, trusted{c.Rule, c.Remember}); diff != "" {
+		t.Errorf("decision (-want +got):\n%s", diff)
 	}
 	// Approve-all with remember, round 2: the logs rule is trusted too.
 	out, _, err = env.Resume(r1, "alice", agent.ResumeRequest{Action: "approve", Round: Round(2), Remember: "task"})
@@ -142,8 +161,14 @@ func testTrust(t *testing.T, env *Env) {
 	env.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("b1", "guarded", "reports/c"), Call("b2", "guarded", "x.log"), Call("b3", "retry", "once")),
 		agenttest.Say("r2 done"))
 	r2, _ := env.Invoke(t, r1.TaskID, "more")
-	if r2.Status != agent.StatusPaused || len(r2.PendingApprovals) != 1 || r2.PendingApprovals[0].ToolCallID != "b3" || r2.PendingApprovals[0].Rule != "" {
-		t.Fatalf("r2: %+v", r2)
+	type call struct{ ToolCallID, Rule string }
+	type pending struct {
+		Status agent.Status
+		Calls  []call
+	}
+	calls := each(r2.PendingApprovals, func(p agent.PendingView) call { return call{p.ToolCallID, p.Rule} })
+	if diff := cmp.Diff(pending{agent.StatusPaused, []call{{"b3", ""}}}, pending{r2.Status, calls}); diff != "" {
+		t.Fatalf("r2 (-want +got):\n%s", diff)
 	}
 	if out, _, err = env.Resume(r2, "alice", agent.ResumeRequest{Decisions: []agent.DecisionInput{{ToolCallID: "b3", Action: "edit", Input: []byte(`{"text":"twice"}`), Remember: "task"}}}); err != nil || out.Status != agent.StatusCompleted {
 		t.Fatalf("r2 edit-approve: %+v %v", out, err)
