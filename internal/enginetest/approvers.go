@@ -52,8 +52,10 @@ func newOps(t *testing.T, env *Env) *opsEnv {
 		{Tool: o.wipe, Policy: sre(1)}, {Tool: o.drop, Policy: sre(2)}, {Tool: o.purge, Policy: sre(3)},
 		{Tool: env.Guarded, Policy: agent.ToolPolicy{RequiresApproval: true, ApprovalTTL: time.Hour}},
 	}}
+	desk := &agent.Agent{Name: "desk", Version: "1", ModelID: "m", MaxIterations: 6, Tools: []agent.BoundTool{
+		{Tool: &agent.AgentTool{Agent: "ops", Description: "runs operations"}}}}
 	acc, _ := env.E.Agents.Get("acc")
-	env.E.Agents = agentSet{"acc": acc, "ops": ops}
+	env.E.Agents = agentSet{"acc": acc, "ops": ops, "desk": desk}
 	api := &httpapi.Server{Engine: env.E, Auth: httpapi.DevAuth, Log: slog.New(slog.DiscardHandler)}
 	o.srv = httptest.NewServer(contract.Check(t, api.Handler()))
 	t.Cleanup(o.srv.Close)
@@ -371,5 +373,32 @@ func testQuorumExpiry(t *testing.T, env *Env) {
 	}
 	if n := len(o.drop.Runs()); n != 0 {
 		t.Errorf("drop ran %d times", n)
+	}
+}
+
+// testFourEyesAtTheCaller: a leaf call is judged by the leaf's policy
+// wherever the decision arrives — at its caller, the requester is refused
+// as at the leaf, and another of the group decides it there.
+func testFourEyesAtTheCaller(t *testing.T, env *Env) {
+	o := newOps(t, env)
+	o.Model.Add(agenttest.CallTools(agent.StopToolUse, agenttest.Use("k1", "ops", `{"message":"wipe prod"}`)))
+	o.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("c-wipe", "wipe", "wipe prod")))
+	a := o.do(t, "POST", "/agents/desk/invoke", alice, `{"items":[{"content":"clean up"}]}`)
+	if status(a) != "200 Paused 0/1" {
+		t.Fatalf("desk: %v", a)
+	}
+	url := a.Body["resume_url"].(string)
+	if a := o.do(t, "POST", url, alice, `{"action":"approve"}`); status(a) != "403 not_approver" {
+		t.Errorf("alice at desk: %v, want 403 not_approver", a)
+	}
+	if a := o.do(t, "POST", url, carol, `{"action":"approve"}`); status(a) != "401 not_owner" {
+		t.Errorf("carol at desk: %v, want 401 not_owner", a)
+	}
+	o.Model.Add(agenttest.Say("wiped"), agenttest.Say("done"))
+	if a := o.do(t, "POST", url, bob, `{"action":"approve"}`); status(a) != "200 Completed" {
+		t.Fatalf("bob at desk: %v", a)
+	}
+	if diff := cmp.Diff([]string{"wipe prod"}, o.wipe.Runs()); diff != "" {
+		t.Errorf("wipe's runs (-want +got):\n%s", diff)
 	}
 }

@@ -30,6 +30,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ApproversQuorumEdit", testQuorumEdit},
 		{"ApproversQuorumTrust", testQuorumTrust},
 		{"ApproversQuorumExpiry", testQuorumExpiry},
+		{"ApproversFourEyesAtTheCaller", testFourEyesAtTheCaller},
 		{"ApproveRunsOnceAndContinues", testApprove},
 		{"RejectReachesTheModel", testReject},
 		{"EditRunsTheNewInput", testEdit},

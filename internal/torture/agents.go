@@ -16,6 +16,19 @@ const (
 // the user id); A calls B as the same user.
 const User = "tort"
 
+// OwnerToken is the owner's bearer token: tort, of the group sre (dev
+// auth's ";groups="), so that four eyes keeps a member of the deciding
+// group from approving their own call.
+const OwnerToken = User + ";groups=sre"
+
+// Approvers are the other members of sre, who approve the qx_ tool's
+// calls (two of them: a quorum of 2, four eyes).
+var Approvers = []string{"tq1", "tq2", "tq3"}
+
+// QuorumTools are the tools whose calls need more than one approval, by
+// the approvals they need.
+var QuorumTools = map[string]int{"qx_effect": 2}
+
 // WebhookSecret signs the webhooks of every agent (Standard Webhooks).
 const WebhookSecret = "whsec_dG9ydHVyZS10ZXN0LXdlYmhvb2stc2VjcmV0LTAx"
 
@@ -66,9 +79,9 @@ func (c Chain) ProcessOf(i int) string {
 // ApprovalTools are the leaf tools (as the model names them) that need
 // approval; IdempotentTools those marked idempotent.
 var (
-	ApprovalTools   = map[string]bool{"fx_effect": true, "fx_upsert": true, "ex_effect": true}
+	ApprovalTools   = map[string]bool{"fx_effect": true, "fx_upsert": true, "ex_effect": true, "qx_effect": true}
 	IdempotentTools = map[string]bool{"fx_upsert": true}
-	LeafTools       = []string{"fx_effect", "fx_upsert", "fx_peek", "fx_slow", "ex_effect", FormTool}
+	LeafTools       = []string{"fx_effect", "fx_upsert", "fx_peek", "fx_slow", "ex_effect", "qx_effect", FormTool}
 )
 
 // AskTool is the leaf's question (ask_user): its calls are answered, never
@@ -124,6 +137,16 @@ func Definitions(mcp, hook, remote string) map[string]string {
         requires_approval: true
         idempotent: false
         approval_ttl: %[2]s
+        timeout: 20s
+      - mcp: %[1]s
+        name: qx
+        allow: [effect]
+        requires_approval: true
+        approvers: [{group: sre}]
+        quorum: 2
+        separate_from_requester: true
+        idempotent: false
+        approval_ttl: 10m
         timeout: 20s
       - mcp: %[1]s/form
         name: fq

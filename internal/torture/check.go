@@ -1,9 +1,11 @@
 package torture
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -474,6 +476,9 @@ func (c *checker) onlyApproved() {
 			c.add(2, []string{rid}, ops, []int{e.N}, "%s (tag %s) ran at %s, before its approval was decided at %s",
 				call.Name, e.Tag, e.Start.Format(time.RFC3339Nano), d.DecidedAt.Format(time.RFC3339Nano))
 		}
+		if q := QuorumTools[call.Name]; q > 0 {
+			c.quorumApproved(call, e, q)
+		}
 		want := call.V
 		if d.Action == "edit" {
 			want = d.V
@@ -501,6 +506,37 @@ func (c *checker) onlyApproved() {
 			if op.Status == 410 && e.Start.After(op.End) {
 				c.add(2, []string{rid}, []int{op.ID}, []int{e.N}, "%s (tag %s) ran after a decision on it was answered 410 %s (op #%d)", call.Name, e.Tag, op.ErrorCode(), op.ID)
 			}
+		}
+	}
+}
+
+// quorumApproved is onlyApproved's part for a call that needs q
+// approvals with four eyes: the recorded decision names q distinct people,
+// never the requester (User), each of whom had sent an approval of it
+// before it ran.
+func (c *checker) quorumApproved(call *Call, e Execution, q int) {
+	rid := call.Req.ID
+	ops := c.ridOps[rid]
+	d := call.Decision
+	people := map[string]bool{}
+	for _, by := range d.Approvers {
+		people[by] = true
+	}
+	if people[User] {
+		c.add(2, []string{rid}, ops, []int{e.N}, "%s (tag %s) ran with an approval by its requester %s (four eyes)", call.Name, e.Tag, User)
+	}
+	if len(people) < q {
+		c.add(2, []string{rid}, ops, []int{e.N}, "%s (tag %s) ran with %d approvals (%s) of the %d it needs", call.Name, e.Tag, len(people), strings.Join(sortedKeys(people), ", "), q)
+	}
+	for _, by := range sortedKeys(people) {
+		sent := false
+		for _, op := range c.decidingOps(call, "approve", "edit") {
+			if userOf(op) == by && !op.Start.After(e.Start) {
+				sent = true
+			}
+		}
+		if !sent {
+			c.add(2, []string{rid}, ops, []int{e.N}, "%s (tag %s) ran with an approval by %s, who had sent none before it ran", call.Name, e.Tag, by)
 		}
 	}
 }
@@ -735,7 +771,7 @@ func firstLine(s string) string {
 // nothing of it (no answer, 202 / Running, a lost or unsaved request).
 func outcome(op Op) string {
 	r := op.Result()
-	if r == nil || r.Status == "Running" || op.Status == 202 || op.Status == 503 {
+	if r == nil || r.Status == "Running" || op.Status == 202 || op.Status == 503 || recorded(op) {
 		return ""
 	}
 	switch r.Status {
@@ -755,6 +791,39 @@ func outcome(op Op) string {
 	return r.Status
 }
 
+// recorded tells whether op's answer records its decision without
+// settling the round (an approval short of a call's quorum, or the share
+// of a sender while others' calls still wait: docs/api.md, "Approvers"):
+// Paused, a call it decides still pending beside a call that needs
+// approvals. That is no outcome: the round's is whatever settles it. (A call asking again in a later round
+// keeps its id: an elicitation's answers are judged apart.)
+func recorded(op Op) bool {
+	r := op.Result()
+	if op.Kind != OpResume || r == nil || r.Status != "Paused" {
+		return false
+	}
+	shown := append(slices.Clone(r.Pending), r.Inputs...)
+	if !slices.ContainsFunc(shown, func(p PendingView) bool { return p.Needed > 0 }) {
+		return false // no call waits for approvals: a pause of its own
+	}
+	for _, d := range op.Decides {
+		if d.ElicitRound > 0 {
+			continue
+		}
+		if slices.ContainsFunc(shown, func(p PendingView) bool { return p.ToolCallID == d.ToolCallID }) {
+			return true
+		}
+	}
+	return false
+}
+
+// userOf is the user id of an op's bearer token (dev auth: before
+// ";groups=").
+func userOf(op Op) string {
+	u, _, _ := strings.Cut(cmp.Or(op.User, OwnerToken), ";")
+	return u
+}
+
 func canonical(body string) string {
 	var v any
 	if json.Unmarshal([]byte(body), &v) != nil {
@@ -769,7 +838,7 @@ func (c *checker) answersAgree() {
 	groups := map[string][]Op{}
 	for _, op := range c.in.Ops {
 		if op.Kind == OpResume {
-			k := op.Proc + " " + op.Path + " " + canonical(op.Body)
+			k := op.Proc + " " + userOf(op) + " " + op.Path + " " + canonical(op.Body)
 			groups[k] = append(groups[k], op)
 		}
 	}

@@ -190,6 +190,40 @@ func picked() Input {
 
 func leafTask(in *Input) *Task { return in.Tasks[0] }
 
+// quorum is clean with its call a qx_effect (two approvals, four eyes):
+// tq1's approval is recorded (answered Paused, the call still pending),
+// tq2's settles the round; tq1 sends its body again and gets the outcome.
+func quorum() Input {
+	in := clean()
+	leaf := leafTask(&in)
+	leaf.Items[1].Content[0].Name = "qx_effect"
+	d := approve(1, "tq2", at(1.0), "approve", "c1")
+	d.Calls[0].Approvals = append(d.Calls[0].Approvals,
+		struct {
+			By     string `json:"by"`
+			Action string `json:"action"`
+		}{"tq1", "approve"},
+		struct {
+			By     string `json:"by"`
+			Action string `json:"action"`
+		}{"tq2", "approve"})
+	leaf.Requests[0].Decisions = []Decision{d}
+	path := "/agents/leaf/tasks/" + tLeaf + "/requests/" + rLeaf + "/resume"
+	pending, _ := json.Marshal(map[string]any{"task_id": tLeaf, "request_id": rLeaf, "status": "Paused", "round": 1,
+		"pending_approvals": []map[string]any{{"tool_call_id": "c1", "name": "qx_effect", "needed": 2, "approvals": []map[string]string{{"by": "tq1"}}}}})
+	decides := []CallDecision{{RequestID: rLeaf, ToolCallID: "c1", Action: "approve"}}
+	in.Ops = []Op{
+		in.Ops[0],
+		{ID: 2, Kind: OpResume, Proc: ProcA, Method: "POST", Path: path, Body: `{"action":"approve","round":1}`, User: "tq1;groups=sre",
+			Start: at(0.5), End: at(0.6), Status: 200, Resp: string(pending), Decides: decides},
+		{ID: 3, Kind: OpResume, Proc: ProcA, Method: "POST", Path: path, Body: `{"action":"approve","round":1}`, User: "tq2;groups=sre",
+			Start: at(0.9), End: at(1.3), Status: 200, Resp: rr(rLeaf, tLeaf, "Completed", 0), Decides: decides},
+		{ID: 4, Kind: OpResume, Proc: ProcA, Method: "POST", Path: path, Body: `{"action":"approve","round":1}`, User: "tq1;groups=sre",
+			Start: at(1.4), End: at(1.5), Status: 200, Resp: rr(rLeaf, tLeaf, "Completed", 0), Decides: decides},
+	}
+	return in
+}
+
 // remoteRejected makes chain's remote leaf rejected on its own system at
 // when (the caller's approval is op #2, sent at 0.9), its tool not run.
 func remoteRejected(in *Input, when time.Time) {
@@ -251,6 +285,21 @@ func TestCheck(t *testing.T) {
 		{name: "clean", base: clean, mutate: func(*Input) {}},
 		{name: "clean chain, remote leaf found by its message", base: chain, mutate: func(*Input) {}},
 		{name: "clean question", base: asked, mutate: func(*Input) {}},
+		{name: "clean quorum: a recorded approval is no outcome", base: quorum, mutate: func(*Input) {}},
+		{name: "a quorum call ran with one approval", base: quorum, want: []int{2}, mutate: func(in *Input) {
+			c := &leafTask(in).Requests[0].Decisions[0].Calls[0]
+			c.Approvals = c.Approvals[1:]
+		}},
+		{name: "a quorum call ran with its requester's approval", base: quorum, want: []int{2}, mutate: func(in *Input) {
+			leafTask(in).Requests[0].Decisions[0].Calls[0].Approvals[0].By = User
+			in.Ops[1].User = ""
+		}},
+		{name: "a quorum call ran with an approval nobody had sent yet", base: quorum, want: []int{2}, mutate: func(in *Input) {
+			in.Ops[2].Start = at(1.2)
+		}},
+		{name: "a recorded approval answered the outcome of a different round", base: quorum, want: []int{5, 7}, mutate: func(in *Input) {
+			in.Ops[3].Resp = rr(rLeaf, tLeaf, "Failed", 0)
+		}},
 		{name: "the model got another answer than the one recorded", base: asked, want: []int{2}, mutate: func(in *Input) {
 			leafTask(in).Items[2].Content[2] = result("c3", "success", "no-t3")
 		}},

@@ -2,6 +2,7 @@ package torture
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -166,7 +167,7 @@ func (c *cluster) do(op Op) *Op {
 		c.rec.Finish(rec, 0, "", err)
 		return rec
 	}
-	req.Header.Set("Authorization", "Bearer "+User)
+	req.Header.Set("Authorization", "Bearer "+cmp.Or(op.User, OwnerToken))
 	if op.Key != "" {
 		req.Header.Set("Idempotency-Key", op.Key)
 	}

@@ -1,6 +1,7 @@
 package torture
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -121,7 +122,7 @@ func (w *worker) pick(weights map[string]int) string {
 // script is a leaf's message: one or two calls of the test tools, and
 // perhaps a later one (/then) after their results.
 func (w *worker) script() string {
-	tools := map[string]int{"fx_effect": 35, "fx_upsert": 20, "fx_peek": 20, "ex_effect": 25}
+	tools := map[string]int{"fx_effect": 30, "fx_upsert": 20, "fx_peek": 20, "ex_effect": 22, "qx_effect": 12}
 	var lines []string
 	call := func(verb string) {
 		tag := fmt.Sprintf("t%d", w.g.tags.Add(1))
@@ -341,6 +342,72 @@ type level struct {
 	// pending are the calls this level shows, which a decision sent here
 	// decides.
 	pending []PendingView
+	// as is who decides here ("": the owner; else one of Approvers, with
+	// its groups), chosen by sender.
+	as string
+}
+
+// sender picks who decides at l: one of Approvers (of sre) two times in
+// three when l shows a call of a QuorumTools tool, else the owner.
+func (w *worker) sender(l level) level {
+	if slices.ContainsFunc(l.pending, quorumCall) && w.rng.IntN(3) > 0 {
+		l.as = Approvers[w.rng.IntN(len(Approvers))] + ";groups=sre"
+	}
+	return l
+}
+
+// quorumCall tells whether p is a call of a QuorumTools tool.
+func quorumCall(p PendingView) bool { return QuorumTools[p.Name] > 0 }
+
+// approverDecision is a decision by one of Approvers: of the calls they
+// may decide (the QuorumTools tools'), approved, rejected or edited, by
+// one action or call by call (always call by call where the round holds
+// an input, which an action alone cannot settle).
+func (w *worker) approverDecision(l level, kind string) (string, []CallDecision) {
+	inputs := slices.ContainsFunc(l.pending, func(p PendingView) bool { return p.Kind != "" })
+	var decides []CallDecision
+	var ds []map[string]any
+	for _, p := range l.pending {
+		if !quorumCall(p) {
+			continue
+		}
+		leaf := cmp.Or(p.RequestID, l.reqID)
+		action := kind
+		if kind != "approve" && kind != "reject" {
+			action = []string{"approve", "approve", "reject"}[w.rng.IntN(3)]
+		}
+		d := map[string]any{"tool_call_id": p.ToolCallID, "action": action}
+		cd := CallDecision{RequestID: leaf, ToolCallID: p.ToolCallID, Action: action}
+		if action == "approve" && len(p.Approvals) == 0 && w.rng.IntN(5) == 0 {
+			// An edit, only as a call's first decision.
+			v := fmt.Sprintf("edited-%d", w.rng.IntN(1000))
+			d["action"], d["input"] = "edit", map[string]string{"tag": tagOf(p), "v": v}
+			cd.Action, cd.V = "edit", v
+		} else if action == "approve" && p.InputHash != "" {
+			d["input_hash"] = p.InputHash // an earlier approval may have edited it
+		}
+		ds = append(ds, d)
+		decides = append(decides, cd)
+	}
+	if (kind == "approve" || kind == "reject") && !inputs && w.rng.IntN(2) == 0 {
+		body := map[string]any{"action": kind, "round": l.round}
+		b, _ := json.Marshal(body)
+		for i := range decides {
+			decides[i].Action, decides[i].V = kind, ""
+		}
+		return string(b), decides
+	}
+	b, _ := json.Marshal(map[string]any{"decisions": ds, "round": l.round})
+	return string(b), decides
+}
+
+// tagOf is a test tool call's tag.
+func tagOf(p PendingView) string {
+	var in struct {
+		Tag string `json:"tag"`
+	}
+	_ = json.Unmarshal(p.Input, &in)
+	return in.Tag
 }
 
 func (l level) resumePath() string {
@@ -437,7 +504,17 @@ func (w *worker) mid(f *flow, leaf level, lt *Task) (level, bool) {
 // decision makes a resume body for the calls shown, at a level: one
 // action for all (with the level's round) or a decision per call.
 func (w *worker) decision(l level, kind string) (string, []CallDecision) {
-	pending := l.pending
+	if l.as != "" {
+		return w.approverDecision(l, kind)
+	}
+	// The owner may not approve a QuorumTools call (four eyes): an
+	// approval leaves it out, a rejection (any) takes it.
+	var pending []PendingView
+	for _, p := range l.pending {
+		if !quorumCall(p) || kind == "reject" {
+			pending = append(pending, p)
+		}
+	}
 	leafOf := func(p PendingView) string {
 		if p.RequestID != "" {
 			return p.RequestID
@@ -547,7 +624,7 @@ func resultValue(p PendingView, v string) any {
 
 func (w *worker) resume(f *flow, l level, body string, decides []CallDecision, note string) *Op {
 	decides = elicitMarked(l, decides)
-	op := w.op(f, Op{Kind: OpResume, Proc: l.proc, Method: "POST", Path: l.resumePath(), Body: body, Decides: decides, Note: l.name + note})
+	op := w.op(f, Op{Kind: OpResume, Proc: l.proc, Method: "POST", Path: l.resumePath(), Body: body, Decides: decides, Note: l.name + note, User: l.as})
 	if op.Status == 200 {
 		if r := op.Result(); r != nil && r.Status != "Running" && len(f.stale) < 4 {
 			f.stale = append(f.stale, *op)
@@ -723,7 +800,7 @@ func (w *worker) decideStep(f *flow, v *Task) bool {
 			expiring = true
 		}
 	}
-	at := func() level { return ls[w.rng.IntN(len(ls))] }
+	at := func() level { return w.sender(ls[w.rng.IntN(len(ls))]) }
 	kinds := map[string]int{"approve": 30, "reject": 8, "mixed": 14, "twice": 8, "race": 8, "conflict": 7,
 		"cancel": 10, "cancel-race": 5, "stale": 4, "abandon": 3, "refused": 8, "direct": 8, "delete": 6}
 	leaves := 0
@@ -798,6 +875,7 @@ func (w *worker) decideStep(f *flow, v *Task) bool {
 		// the root's is all or nothing, whatever the leaves' did.
 		var wg sync.WaitGroup
 		for _, l := range ls {
+			l = w.sender(l)
 			body, ds := w.decision(l, []string{"approve", "mixed"}[w.rng.IntN(2)])
 			wg.Add(1)
 			go func() {

@@ -45,6 +45,9 @@ type Op struct {
 	// Note is the generator's word on the op: the level it was sent at
 	// (leaf, mid, root), stale, twice, race, …
 	Note string `json:"note,omitempty"`
+	// User is the bearer token sent ("": OwnerToken): one of Approvers
+	// (of sre) deciding a call of a QuorumTools tool.
+	User string `json:"user,omitempty"`
 	// Decides, on a resume, are the leaf calls the sender was shown and
 	// decides, with the action it takes on each.
 	Decides []CallDecision `json:"decides,omitempty"`
@@ -130,6 +133,16 @@ type PendingView struct {
 	TaskID     string          `json:"task_id"`
 	RequestID  string          `json:"request_id"`
 	ResumeURL  string          `json:"resume_url"`
+	// Needed, on a call whose policy is not the default, is how many
+	// approvals it needs; an answer showing it still pending after a
+	// decision of it recorded that decision (recorded).
+	Needed int `json:"needed"`
+	// Approvals and InputHash, on such a call: who approved it so far,
+	// and the input they approved (an edit's).
+	Approvals []struct {
+		By string `json:"by"`
+	} `json:"approvals"`
+	InputHash string `json:"input_hash"`
 	// Kind and Choices, on a pending input; Question and URL, on an
 	// elicitation (its message, and a URL input's URL).
 	Kind     string   `json:"kind"`

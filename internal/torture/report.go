@@ -246,7 +246,8 @@ var Invariants = map[int]string{
 // Shapes counts what the workload made beyond plain chains: callers that
 // called two children in one turn (and decisions sent to them), bodies
 // the API must refuse (by shape, and how many were compared before and
-// after), decisions raced at the leaves of one caller.
+// after), decisions raced at the leaves of one caller, decisions by
+// several people of a quorum (recorded or refused).
 func Shapes(in Input, world *World) map[string]int {
 	m := map[string]int{}
 	for _, r := range world.Order {
@@ -280,6 +281,22 @@ func Shapes(in Input, world *World) map[string]int {
 		}
 		if strings.HasSuffix(op.Note, "racing the other levels") {
 			m["decisions racing at the leaves"]++
+		}
+		if op.Kind == OpResume && op.User != "" {
+			m["decisions by approvers of a quorum"]++
+			if op.Status == 403 {
+				m["quorum decisions refused 403"]++
+			}
+		}
+		if recorded(op) {
+			m["decisions recorded short of a quorum"]++
+		}
+	}
+	for _, r := range world.Order {
+		for _, c := range r.Calls {
+			if QuorumTools[c.Name] > 0 && c.Decision != nil && c.Decision.Action != "reject" && c.Decision.Approver != ApproverExpiry {
+				m["quorum calls approved"]++
+			}
 		}
 	}
 	elicitShapes(in, m)

@@ -100,6 +100,12 @@ type DecisionCall struct {
 	// the leaf's record and every caller's copy keep (docs/api.md, Pauses
 	// for input).
 	ResultHash string `json:"result_hash,omitempty"`
+	// Approvals, on a call whose policy is not the default, are the
+	// decisions that settled it (docs/api.md, Approvers).
+	Approvals []struct {
+		By     string `json:"by"`
+		Action string `json:"action"`
+	} `json:"approvals,omitempty"`
 }
 
 // WaitingOn is a request a paused caller waits on.
@@ -187,6 +193,9 @@ type CallVerdict struct {
 	DecidedAt time.Time
 	// V is the edited input's v, for an edit; the answer, for an answer.
 	V string
+	// Approvers, on a call of a QuorumTools tool, are who approved (or
+	// edited) it, as the recorded decision says.
+	Approvers []string
 }
 
 // World is the final state, indexed.
@@ -310,6 +319,11 @@ func (w *World) indexItems(t *Task) {
 					continue
 				}
 				v := &CallVerdict{Round: d.Round, Approver: d.Approver, Action: dc.Action, DecidedAt: d.DecidedAt}
+				for _, a := range dc.Approvals {
+					if a.Action == "approve" || a.Action == "edit" {
+						v.Approvers = append(v.Approvers, a.By)
+					}
+				}
 				switch dc.Action {
 				case "edit":
 					var in struct {
