@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"time"
@@ -11,15 +12,8 @@ import (
 // logEvents writes events that no leg emits (a cancel of a paused request,
 // an applied expiry) to the request's log, best effort.
 func (e *Engine) logEvents(ctx context.Context, taskID, rid string, epoch int, evs ...Event) {
-	batch := make([]eventlog.Event, 0, len(evs))
-	for _, ev := range evs {
-		data, err := json.Marshal(ev.Data)
-		if err != nil {
-			data = []byte(`{}`)
-		}
-		batch = append(batch, eventlog.Event{ID: ev.ID, Name: ev.Name, Data: data, Epoch: epoch})
-	}
-	expires := time.Now().Add(eventlog.TTL)
+	b, _ := eventBatch(rid, epoch, evs)
+	batch, expires := b.Events, b.Expires
 	if err := e.Store.AppendEvents(ctx, taskID, rid, batch, expires); err != nil {
 		e.log().Warn("writing events failed", "task_id", taskID, "request_id", rid, "err", err)
 		return
@@ -62,4 +56,20 @@ func (e *Engine) lastLogged(ctx context.Context, taskID string, a *ActiveRequest
 		last = max(last, ev.ID)
 	}
 	return last
+}
+
+// eventBatch is evs as the log keeps them, under the leg's epoch, until
+// eventlog.TTL from now. An event whose data does not marshal is logged
+// as {} (its error is returned beside, for a caller that refuses it).
+func eventBatch(rid string, epoch int, evs []Event) (*EventBatch, error) {
+	b := &EventBatch{RequestID: rid, Events: make([]eventlog.Event, 0, len(evs)), Expires: time.Now().Add(eventlog.TTL)}
+	var first error
+	for _, ev := range evs {
+		data, err := json.Marshal(ev.Data)
+		if err != nil {
+			data, first = []byte(`{}`), cmp.Or(first, err)
+		}
+		b.Events = append(b.Events, eventlog.Event{ID: ev.ID, Name: ev.Name, Data: data, Epoch: epoch})
+	}
+	return b, first
 }

@@ -110,14 +110,17 @@ func (e *Engine) recordApprovals(ctx context.Context, ag *Agent, t *Task, in Res
 	}
 	na.reserve(int64(len(evs)) + 1) // and the request_complete that ends the answer
 	next.UpdatedAt = now
-	w := &Write{Task: next, PrevVersion: t.Version,
+	res := pausedResult(ag, next, now)
+	evs = append(evs, Event{ID: na.LastEventID, Name: EventRequestComplete, Data: res})
+	logged, err := eventBatch(a.ID, na.Epoch, evs)
+	if err != nil {
+		return nil, err
+	}
+	w := &Write{Task: next, PrevVersion: t.Version, Events: logged,
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
 	if err := e.commit(ctx, w, "record approvals of %s", t.ID); err != nil {
 		return nil, err
 	}
-	res := pausedResult(ag, next, now)
-	evs = append(evs, Event{ID: na.LastEventID, Name: EventRequestComplete, Data: res})
-	e.logEvents(ctx, t.ID, a.ID, na.Epoch, evs...)
 	return &recordedLeg{result: res, events: evs, taskID: t.ID, reqID: a.ID, deadline: in.Deadline}, nil
 }
 

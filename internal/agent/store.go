@@ -268,6 +268,10 @@ type Write struct {
 	// store encodes them with InputItems, whose bounds it enforces).
 	Inputs     []PendingInput
 	InputsGone []string
+	// Events, when set, are logged with the write, in its transaction: a
+	// recorded decision's (record.go), whose answer is in the log the
+	// moment the write lands, at no call of its own (docs/guide/budgets.md).
+	Events *EventBatch
 	// pausing: the write pauses the active request (a leg's pause), so it
 	// owes the pause's notifications. Any later write of the paused META
 	// (a cancel's flag) owes none of them: they were put once, and may
@@ -323,10 +327,20 @@ func (w *Write) ItemCount() int {
 	if w.Lookup != nil {
 		n++
 	}
+	if w.Events != nil {
+		n++ // a recording's few events: one item
+	}
 	for _, x := range w.With {
 		n += x.ItemCount()
 	}
 	return n
+}
+
+// EventBatch is events of one request logged with a write.
+type EventBatch struct {
+	RequestID string
+	Events    []eventlog.Event
+	Expires   time.Time
 }
 
 // RequestDecision is a decided round of a request (a DEC# item).

@@ -144,6 +144,25 @@ func (st *Store) actionsOf(w *agent.Write, now int64) (final, entries []action, 
 		}
 		final = append(final, a)
 	}
+	if b := w.Events; b != nil && len(b.Events) > 0 {
+		// Logged in the write's transaction (agent.Write.Events), as
+		// AppendEvents would log them.
+		chunks, err := chunkEvents(b.Events, eventDataBytes)
+		if err != nil {
+			return nil, nil, at, err
+		}
+		for _, c := range chunks {
+			it := key(pk, eventSK(b.RequestID, b.Events[0].Epoch, c.first))
+			it[attrData] = s(string(c.data))
+			it[attrRequestID] = s(b.RequestID)
+			it[attrFirst] = n(c.first)
+			it[attrLast] = n(c.last)
+			if t := ttlOf(b.Expires); t != 0 {
+				it[attrTTL] = n(t)
+			}
+			final = append(final, st.put(it))
+		}
+	}
 	for _, j := range w.Joins {
 		data, err := json.Marshal(j)
 		if err != nil {

@@ -200,6 +200,7 @@ type prepared struct {
 	elsewhere map[string]map[string]record
 	lookup    *record
 	idem      *record
+	events    []eventPart
 }
 
 func (s *Store) prepare(w *agent.Write) (*prepared, error) {
@@ -210,6 +211,11 @@ func (s *Store) prepare(w *agent.Write) (*prepared, error) {
 	}
 	p := &prepared{meta: meta, ttl: ttl, items: make(map[int64]record, len(w.Items)), reqs: make(map[string]record, len(w.Requests)),
 		keyed: make(map[string]record, len(w.Decisions)), elsewhere: map[string]map[string]record{}}
+	if b := w.Events; b != nil && len(b.Events) > 0 {
+		if p.events, err = cutEvents(b.Events); err != nil {
+			return nil, err
+		}
+	}
 	for _, it := range w.Items {
 		b, err := json.Marshal(it)
 		if err != nil {
@@ -322,6 +328,17 @@ func (s *Store) apply(w *agent.Write, p *prepared, now time.Time) {
 	}
 	for seq, r := range p.items {
 		tr.items[seq] = r
+	}
+	if b := w.Events; len(p.events) > 0 {
+		// Logged with the write (agent.Write.Events), as AppendEvents.
+		log := tr.events[b.RequestID]
+		if log == nil {
+			log = map[batchKey]record{}
+			tr.events[b.RequestID] = log
+		}
+		for _, part := range p.events {
+			log[batchKey{b.Events[0].Epoch, part.first}] = record{part.data, ttlOf(b.Expires)}
+		}
 	}
 	for id, r := range p.reqs {
 		tr.reqs[id] = r

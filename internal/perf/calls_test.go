@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +258,60 @@ func TestRenewalWritesNoIndex(t *testing.T) {
 	t.Logf("index write units of a new task's commit: %v", c.IndexWrites())
 	if c.IndexWrites()["GSI4"] == 0 {
 		t.Errorf("the commit did not take the request out of the reaper's index")
+	}
+}
+
+// TestCallsPerRecording: an approval short of its call's quorum costs the
+// read and one write, its events in that write; the approval that settles
+// the round costs what any decision costs (docs/guide/budgets.md).
+func TestCallsPerRecording(t *testing.T) {
+	env, c := dynamoEnv(t)
+	ag, _ := env.E.Agents.Get("acc")
+	for i := range ag.Tools {
+		if ag.Tools[i].Tool.Spec().Name == "guarded" {
+			ag.Tools[i].Policy.Approvers = &agent.ApproverPolicy{Approvers: []string{agent.GroupPrincipal("sre")}, Quorum: 2, FourEyes: true}
+		}
+	}
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "y")))
+	paused, _ := env.Invoke(t, "", "pause")
+	if paused.Status != agent.StatusPaused {
+		t.Fatalf("%+v", paused)
+	}
+	approve := func(user string) (*agent.RequestResult, *enginetest.Recorder) {
+		t.Helper()
+		run, err := env.E.StartResume(context.Background(), agent.ResumeInput{Agent: "acc", UserID: user, Groups: []string{"sre"},
+			TaskID: paused.TaskID, RequestID: paused.RequestID, Body: enginetest.Approve()})
+		if err != nil {
+			t.Fatalf("%s: %v", user, err)
+		}
+		rec := &enginetest.Recorder{}
+		return run.Execute(context.Background(), rec), rec
+	}
+	c.Reset()
+	out, rec := approve("bob")
+	calls, _ := c.Calls()
+	if diff := cmp.Diff(map[string]int{"Query": 1, "TransactWriteItems": 1}, calls); diff != "" || out.Status != agent.StatusPaused {
+		t.Errorf("a recorded approval: %s (-want +got):\n%s", out.Status, diff)
+	}
+	// Its events are in the log: a reader replays them.
+	evs, err := env.Store.ListEvents(context.Background(), paused.TaskID, paused.RequestID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range evs {
+		names = append(names, e.Name)
+	}
+	if got, want := names[len(names)-2:], []string{"approval_recorded", "request_complete"}; !slices.Equal(got, want) || !slices.Equal(rec.Names(), want) {
+		t.Errorf("the log ends %v, the answer streamed %v; want %v", got, rec.Names(), want)
+	}
+	c.Reset()
+	env.Model.Add(agenttest.Say("done"))
+	if out, _ := approve("dave"); out.Status != agent.StatusCompleted {
+		t.Fatalf("dave: %+v", out)
+	}
+	calls, _ = c.Calls()
+	if diff := cmp.Diff(map[string]int{"Query": 1, "TransactWriteItems": 2}, calls); diff != "" {
+		t.Errorf("the approval that settles the round (-want +got):\n%s", diff)
 	}
 }
