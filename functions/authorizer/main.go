@@ -9,6 +9,8 @@
 //	HITCH_AUDIENCE        the API's audience (required)
 //	HITCH_TENANTS         allowed tenant ids, comma-separated (optional)
 //	HITCH_REQUIRED_SCOPE  a scope every caller needs (optional)
+//	HITCH_GROUPS_CLAIM    the claim holding the user's groups (optional; default groups)
+//	HITCH_GROUPS          the groups passed on, those some agent names (optional; default all, up to 64)
 package main
 
 import (

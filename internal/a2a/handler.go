@@ -220,7 +220,7 @@ func (h *handler) claim(ctx context.Context, req *a2a.SendMessageRequest) (agent
 		if err != nil {
 			return nil, toProto(err, h.log, f.rid)
 		}
-		run, err := h.e.StartResume(ctx, agent.ResumeInput{Agent: h.agent, UserID: h.user, TaskID: f.taskID, RequestID: f.rid, Body: body, Deadline: h.deadline})
+		run, err := h.e.StartResume(ctx, agent.ResumeInput{Agent: h.agent, UserID: h.user, Via: "a2a", TaskID: f.taskID, RequestID: f.rid, Body: body, Deadline: h.deadline})
 		if err != nil {
 			return nil, toProto(err, h.log, f.rid)
 		}

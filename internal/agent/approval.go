@@ -11,8 +11,8 @@ import (
 )
 
 // ApprovalRule makes a tool need approval only for the calls whose input
-// matches: every field of When must match its glob (docs/guide/configuration.md, "Agent definitions" Conditional
-// approval). A tool with rules needs approval when any of them matches.
+// matches: every field of When must match its glob (docs/guide/human-in-the-loop.md,
+// "Conditional approval"). A tool with rules needs approval when any of them matches.
 type ApprovalRule struct {
 	Tool string
 	When []FieldGlob
@@ -82,8 +82,8 @@ func matchValue(w FieldGlob, raw json.RawMessage) bool {
 
 // Trust is a decision's "remember": "task": later calls of Tool (of Rule,
 // when the trusted call was asked by a rule) in this task run without
-// approval (docs/guide/configuration.md, "Agent definitions" Trust for the rest of a task). It lives on the task's
-// META, one entry per tool and rule.
+// approval (docs/guide/human-in-the-loop.md, "Yes, and don't ask again in
+// this task"). It lives on the task's META, one entry per tool and rule.
 type Trust struct {
 	Tool      string    `json:"tool"`
 	Rule      string    `json:"rule,omitempty"`

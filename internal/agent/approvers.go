@@ -393,7 +393,8 @@ func (p *PendingCall) principals() []string {
 
 // activeParty tells whether d, not the task's owner, may decide a call of
 // its active request's round (pending, or decided in its current round):
-// they see and decide what their policy lets them, nothing else.
+// they decide what their policy lets them, nothing else (reading the task
+// stays the owner's for now: docs/api.md, "Approvers").
 func activeParty(t *Task, d Decider) bool {
 	a := t.Active
 	for i := range a.Pending {

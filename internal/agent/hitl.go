@@ -283,10 +283,11 @@ func (r *Run) runDecided(ctx context.Context) bool {
 // event, unless a takeover's leg: it was said) and returns the result it
 // gives, if any: a rejection's error, an answer. An edit changes u's input.
 func (r *Run) decidedCall(u *Block, c CallDecision, d *Decision) (Block, bool) {
-	ev := map[string]any{"tool_call_id": u.ID, "by": d.Approver, "round": d.Round}
+	by := c.decidedBy(d)
+	ev := map[string]any{"tool_call_id": u.ID, "by": by, "round": d.Round}
 	switch c.Action {
 	case ActionReject:
-		msg := "rejected by " + d.Approver
+		msg := "rejected by " + by
 		if c.Reason != "" {
 			ev["reason"] = c.Reason
 			msg += ": " + c.Reason
@@ -350,6 +351,15 @@ func (c CallDecision) asInput(id string) DecisionInput {
 		di.Input = c.Input
 	}
 	return di
+}
+
+// decidedBy is who decided the call: whose approval settled it (the last
+// counted toward it), else the round's approver (the default policy).
+func (c CallDecision) decidedBy(d *Decision) string {
+	if n := len(c.Approvals); n > 0 {
+		return c.Approvals[n-1].By
+	}
+	return d.Approver
 }
 
 // elicitDecided emits the decisions on a call's elicitations and, when one

@@ -68,8 +68,14 @@ func roundDecision(share *Decision, pending []PendingCall) *Decision {
 	d.Calls = make([]CallDecision, 0, len(pending))
 	actions := map[string]bool{}
 	for _, p := range pending {
-		d.Calls = append(d.Calls, *p.Decided)
-		actions[p.Decided.Action] = true
+		c := *p.Decided
+		if n := len(p.Approvals); len(c.Approvals) == 0 && n > 0 && p.Approvals[n-1].By != share.Approver {
+			// A default call settled by an earlier share: its decider
+			// is not the round's approver, so the record names them.
+			c.Approvals = p.Approvals
+		}
+		d.Calls = append(d.Calls, c)
+		actions[c.Action] = true
 	}
 	d.Action = "mixed"
 	if len(actions) == 1 {
@@ -92,7 +98,12 @@ func (e *Engine) recordApprovals(ctx context.Context, ag *Agent, t *Task, in Res
 			a.ID, a.Round, ResumeURL(t.Agent, t.ID, a.ID))
 	}
 	if len(share.Calls) == 0 {
-		return &recordedLeg{result: pausedResult(ag, t, now), taskID: t.ID, reqID: a.ID, deadline: in.Deadline}, nil
+		// The same decision again: the request as it stands, its stream
+		// ending as every answer's does (the log's last event is a
+		// request_complete of this round: the pause's or a recording's).
+		res := pausedResult(ag, t, now)
+		last := Event{ID: a.LastEventID, Name: EventRequestComplete, Data: res}
+		return &recordedLeg{result: res, events: []Event{last}, taskID: t.ID, reqID: a.ID, deadline: in.Deadline}, nil
 	}
 	next := e.nextOf(t)
 	na := next.Active

@@ -248,12 +248,12 @@ func pendingView(p PendingCall, now time.Time, withExpired bool) PendingView {
 		exp := !now.Before(p.ExpiresAt)
 		pv.Expired = &exp
 	}
+	if p.Decided != nil {
+		pv.Outcome = p.Decided.Action // settled, while another call waits
+	}
 	if len(p.Clauses) > 0 {
 		pv.Approvers, pv.Needed, pv.Approvals = p.principals(), p.needed(), approvalViews(p.Approvals)
 		pv.InputHash, pv.FourEyes = p.InputHash, p.fourEyes()
-		if p.Decided != nil {
-			pv.Outcome = p.Decided.Action
-		}
 		if p.Edited != nil {
 			pv.Input, pv.OriginalInput = rawOrEmpty(p.Edited), rawOrEmpty(p.Input)
 		}

@@ -221,6 +221,9 @@ func testQuorumTwo(t *testing.T, env *Env) {
 			t.Errorf("%s again: %v, want 200 Paused 1/2", who, a)
 		}
 	}
+	if a := o.do(t, "POST", url, bob, `{"action":"approve"}`, "Accept", "text/event-stream"); !strings.Contains(a.raw, "event: request_complete") {
+		t.Errorf("bob again, streamed: %d %q, want a stream ending with request_complete", a.Status, a.raw)
+	}
 	if n := len(o.drop.Runs()); n != 0 {
 		t.Fatalf("drop ran at 1 of 2")
 	}
@@ -400,5 +403,35 @@ func testFourEyesAtTheCaller(t *testing.T, env *Env) {
 	}
 	if diff := cmp.Diff([]string{"wipe prod"}, o.wipe.Runs()); diff != "" {
 		t.Errorf("wipe's runs (-want +got):\n%s", diff)
+	}
+}
+
+// testEachCallItsDecider: in a round of a default call and a four-eyes
+// one, the owner's approval of hers is recorded while the other waits,
+// and each call's event names who decided it.
+func testEachCallItsDecider(t *testing.T, env *Env) {
+	o := newOps(t, env)
+	url, _ := o.pauseOn(t, "guarded", "wipe")
+	if a := o.do(t, "POST", url, alice, `{"action":"approve"}`); a.Status != 200 || a.Body["status"] != "Paused" || len(o.Guarded.Runs()) != 0 {
+		t.Fatalf("alice approves hers: %v (guarded ran %d times)", a, len(o.Guarded.Runs()))
+	}
+	o.Model.Add(agenttest.Say("both done"))
+	a := o.do(t, "POST", url, bob, `{"action":"approve"}`, "Accept", "text/event-stream")
+	var got []string
+	for _, line := range strings.Split(a.raw, "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"by"`) && !strings.Contains(data, `"needed"`) {
+			var ev struct {
+				ToolCallID string `json:"tool_call_id"`
+				By         string `json:"by"`
+			}
+			_ = json.Unmarshal([]byte(data), &ev)
+			got = append(got, ev.ToolCallID+" by "+ev.By)
+		}
+	}
+	if diff := cmp.Diff([]string{"c-guarded by alice", "c-wipe by bob"}, got); diff != "" {
+		t.Errorf("the decisions' events (-want +got):\n%s\n%s", diff, a.raw)
+	}
+	if len(o.Guarded.Runs()) != 1 || len(o.wipe.Runs()) != 1 {
+		t.Errorf("runs: guarded %v, wipe %v; want one each", o.Guarded.Runs(), o.wipe.Runs())
 	}
 }

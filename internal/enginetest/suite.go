@@ -31,6 +31,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ApproversQuorumTrust", testQuorumTrust},
 		{"ApproversQuorumExpiry", testQuorumExpiry},
 		{"ApproversFourEyesAtTheCaller", testFourEyesAtTheCaller},
+		{"ApproversEachCallItsDecider", testEachCallItsDecider},
 		{"ApproveRunsOnceAndContinues", testApprove},
 		{"RejectReachesTheModel", testReject},
 		{"EditRunsTheNewInput", testEdit},

@@ -95,7 +95,7 @@ func Direct(e *agent.Engine) lambdahttp.DirectFunc {
 			})
 		case OpResume:
 			run, err = e.StartResume(wctx, agent.ResumeInput{
-				Agent: p.Agent, UserID: p.UserID, TaskID: p.TaskID, RequestID: p.RequestID, Body: p.resumeRequest(),
+				Agent: p.Agent, UserID: p.UserID, Via: "direct", TaskID: p.TaskID, RequestID: p.RequestID, Body: p.resumeRequest(),
 				Deadline: deadline, Idem: p.idem(p.resumeHash()), Waiter: p.waiter(),
 			})
 		case OpCancel:
