@@ -37,6 +37,9 @@ type TaskView struct {
 	// Artifacts are what the task's tool calls made, oldest first (those
 	// of superseded requests only with include_superseded).
 	Artifacts []ArtifactView `json:"artifacts"`
+	// View is "approver" on the decision view of one who may decide a
+	// call of the task but does not own it (decisionView).
+	View string `json:"view,omitempty"`
 }
 
 // ItemView is a history entry as clients see it.
@@ -66,7 +69,15 @@ type ViewOptions struct {
 	Limit             int
 	IncludeSuperseded bool
 	IncludeImages     bool
+	// Viewer, when set, is who reads (their tenant and groups): one who
+	// may decide a call of the task's paused round, not its owner, gets
+	// the decision view (docs/api.md, "Approvers").
+	Viewer *Decider
 }
+
+// ViewApprover names the decision view: a party's, limited to the request
+// they may decide.
+const ViewApprover = "approver"
 
 // Item paging limits.
 const (
@@ -78,6 +89,10 @@ const (
 func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, o ViewOptions) (_ *TaskView, err error) {
 	defer wrap(&err, "read task %s", taskID)
 	t, err := e.ownedMeta(ctx, agentName, userID, taskID)
+	party := false
+	if CodeOf(err) == CodeNotOwner && o.Viewer != nil && t.Active != nil && t.Active.Status == StatusPaused && activeParty(t, *o.Viewer) {
+		party, err = true, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +149,22 @@ func (e *Engine) GetTask(ctx context.Context, agentName, userID, taskID string, 
 		v.PendingApprovals = PendingViews(t.Active.Pending, e.now(), true)
 		v.PendingInputs = PendingInputViews(t.Active.Pending, e.now(), true)
 	}
+	if party {
+		decisionView(v, t.Active.ID)
+	}
 	return v, nil
+}
+
+// decisionView limits v to what a party who is not the owner sees: the
+// request they may decide — its entries, its record, its artifacts, its
+// pending calls — and the task's user and metadata; no other request, no
+// trust (docs/api.md, "Approvers").
+func decisionView(v *TaskView, rid string) {
+	v.View = ViewApprover
+	v.Trusted = []TrustView{}
+	v.Items = slices.DeleteFunc(v.Items, func(it ItemView) bool { return it.RequestID != rid })
+	v.Requests = slices.DeleteFunc(v.Requests, func(r RequestView) bool { return r.RequestID != rid })
+	v.Artifacts = slices.DeleteFunc(v.Artifacts, func(a ArtifactView) bool { return a.RequestID != rid })
 }
 
 // viewItems reads a page of the history into v, from o.AfterSeq, up to
@@ -222,7 +252,7 @@ func (e *Engine) ownedMeta(ctx context.Context, agentName, userID, taskID string
 		return nil, err
 	}
 	if err := owned(t, agentName, userID); err != nil {
-		return nil, err
+		return t, err // with its 401 or 404: a party's read looks further (GetTask)
 	}
 	return t, nil
 }

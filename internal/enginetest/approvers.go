@@ -227,6 +227,30 @@ func testQuorumTwo(t *testing.T, env *Env) {
 	if n := len(o.drop.Runs()); n != 0 {
 		t.Fatalf("drop ran at 1 of 2")
 	}
+	// Bob sees what he decides, nothing more: the decision view.
+	taskURL := url[:strings.Index(url, "/requests/")]
+	reqID := strings.TrimSuffix(url[strings.Index(url, "/requests/")+len("/requests/"):], "/resume")
+	v := o.do(t, "GET", taskURL, bob, "")
+	if v.Status != 200 || v.Body["view"] != "approver" {
+		t.Fatalf("bob's GET while he may decide: %v", v)
+	}
+	var others []any
+	for _, r := range v.Body["requests"].([]any) {
+		if id := r.(map[string]any)["request_id"]; id != reqID {
+			others = append(others, id)
+		}
+	}
+	for _, it := range v.Body["items"].([]any) {
+		if id := it.(map[string]any)["request_id"]; id != reqID {
+			others = append(others, id)
+		}
+	}
+	if len(others) != 0 || len(v.Body["trusted"].([]any)) != 0 {
+		t.Errorf("the decision view shows other requests %v or trust %v", others, v.Body["trusted"])
+	}
+	if a := o.do(t, "GET", taskURL, alice, ""); a.Status != 200 || a.Body["view"] != nil {
+		t.Errorf("alice's GET: %v, want the owner's view", a)
+	}
 	o.Model.Add(agenttest.Say("dropped"))
 	if a := o.do(t, "POST", url, dave, `{"action":"approve"}`); status(a) != "200 Completed" {
 		t.Fatalf("dave's approval: %v", a)
@@ -236,6 +260,9 @@ func testQuorumTwo(t *testing.T, env *Env) {
 	}
 	if diff := cmp.Diff([]string{"drop prod"}, o.drop.Runs()); diff != "" {
 		t.Errorf("drop's runs (-want +got):\n%s", diff)
+	}
+	if a := o.do(t, "GET", taskURL, bob, ""); status(a) != "401 not_owner" {
+		t.Errorf("bob's GET once nothing waits on him: %v, want 401 not_owner", a)
 	}
 }
 
@@ -433,5 +460,35 @@ func testEachCallItsDecider(t *testing.T, env *Env) {
 	}
 	if len(o.Guarded.Runs()) != 1 || len(o.wipe.Runs()) != 1 {
 		t.Errorf("runs: guarded %v, wipe %v; want one each", o.Guarded.Runs(), o.wipe.Runs())
+	}
+}
+
+// testDecisionView: one who may decide a call of a paused round, not the
+// task's owner, reads that request alone — not the task's earlier ones.
+func testDecisionView(t *testing.T, env *Env) {
+	o := newOps(t, env)
+	o.Model.Add(agenttest.Say("hello"))
+	first := o.do(t, "POST", "/agents/ops/invoke", alice, `{"items":[{"content":"my secret plan"}]}`)
+	task := first.Body["task_id"].(string)
+	o.Model.Add(agenttest.CallTools(agent.StopToolUse, Call("c-drop", "drop", "drop prod")))
+	paused := o.do(t, "POST", "/agents/ops/invoke", alice, `{"task_id":"`+task+`","items":[{"content":"drop prod"}]}`)
+	rid := paused.Body["request_id"].(string)
+	v := o.do(t, "GET", "/agents/ops/tasks/"+task, bob, "")
+	if v.Status != 200 || v.Body["view"] != "approver" {
+		t.Fatalf("bob's GET: %v", v)
+	}
+	var seen []string
+	for _, r := range v.Body["requests"].([]any) {
+		seen = append(seen, "request "+r.(map[string]any)["request_id"].(string))
+	}
+	for _, it := range v.Body["items"].([]any) {
+		seen = append(seen, "item of "+it.(map[string]any)["request_id"].(string))
+	}
+	want := []string{"request " + rid, "item of " + rid, "item of " + rid}
+	if diff := cmp.Diff(want, seen); diff != "" || strings.Contains(v.raw, "secret") {
+		t.Errorf("the decision view (-want +got):\n%s", diff)
+	}
+	if a := o.do(t, "GET", "/agents/ops/tasks/"+task, carol, ""); status(a) != "401 not_owner" {
+		t.Errorf("carol's GET: %v", a)
 	}
 }

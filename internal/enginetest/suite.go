@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) agent.Store) {
 		{"ApproversQuorumExpiry", testQuorumExpiry},
 		{"ApproversFourEyesAtTheCaller", testFourEyesAtTheCaller},
 		{"ApproversEachCallItsDecider", testEachCallItsDecider},
+		{"ApproversDecisionView", testDecisionView},
 		{"ApproveRunsOnceAndContinues", testApprove},
 		{"RejectReachesTheModel", testReject},
 		{"EditRunsTheNewInput", testEdit},

@@ -35,7 +35,9 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log(), err)
 		return
 	}
-	v, err := s.Engine.GetTask(r.Context(), r.PathValue("agent"), userOf(r), tid, o)
+	id := identityOf(r)
+	o.Viewer = &agent.Decider{UserID: id.UserID, TenantID: id.TenantID, Groups: id.Groups}
+	v, err := s.Engine.GetTask(r.Context(), r.PathValue("agent"), id.UserID, tid, o)
 	if err != nil {
 		writeError(w, r, s.log(), err)
 		return
