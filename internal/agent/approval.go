@@ -82,8 +82,8 @@ func matchValue(w FieldGlob, raw json.RawMessage) bool {
 
 // Trust is a decision's "remember": "task": later calls of Tool (of Rule,
 // when the trusted call was asked by a rule) in this task run without
-// approval (docs/guide/human-in-the-loop.md, "Yes, and don't ask again in
-// this task"). It lives on the task's META, one entry per tool and rule.
+// approval (docs/guide/human-in-the-loop.md, "Approval rules, trust,
+// compaction"). It lives on the task's META, one entry per tool and rule.
 type Trust struct {
 	Tool      string    `json:"tool"`
 	Rule      string    `json:"rule,omitempty"`
