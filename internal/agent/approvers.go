@@ -133,14 +133,17 @@ func (d Decider) matches(principal, owner, ownerTenant string) bool {
 }
 
 // matched are the call's principals d matches, in the order its clauses
-// name them, each once: none when d is its four-eyes requester (the task's
-// owner; a child's is its root's, the same user).
+// name them, each once — none of a four-eyes clause when d is its
+// requester (the task's owner; a child's is its root's, the same user).
+// Four eyes is a clause's: a call that also needs a clause the requester
+// may meet (every delete the owner's, a production one another
+// engineer's too) is decided by both, never by the requester alone.
 func (p *PendingCall) matched(d Decider, owner, ownerTenant string) []string {
-	if p.fourEyes() && d.UserID == owner {
-		return nil
-	}
 	var out []string
 	for _, c := range p.clausesOf() {
+		if c.FourEyes && d.UserID == owner {
+			continue
+		}
 		for _, pr := range c.Approvers {
 			if !slices.Contains(out, pr) && d.matches(pr, owner, ownerTenant) {
 				out = append(out, pr)
@@ -175,7 +178,7 @@ func (p *PendingCall) counted(owner, ownerTenant string) int {
 			if a.Action == ActionReject || a.InputHash != p.InputHash {
 				continue
 			}
-			if p.fourEyes() && a.By == owner {
+			if c.FourEyes && a.By == owner {
 				continue
 			}
 			d := Decider{UserID: a.By, TenantID: a.TenantID, Groups: groupsOf(a.Matched)}
