@@ -294,7 +294,8 @@ func (d *Dispatcher) webhook(ctx context.Context, o agent.OutboxItem) error {
 	if err != nil {
 		return fmt.Errorf("%w: resolve %s: %v", ErrRetry, o.SK(), err)
 	}
-	msg := Webhook{ID: o.DeliveryID(), Type: o.Event, Time: d.now(), Agent: o.Agent, Data: webhookData{Agent: o.Agent, UserID: o.UserID, RequestResult: res}}
+	msg := Webhook{ID: o.DeliveryID(), Type: o.Event, Time: d.now(), Agent: o.Agent,
+		Data: webhookData{Agent: o.Agent, UserID: o.UserID, Approvers: approversOf(res), RequestResult: res}}
 	if err := d.Webhooks.Send(ctx, ag.Notifications[o.Webhook], msg); err != nil {
 		return fmt.Errorf("%w: %v", ErrRetry, err)
 	}
@@ -306,7 +307,34 @@ func (d *Dispatcher) webhook(ctx context.Context, o agent.OutboxItem) error {
 type webhookData struct {
 	Agent  string `json:"agent"`
 	UserID string `json:"user_id"`
+	// Approvers, on a pause, are the principals who may decide its
+	// unsettled calls ("owner", "user:ID", "group:NAME"), each once: what a
+	// chat bridge routes the pause on (docs/api.md, "Approvers").
+	Approvers []string `json:"approvers,omitempty"`
 	*agent.RequestResult
+}
+
+// approversOf are the principals of a paused result's unsettled calls.
+func approversOf(res *agent.RequestResult) []string {
+	if res == nil || res.Status != agent.StatusPaused {
+		return nil
+	}
+	var out []string
+	for _, p := range append(slices.Clone(res.PendingApprovals), res.PendingInputs...) {
+		if p.Outcome != "" {
+			continue // settled while the round waits
+		}
+		who := p.Approvers
+		if len(who) == 0 {
+			who = []string{agent.PrincipalOwner}
+		}
+		for _, pr := range who {
+			if !slices.Contains(out, pr) {
+				out = append(out, pr)
+			}
+		}
+	}
+	return out
 }
 
 func (d *Dispatcher) answer(ctx context.Context, o agent.OutboxItem) error {

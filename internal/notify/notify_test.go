@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -100,9 +101,10 @@ func TestWebhooksRetriedInOrder(t *testing.T) {
 		PendingApprovals []struct {
 			Name string `json:"name"`
 		} `json:"pending_approvals"`
+		Approvers []string `json:"approvers"`
 	}
 	if err := json.Unmarshal(raw, &data); err != nil || data.Agent != "acc" || data.User != "alice" || data.RequestID != res.RequestID ||
-		data.Status != "Paused" || len(data.PendingApprovals) != 1 || data.PendingApprovals[0].Name != "guarded" {
+		data.Status != "Paused" || len(data.PendingApprovals) != 1 || data.PendingApprovals[0].Name != "guarded" || !slices.Equal(data.Approvers, []string{"owner"}) {
 		t.Errorf("the pause's data: %s (%v)", raw, err)
 	}
 	wait(t, "the outbox to empty", func() bool {
@@ -269,4 +271,32 @@ func TestPollWaitsApart(t *testing.T) {
 		_, err := store.GetOutbox(ctx, poll.TaskID, poll.SK())
 		return errors.Is(err, agent.ErrNotFound)
 	})
+}
+
+// TestWebhookNamesApprovers: a pause's webhook lists who may decide its
+// unsettled calls, for a bridge to route on.
+func TestWebhookNamesApprovers(t *testing.T) {
+	s := start(t, 0)
+	env := s.env
+	ag, _ := env.E.Agents.Get("acc")
+	for i := range ag.Tools {
+		if ag.Tools[i].Tool.Spec().Name == "guarded" {
+			ag.Tools[i].Policy.Approvers = &agent.ApproverPolicy{Approvers: []string{agent.GroupPrincipal("sre"), agent.UserPrincipal("bob")}, Quorum: 2, FourEyes: true}
+		}
+	}
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "delete"), enginetest.Call("r1", "retry", "again")))
+	if res, _ := env.Invoke(t, "", "do it"); res.Status != agent.StatusPaused {
+		t.Fatalf("invoke: %+v", res)
+	}
+	wait(t, "the pause's webhook", func() bool { return len(s.hooks.Delivered()) == 1 })
+	raw, _ := json.Marshal(s.hooks.Delivered()[0].Data)
+	var data struct {
+		Approvers []string `json:"approvers"`
+	}
+	if err := json.Unmarshal(raw, &data); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"group:sre", "user:bob", "owner"}, data.Approvers); diff != "" {
+		t.Errorf("data.approvers (-want +got):\n%s", diff)
+	}
 }
