@@ -228,6 +228,21 @@ func waiterItem(base OutboxItem, ref WaiterRef, answer bool) OutboxItem {
 	return it
 }
 
+// addPausedWaiter binds wt to the request w writes (addWaiter) and, when
+// it stays Paused and its pause answers the waiter (pauseAnswers), puts
+// that answer in w's outbox: base with the pause's event.
+func addPausedWaiter(w *Write, wt *Waiter, base OutboxItem) {
+	a := w.Task.Active
+	addWaiter(w, wt)
+	if a == nil || wt == nil || a.Status != StatusPaused || a.ClaimToken != "" || !pauseAnswers(a, wt.Ref()) {
+		return
+	}
+	base.Epoch, base.EventID, base.Round, base.Event = a.Epoch, a.LastEventID, a.Round, EventRequestPaused
+	usage := a.Usage
+	base.Pending, base.Usage = a.Pending, &usage
+	w.Outbox = append(w.Outbox, waiterItem(base, wt.Ref(), true))
+}
+
 // pauseAnswers tells whether the pause a (paused) answers the waiter ref,
 // rather than a heartbeat: on_pause "return" asks for it, and a waiter
 // cannot carry out a client tool while it waits, so a round holding one
@@ -263,13 +278,7 @@ func (e *Engine) bindWaiter(ctx context.Context, taskID, rid string, wt *Waiter)
 			if slices.ContainsFunc(a.Waiters, func(r WaiterRef) bool { return r.Hash == ref.Hash }) {
 				return nil
 			}
-			addWaiter(w, wt)
-			if a.Status == StatusPaused && a.ClaimToken == "" && pauseAnswers(a, ref) {
-				base.Epoch, base.EventID, base.Round, base.Event = a.Epoch, a.LastEventID, a.Round, EventRequestPaused
-				usage := a.Usage
-				base.Pending, base.Usage = a.Pending, &usage
-				w.Outbox = append(w.Outbox, waiterItem(base, ref, true))
-			}
+			addPausedWaiter(w, wt, base)
 		} else {
 			rec, err := e.findRecord(ctx, taskID, rid)
 			if err != nil || rec == nil {

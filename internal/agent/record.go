@@ -100,7 +100,13 @@ func (e *Engine) recordApprovals(ctx context.Context, ag *Agent, t *Task, in Res
 	if len(share.Calls) == 0 {
 		// The same decision again: the request as it stands, its stream
 		// ending as every answer's does (the log's last event is a
-		// request_complete of this round: the pause's or a recording's).
+		// request_complete of this round: the pause's or a recording's);
+		// a waiter it brings is bound as a duplicate's is.
+		if in.Waiter != nil {
+			if err := e.bindWaiter(ctx, t.ID, a.ID, in.Waiter); err != nil {
+				return nil, err
+			}
+		}
 		res := pausedResult(ag, t, now)
 		last := Event{ID: a.LastEventID, Name: EventRequestComplete, Data: res}
 		return &recordedLeg{result: res, events: []Event{last}, taskID: t.ID, reqID: a.ID, deadline: in.Deadline}, nil
@@ -129,6 +135,9 @@ func (e *Engine) recordApprovals(ctx context.Context, ag *Agent, t *Task, in Res
 	}
 	w := &Write{Task: next, PrevVersion: t.Version, Events: logged,
 		Idem: e.newIdem(in.UserID, ag.Name, "resume", in.Idem, t.ID, t.SessionID, a.ID, a.Round)}
+	// A direct caller's waiter is bound with the recording: the request
+	// stays Paused, so a pause it is owed is answered now (as a pause's).
+	addPausedWaiter(w, in.Waiter, OutboxItem{TaskID: t.ID, RequestID: a.ID, Agent: t.Agent, UserID: t.UserID, CreatedAt: now})
 	if err := e.commit(ctx, w, "record approvals of %s", t.ID); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -298,5 +299,53 @@ func TestWebhookNamesApprovers(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"group:sre", "user:bob", "owner"}, data.Approvers); diff != "" {
 		t.Errorf("data.approvers (-want +got):\n%s", diff)
+	}
+}
+
+// TestTaskTokenAnsweredByARecording: a decision that is recorded (a call
+// short of its quorum) leaves the request Paused; a waiter it brings with
+// on_pause "return" is answered with that pause, one with "wait" by the
+// round's end, and the same decision sent again binds its waiter too.
+func TestTaskTokenAnsweredByARecording(t *testing.T) {
+	s := start(t, 0)
+	env := s.env
+	ag, _ := env.E.Agents.Get("acc")
+	for i := range ag.Tools {
+		if ag.Tools[i].Tool.Spec().Name == "guarded" {
+			ag.Tools[i].Policy.Approvers = &agent.ApproverPolicy{Approvers: []string{agent.GroupPrincipal("sre")}, Quorum: 2}
+		}
+	}
+	env.Model.Add(agenttest.CallTools(agent.StopToolUse, enginetest.Call("g1", "guarded", "delete")))
+	res, _ := env.Invoke(t, "", "do it")
+	approve := func(user, token, onPause string) *agent.RequestResult {
+		t.Helper()
+		run, err := env.E.StartResume(context.Background(), agent.ResumeInput{Agent: "acc", UserID: user, Groups: []string{"sre"},
+			TaskID: res.TaskID, RequestID: res.RequestID, Body: enginetest.Approve(),
+			Waiter: &agent.Waiter{Kind: agent.WaiterTaskToken, ID: token, OnPause: onPause}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run.Execute(context.Background(), nil)
+	}
+	if out := approve("bob", "tok-bob", agent.OnPauseReturn); out.Status != agent.StatusPaused {
+		t.Fatalf("bob: %+v", out)
+	}
+	wait(t, "bob's token answered with the pause", func() bool { return len(s.answers.Calls()) == 1 })
+	approve("bob", "tok-bob-again", agent.OnPauseReturn)
+	wait(t, "bob's second token answered", func() bool { return len(s.answers.Calls()) == 2 })
+	env.Model.Add(agenttest.Say("deleted"))
+	if out := approve("dave", "tok-dave", agent.OnPauseWait); out.Status != agent.StatusCompleted {
+		t.Fatalf("dave: %+v", out)
+	}
+	wait(t, "dave's token answered", func() bool { return len(s.answers.Calls()) >= 3 })
+	time.Sleep(200 * time.Millisecond)
+	var got []string
+	for _, c := range s.answers.Calls() {
+		if !strings.HasPrefix(c, "heartbeat") {
+			got = append(got, c)
+		}
+	}
+	if diff := cmp.Diff([]string{"success tok-bob Paused", "success tok-bob-again Paused", "success tok-dave Completed"}, got); diff != "" {
+		t.Errorf("answers (-want +got):\n%s", diff)
 	}
 }

@@ -907,7 +907,7 @@ func (c *checker) answersAgree() {
 			case op.Status == 200 && res.Status != "Canceled" && call.Decision == nil:
 				c.add(5, []string{d.RequestID}, append([]int{op.ID}, c.ridOps[d.RequestID]...), nil,
 					"op #%d (%s of %s, tag %s) answered %s, but no decision on the call is recorded", op.ID, d.Action, call.Name, call.Tag, o)
-			case op.Status == 200 && call.Decision != nil && call.Decision.Action != d.Action:
+			case op.Status == 200 && call.Decision != nil && call.Decision.Action != d.Action && !approvedAsEdited(call, d):
 				c.add(5, []string{d.RequestID}, append([]int{op.ID}, c.ridOps[d.RequestID]...), nil,
 					"op #%d (%s of %s, tag %s) answered %s, but the recorded decision is %s by %s", op.ID, d.Action, call.Name, call.Tag, o, call.Decision.Action, call.Decision.Approver)
 			case op.Status == 200 && call.Decision != nil && d.Action == "answer" && call.Decision.V != d.V:
@@ -924,6 +924,13 @@ func (c *checker) answersAgree() {
 			}
 		}
 	}
+}
+
+// approvedAsEdited tells whether d approves a call that an earlier
+// decision of its round edited (a quorum's first decision): the recorded
+// decision is that edit, which d approved (docs/api.md, "Approvers").
+func approvedAsEdited(call *Call, d CallDecision) bool {
+	return d.Action == "approve" && call.Decision.Action == "edit" && QuorumTools[call.Name] > 0
 }
 
 // finalOutcome is a request's outcome as the final state shows it, in the

@@ -286,6 +286,14 @@ func TestCheck(t *testing.T) {
 		{name: "clean chain, remote leaf found by its message", base: chain, mutate: func(*Input) {}},
 		{name: "clean question", base: asked, mutate: func(*Input) {}},
 		{name: "clean quorum: a recorded approval is no outcome", base: quorum, mutate: func(*Input) {}},
+		{name: "clean quorum: edited by one, approved as edited by another", base: quorum, mutate: func(in *Input) {
+			c := &leafTask(in).Requests[0].Decisions[0].Calls[0]
+			c.Action, c.Input = "edit", json.RawMessage(`{"tag":"t1","v":"b"}`)
+			c.Approvals[0].Action = "edit"
+			in.Ledger[0].Value = "b"
+			in.Ops[1].Body = `{"decisions":[{"tool_call_id":"c1","action":"edit","input":{"tag":"t1","v":"b"}}],"round":1}`
+			in.Ops[1].Decides = []CallDecision{{RequestID: rLeaf, ToolCallID: "c1", Action: "edit", V: "b"}}
+		}},
 		{name: "a quorum call ran with one approval", base: quorum, want: []int{2}, mutate: func(in *Input) {
 			c := &leafTask(in).Requests[0].Decisions[0].Calls[0]
 			c.Approvals = c.Approvals[1:]

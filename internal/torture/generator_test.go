@@ -368,7 +368,7 @@ func (w *worker) approverDecision(l level, kind string) (string, []CallDecision)
 	var decides []CallDecision
 	var ds []map[string]any
 	for _, p := range l.pending {
-		if !quorumCall(p) {
+		if !quorumCall(p) || p.Outcome != "" {
 			continue
 		}
 		leaf := cmp.Or(p.RequestID, l.reqID)
@@ -511,7 +511,7 @@ func (w *worker) decision(l level, kind string) (string, []CallDecision) {
 	// approval leaves it out, a rejection (any) takes it.
 	var pending []PendingView
 	for _, p := range l.pending {
-		if !quorumCall(p) || kind == "reject" {
+		if (!quorumCall(p) || kind == "reject") && p.Outcome == "" {
 			pending = append(pending, p)
 		}
 	}

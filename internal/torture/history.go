@@ -143,6 +143,10 @@ type PendingView struct {
 		By string `json:"by"`
 	} `json:"approvals"`
 	InputHash string `json:"input_hash"`
+	// Outcome, on a call settled while its round waits for another (an
+	// approval short of a quorum elsewhere), is its decision's action: a
+	// decision sent after it leaves it out.
+	Outcome string `json:"outcome"`
 	// Kind and Choices, on a pending input; Question and URL, on an
 	// elicitation (its message, and a URL input's URL).
 	Kind     string   `json:"kind"`
