@@ -307,7 +307,11 @@ func TestConsole(t *testing.T) {
 	proxy := &streamProxy{agents: func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(`"minLength":1,`), nil) }}
 	ps := httptest.NewServer(proxy)
 	t.Cleanup(ps.Close)
-	base, _, _ := startServe(t, "--agents", agentsDir, "--cors-origin", ps.URL)
+	// The reaper sweeps rarely here: the expired-approval step reloads the
+	// page after its round's expiry and reads the round as GET task shows
+	// it until a write (or the reaper) applies the expiry — under a loaded
+	// machine a 5 s sweep could apply it first.
+	base, _, _ := startServe(t, "--agents", agentsDir, "--cors-origin", ps.URL, "--reap-every", "10m")
 	proxy.target = base
 	t.Cleanup(func() {
 		proxy.mu.Lock()

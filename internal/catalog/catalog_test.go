@@ -88,6 +88,23 @@ func TestLoadExampleAgent(t *testing.T) {
 	}
 	got := view(a)
 	got.SystemPrompt = ""
+	// delete_file's rules: every delete the owner's; one under prod/ also
+	// another of sre's (four eyes). Compared by name and policy (a rule's
+	// glob is a func).
+	type rule struct {
+		Name   string
+		Policy *agent.ApproverPolicy
+	}
+	var rules []rule
+	for i, tv := range got.Tools {
+		for _, r := range tv.Policy.Rules {
+			rules = append(rules, rule{r.Name(), r.Approvers})
+		}
+		got.Tools[i].Policy.Rules = nil
+	}
+	if diff := cmp.Diff([]rule{{"delete_file", nil}, {"delete_file when path=prod/**", &agent.ApproverPolicy{Approvers: []string{"group:sre"}, Quorum: 1, FourEyes: true}}}, rules); diff != "" {
+		t.Errorf("the assistant's approval rules (-want +got):\n%s", diff)
+	}
 	want := agentView{
 		Name: "assistant", Version: "0.1",
 		Description:        "Tells the time and keeps files in a sandbox; asks before changing them; saves artifacts to download.",

@@ -389,7 +389,7 @@ func TestEnvironment(t *testing.T) {
 	if !found {
 		t.Fatal("functions/authorizer has no Go files")
 	}
-	want := []string{"HITCH_AUDIENCE", "HITCH_ISSUERS", "HITCH_REQUIRED_SCOPE", "HITCH_TENANTS"}
+	want := []string{"HITCH_AUDIENCE", "HITCH_GROUPS", "HITCH_GROUPS_CLAIM", "HITCH_ISSUERS", "HITCH_REQUIRED_SCOPE", "HITCH_TENANTS"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("environment the authorizer reads (-want +got):\n%s", diff)
 	}
