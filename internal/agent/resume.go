@@ -189,12 +189,13 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (Leg,
 			return nil, Errorf(CodeRequestNotFound, "no request %s in task %s", in.RequestID, t.ID)
 		}
 	}
-	if ended != nil && CodeOf(denied) == CodeNotOwner {
-		// One who could decide a call of the ended request sends it again.
+	if ended != nil && (denied == nil || CodeOf(denied) == CodeNotOwner) {
+		// Read once: the record's decisions answer the resume, and tell
+		// whether one who is not the owner could decide a call of it.
 		if err := e.loadDecisions(ctx, t.ID, ended.RequestID, &ended.Decisions); err != nil {
 			return nil, err
 		}
-		if decidedParty(t, ended.Decisions, in.decider()) {
+		if denied != nil && decidedParty(t, ended.Decisions, in.decider()) {
 			denied = nil
 		}
 	}
@@ -204,9 +205,6 @@ func (e *Engine) tryResume(ctx context.Context, ag *Agent, in ResumeInput) (Leg,
 	}
 	now := e.now()
 	if ended != nil {
-		if err := e.loadDecisions(ctx, t.ID, ended.RequestID, &ended.Decisions); err != nil {
-			return nil, err
-		}
 		return e.resumeEnded(ag, t, ended, in)
 	}
 	return e.resumeActive(ctx, ag, t, items, in, now)
